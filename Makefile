@@ -1,0 +1,21 @@
+# karp Makefile. `make help` lists the targets.
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -eu -o pipefail -c
+GO ?= go
+BIN := $(CURDIR)/bin
+export KARP_BIN_DIR := $(BIN)
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## build bin/karp
+	$(GO) build -o $(BIN)/karp ./cmd/karp
+
+.PHONY: test
+test: ## run every test: unit, controller (envtest) and end-to-end
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 40m ./...
