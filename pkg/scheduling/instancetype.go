@@ -1,0 +1,134 @@
+package scheduling
+
+import (
+	"math"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Label keys instance types and offerings are described by. They equal the
+// karpenter.sh/v1 well-known labels of the same meaning.
+const (
+	LabelCapacityType  = "karpenter.sh/capacity-type"
+	LabelReservationID = "karpenter.sh/reservation-id"
+	CapacityTypeSpot   = "spot"
+	CapacityTypeOD     = "on-demand"
+	CapacityTypeRsv    = "reserved"
+)
+
+// Offering is one way to buy an instance type: a zone and capacity type at a
+// price, possibly unavailable (e.g. insufficient capacity), possibly backed
+// by a capacity reservation.
+type Offering struct {
+	Zone         string
+	CapacityType string
+	Price        float64
+	Available    bool
+	// ReservationID names the capacity reservation of a reserved offering.
+	ReservationID string
+	// ReservationCapacity is how many more instances the reservation holds.
+	ReservationCapacity int
+}
+
+// CompatibleWith reports whether the offering satisfies the zone, capacity
+// type and reservation requirements in reqs (other keys are ignored).
+func (o *Offering) CompatibleWith(reqs Requirements) bool {
+	if r := reqs[corev1.LabelTopologyZone]; r != nil && !r.Has(o.Zone) {
+		return false
+	}
+	if r := reqs[LabelCapacityType]; r != nil && !r.Has(o.CapacityType) {
+		return false
+	}
+	if r := reqs[LabelReservationID]; r != nil {
+		if o.ReservationID == "" {
+			return r.AcceptsAbsent()
+		}
+		return r.Has(o.ReservationID)
+	}
+	return true
+}
+
+// InstanceType is a node shape a cloud provider can launch.
+type InstanceType struct {
+	Name string
+	// Requirements describes the labels a node of this type carries: every
+	// instance label, the instance-type label, and the zones and capacity
+	// types of its offerings.
+	Requirements Requirements
+	Capacity     corev1.ResourceList
+	Allocatable  corev1.ResourceList
+	Offerings    []*Offering
+}
+
+// NewInstanceType builds an instance type, deriving its requirements from
+// labels and offerings.
+func NewInstanceType(name string, labels map[string]string, capacity, allocatable corev1.ResourceList, offerings []*Offering) *InstanceType {
+	it := &InstanceType{Name: name, Capacity: capacity, Allocatable: allocatable, Offerings: offerings}
+	it.Requirements = NewLabelRequirements(labels)
+	it.Requirements[corev1.LabelInstanceTypeStable] = NewRequirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, name)
+	it.RefreshOfferingRequirements()
+	return it
+}
+
+// RefreshOfferingRequirements recomputes the zone and capacity-type
+// requirements from the offerings (call after changing availability).
+func (it *InstanceType) RefreshOfferingRequirements() {
+	var zones, types []string
+	for _, o := range it.Offerings {
+		if !o.Available {
+			continue
+		}
+		zones = append(zones, o.Zone)
+		types = append(types, o.CapacityType)
+	}
+	it.Requirements[corev1.LabelTopologyZone] = NewRequirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, zones...)
+	it.Requirements[LabelCapacityType] = NewRequirement(LabelCapacityType, corev1.NodeSelectorOpIn, types...)
+}
+
+// CheapestOffering returns the cheapest available offering compatible with
+// reqs. On equal price on-demand wins over spot (spot is taken only when it
+// is actually cheaper), then the zone and capacity type sort first.
+func (it *InstanceType) CheapestOffering(reqs Requirements) (*Offering, bool) {
+	var best *Offering
+	for _, o := range it.Offerings {
+		if !o.Available || !o.CompatibleWith(reqs) {
+			continue
+		}
+		if best == nil || offeringLess(o, best) {
+			best = o
+		}
+	}
+	return best, best != nil
+}
+
+// CheapestPrice is the price of CheapestOffering, +Inf when none.
+func (it *InstanceType) CheapestPrice(reqs Requirements) float64 {
+	if o, ok := it.CheapestOffering(reqs); ok {
+		return o.Price
+	}
+	return math.Inf(1)
+}
+
+func offeringLess(a, b *Offering) bool {
+	if a.Price != b.Price {
+		return a.Price < b.Price
+	}
+	if a.CapacityType != b.CapacityType {
+		return capacityTypeRank(a.CapacityType) < capacityTypeRank(b.CapacityType)
+	}
+	return a.Zone < b.Zone
+}
+
+// capacityTypeRank orders capacity types on a price tie: reserved capacity
+// is already paid for, on-demand is not interruptible, spot last.
+func capacityTypeRank(ct string) int {
+	switch ct {
+	case CapacityTypeRsv:
+		return 0
+	case CapacityTypeOD:
+		return 1
+	case CapacityTypeSpot:
+		return 2
+	}
+	return 3
+}
