@@ -1,0 +1,145 @@
+// Command crdpatch adds to the CRDs controller-gen writes the validation
+// that kubebuilder markers cannot express because the Go types come from
+// k8s.io/api (corev1.Taint) or are map values (NodePool template labels).
+//
+// Usage: go run ./hack/crdpatch <dir>
+//
+// It rewrites every <group>_<plural>.yaml in dir that it has patches for
+// and fails if a patched schema path does not exist, so a renamed field
+// cannot silently drop its validation.
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+const (
+	// qualifiedNamePattern is a label or taint key: an optional DNS
+	// subdomain prefix and '/', then a name.
+	qualifiedNamePattern = `^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
+	// labelValuePattern is a label or taint value (possibly empty).
+	labelValuePattern = `^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
+)
+
+// patch adds schema keywords to the schema node at path. A path is a
+// dot-separated list of property names; "[]" steps into array items and
+// "{}" into map values.
+type patch struct {
+	path string
+	set  map[string]interface{}
+}
+
+func taintPatches(prefix string) []patch {
+	var out []patch
+	for _, field := range []string{"taints", "startupTaints"} {
+		base := prefix + "." + field + ".[]"
+		out = append(out,
+			patch{base + ".key", map[string]interface{}{"minLength": 1, "maxLength": 316, "pattern": qualifiedNamePattern}},
+			patch{base + ".value", map[string]interface{}{"maxLength": 63, "pattern": labelValuePattern}},
+			patch{base + ".effect", map[string]interface{}{"enum": []interface{}{"NoSchedule", "PreferNoSchedule", "NoExecute"}}},
+		)
+	}
+	return out
+}
+
+// patches lists, per CRD file name, the additions.
+var patches = map[string][]patch{
+	"karpenter.sh_nodepools.yaml": append(
+		taintPatches("spec.template.spec"),
+		patch{"spec.template.metadata.labels.{}", map[string]interface{}{"maxLength": 63, "pattern": labelValuePattern}},
+	),
+	"karpenter.sh_nodeclaims.yaml": taintPatches("spec"),
+}
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: crdpatch <crd-dir>")
+		os.Exit(2)
+	}
+	if err := run(os.Args[1]); err != nil {
+		fmt.Fprintln(os.Stderr, "crdpatch:", err)
+		os.Exit(1)
+	}
+}
+
+func run(dir string) error {
+	for file, ps := range patches {
+		if err := patchFile(filepath.Join(dir, file), ps); err != nil {
+			return fmt.Errorf("patching %s: %w", file, err)
+		}
+	}
+	return nil
+}
+
+func patchFile(path string, ps []patch) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var crd map[string]interface{}
+	if err := yaml.Unmarshal(raw, &crd); err != nil {
+		return fmt.Errorf("decoding: %w", err)
+	}
+	versions, _ := dig(crd, "spec", "versions").([]interface{})
+	if len(versions) == 0 {
+		return fmt.Errorf("no versions")
+	}
+	for _, v := range versions {
+		root, ok := dig(v, "schema", "openAPIV3Schema").(map[string]interface{})
+		if !ok {
+			return fmt.Errorf("version without openAPIV3Schema")
+		}
+		for _, p := range ps {
+			node, err := schemaAt(root, p.path)
+			if err != nil {
+				return err
+			}
+			for k, val := range p.set {
+				node[k] = val
+			}
+		}
+	}
+	out, err := yaml.Marshal(crd)
+	if err != nil {
+		return fmt.Errorf("encoding: %w", err)
+	}
+	return os.WriteFile(path, append([]byte("---\n"), out...), 0o644)
+}
+
+// schemaAt walks a JSON schema along a patch path.
+func schemaAt(root map[string]interface{}, path string) (map[string]interface{}, error) {
+	node := root
+	for _, step := range strings.Split(path, ".") {
+		var next interface{}
+		switch step {
+		case "[]":
+			next = node["items"]
+		case "{}":
+			next = node["additionalProperties"]
+		default:
+			next = dig(node, "properties", step)
+		}
+		m, ok := next.(map[string]interface{})
+		if !ok {
+			return nil, fmt.Errorf("schema path %s: no %q", path, step)
+		}
+		node = m
+	}
+	return node, nil
+}
+
+func dig(v interface{}, keys ...string) interface{} {
+	for _, k := range keys {
+		m, ok := v.(map[string]interface{})
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
+}

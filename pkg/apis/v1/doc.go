@@ -1,0 +1,18 @@
+// Package v1 holds the karpenter.sh/v1 API: NodePool and NodeClaim, their
+// status conditions, and the well-known labels, annotations, taints and
+// finalizer karp puts on cluster objects.
+//
+// Users' manifests written for upstream Karpenter must decode unchanged into
+// these types, so field names, JSON names, defaults and validation follow the
+// upstream karpenter.sh/v1 schema. Validation lives in kubebuilder markers
+// (OpenAPI and CEL) and is enforced by the API server through the CRDs in
+// pkg/apis/crds; this package holds no admission logic of its own.
+//
+// The package imports only k8s.io/api, k8s.io/apimachinery and small pure
+// helpers (robfig/cron for budget schedules); never controller-runtime or
+// client-go, so the pure scheduling core may depend on it.
+//
+// +k8s:deepcopy-gen=package
+// +kubebuilder:object:generate=true
+// +groupName=karpenter.sh
+package v1
