@@ -19,3 +19,11 @@ build: ## build bin/karp
 test: ## run every test: unit, controller (envtest) and end-to-end
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 40m ./...
+
+.PHONY: generate
+generate: ## regenerate deepcopy functions and CRDs from pkg/apis (controller-gen v0.21.0)
+	hack/generate.sh
+
+.PHONY: verify
+verify: ## fail when generated files under pkg/apis are stale
+	hack/verify.sh
