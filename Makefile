@@ -15,8 +15,23 @@ help: ## list the targets
 build: ## build bin/karp
 	$(GO) build -o $(BIN)/karp ./cmd/karp
 
+.PHONY: tools
+tools: ## build the local control plane binaries into bin/k8s (no-op when the pins are unchanged)
+	hack/build-tools.sh
+
+.PHONY: run
+run: build tools ## start a local control plane with the example NodePools; Ctrl-C stops it
+	$(BIN)/karp up --bin-dir $(BIN)/k8s $(foreach f,$(RUN_EXAMPLES),--apply $(f))
+
+# The NodePool examples (and the KWOKNodeClass they reference) applied by `make run`.
+RUN_EXAMPLES ?= $(wildcard examples/nodepool*.yaml)
+
+.PHONY: e2e
+e2e: tools ## run only the end-to-end suites against the local control plane
+	$(GO) test -count=1 -timeout 30m ./test/e2e/...
+
 .PHONY: test
-test: ## run every test: unit, controller (envtest) and end-to-end
+test: tools ## run every test: unit, controller (envtest) and end-to-end
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 40m ./...
 
