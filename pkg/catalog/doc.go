@@ -1,0 +1,22 @@
+// Package catalog parses karp's instance-type catalog JSON (the format of
+// ../shared/catalog/README.md) into scheduling.InstanceType values.
+//
+// Allocatable is the catalog's allocatable when present, else capacity minus
+// kubeReserved; a type with neither capacity nor allocatable is rejected.
+// Capacity, when absent, is taken to be the allocatable.
+//
+// Offerings: a type that lists offerings keeps them as they are. A type
+// without offerings gets derived ones:
+//   - on-demand in every zone of Options.Zones (default us-east-1a, us-east-1b,
+//     us-east-1c) at onDemandPricePerHour;
+//   - spot in every zone at onDemandPricePerHour × (1 − d), where the discount
+//     d is deterministic per (type, zone): the 64-bit FNV-1a hash of
+//     "<type>/<zone>" mapped linearly onto [SpotDiscountMin, SpotDiscountMax]
+//     (default 0.55–0.75, i.e. spot is 55–75% cheaper than on-demand). The
+//     same catalog and options always give the same prices.
+//
+// MarkUnavailable flips chosen offerings to unavailable, which is how
+// simulations inject insufficient capacity.
+//
+// The package is pure: it parses bytes and never reads the network.
+package catalog

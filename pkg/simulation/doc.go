@@ -1,0 +1,31 @@
+// Package simulation is karp's scheduling simulator: given pending pods, the
+// cluster's nodes (existing, in flight, being deleted), DaemonSets,
+// LimitRanges and NodePools with their instance types, Solve decides which
+// new NodeClaims to launch, which pods go to existing capacity, and why each
+// remaining pod cannot be placed.
+//
+// It is pure: data in, decisions out. It imports only the standard library,
+// k8s.io/api, k8s.io/apimachinery, karp's pkg/apis and pkg/scheduling. It
+// never reads the clock (callers pass now) and never logs; reasons are
+// returned as values.
+//
+// How it packs (see Solve): pods are grouped into scheduling equivalence
+// classes whose compatibility (requirements, tolerated NodePools, fitting
+// instance types, topology groups) is computed once; pods are sorted
+// largest-first by dominant resource; each pod goes to existing capacity
+// first, else to the open NodeClaim where it raises the cost least (best fit
+// on ties), else to a new NodeClaim from the first NodePool (by weight) that
+// can hold it. Every NodeClaim always carries the cheapest instance type its
+// pods fit on, so "shrinking" is continuous. Resource math uses int64
+// vectors; deterministic for the same input (no map-order dependence).
+//
+// Invariants:
+//   - Every placement satisfies the pod's hard constraints at the moment it
+//     is made, in Result.Order: requests plus DaemonSet overhead within
+//     allocatable, taints tolerated, requirements compatible, host ports
+//     free, topology spread and pod (anti-)affinity satisfied, NodePool
+//     limits respected.
+//   - A NodeClaim's daemon overhead counts exactly the DaemonSets whose pods
+//     would land on it (node affinity against the NodePool and instance type,
+//     tolerations, LimitRange defaults).
+package simulation

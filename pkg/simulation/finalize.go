@@ -1,0 +1,90 @@
+package simulation
+
+import (
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/karp-autoscaler/karp/pkg/scheduling"
+)
+
+// finish turns the solver state into a Result.
+func (s *solver) finish(failed []*podInfo) *Result {
+	res := &Result{}
+	claimIndex := map[*target]int{}
+	for _, t := range s.claims {
+		if len(t.pods) == 0 {
+			continue
+		}
+		claimIndex[t] = len(res.NodeClaims)
+		res.NodeClaims = append(res.NodeClaims, s.nodeClaim(t))
+	}
+	for _, t := range s.existing {
+		if len(t.pods) == 0 {
+			continue
+		}
+		ep := &ExistingPlacement{Node: t.existing}
+		for _, p := range t.pods {
+			ep.Pods = append(ep.Pods, p.pod)
+		}
+		res.ExistingNodes = append(res.ExistingNodes, ep)
+	}
+	for _, pl := range s.order {
+		if pl.t.existing != nil {
+			res.Order = append(res.Order, Placement{Pod: pl.pod.pod, NodeClaim: -1, Node: pl.t.existing})
+		} else {
+			res.Order = append(res.Order, Placement{Pod: pl.pod.pod, NodeClaim: claimIndex[pl.t]})
+		}
+	}
+	sort.SliceStable(failed, func(i, j int) bool { return failed[i].index < failed[j].index })
+	for _, p := range failed {
+		res.PodErrors = append(res.PodErrors, PodError{Pod: p.pod, Status: p.status})
+	}
+	return res
+}
+
+// nodeClaim renders an open NodeClaim: the types that hold its pods (within
+// limits), cheapest first and capped; requirements narrowed to them.
+func (s *solver) nodeClaim(t *target) *NodeClaim {
+	e := t.entry
+	p := e.pool
+	zero := s.zero()
+	curCap := p.types[t.cur].capacity
+	var types []*scheduling.InstanceType
+	var names []string
+	capTypes := map[string]bool{}
+	for _, i := range e.order {
+		if len(types) >= s.maxTypes {
+			break
+		}
+		if !s.fitsAt(e, i, t.used, zero) || !s.limitsAllow(p, p.types[i].capacity, curCap) {
+			continue
+		}
+		it := p.types[i].it
+		types = append(types, it)
+		names = append(names, it.Name)
+		for _, o := range it.Offerings {
+			if o.Available && o.CompatibleWith(e.reqs) {
+				capTypes[o.CapacityType] = true
+			}
+		}
+	}
+	reqs := e.reqs.Copy()
+	reqs.Add(scheduling.NewRequirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, names...))
+	var cts []string
+	for ct := range capTypes {
+		cts = append(cts, ct)
+	}
+	reqs.Add(scheduling.NewRequirement(scheduling.LabelCapacityType, corev1.NodeSelectorOpIn, cts...))
+	it := p.types[t.cur].it
+	offering, _ := it.CheapestOffering(e.reqs)
+	over := s.overhead(e, t.cur)
+	requests := t.used.Clone()
+	requests.Add(over)
+	nc := &NodeClaim{NodePool: p.np, Requirements: reqs, InstanceTypes: types, InstanceType: it, Offering: offering,
+		Price: e.price[t.cur], DaemonOverhead: s.idx.List(over), Requests: s.idx.List(requests), MinValuesRelaxed: t.relaxed}
+	for _, pi := range t.pods {
+		nc.Pods = append(nc.Pods, pi.pod)
+	}
+	return nc
+}

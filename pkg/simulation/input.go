@@ -1,0 +1,157 @@
+package simulation
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/scheduling"
+)
+
+// PreferencePolicy says what to do with soft constraints.
+type PreferencePolicy string
+
+const (
+	// PreferencePolicyRespect treats preferences (preferred node and pod
+	// affinity, ScheduleAnyway spread, PreferNoSchedule taints) as required
+	// first and relaxes them one at a time when a pod does not fit.
+	PreferencePolicyRespect PreferencePolicy = "Respect"
+	// PreferencePolicyIgnore drops every preference up front.
+	PreferencePolicyIgnore PreferencePolicy = "Ignore"
+)
+
+// MinValuesPolicy says what to do when a NodeClaim cannot satisfy minValues.
+type MinValuesPolicy string
+
+const (
+	// MinValuesPolicyStrict refuses NodeClaims whose instance types span
+	// fewer distinct values than minValues.
+	MinValuesPolicyStrict MinValuesPolicy = "Strict"
+	// MinValuesPolicyBestEffort launches them anyway and marks the NodeClaim
+	// MinValuesRelaxed.
+	MinValuesPolicyBestEffort MinValuesPolicy = "BestEffort"
+)
+
+// DefaultMaxInstanceTypes is how many instance types a NodeClaim carries
+// at most, cheapest first (the cloud provider picks among them).
+const DefaultMaxInstanceTypes = 60
+
+// Options tune the solver.
+type Options struct {
+	PreferencePolicy PreferencePolicy
+	MinValuesPolicy  MinValuesPolicy
+	// MaxInstanceTypes caps NodeClaim.InstanceTypes; 0 means 60.
+	MaxInstanceTypes int
+	// WellKnownLabels may be left undefined by a NodePool and still match
+	// pods. nil means karpv1.WellKnownLabels plus every label key any
+	// instance type defines.
+	WellKnownLabels sets.Set[string]
+}
+
+// NodePool is a NodePool with the instance types its NodeClass offers.
+type NodePool struct {
+	NodePool      *karpv1.NodePool
+	InstanceTypes []*scheduling.InstanceType
+}
+
+// Node is capacity that exists or is being launched.
+type Node struct {
+	Name string
+	// Labels are the node's labels (for an in-flight NodeClaim, its labels).
+	Labels map[string]string
+	// Requirements, for an in-flight NodeClaim, narrow what its node will be;
+	// nil for registered nodes.
+	Requirements  scheduling.Requirements
+	Taints        []corev1.Taint
+	StartupTaints []corev1.Taint
+	Capacity      corev1.ResourceList
+	Allocatable   corev1.ResourceList
+	// Pods are the pods bound (or nominated) to the node.
+	Pods []*corev1.Pod
+	// Initialized is false while the node starts; its startup and known
+	// ephemeral taints are then ignored.
+	Initialized bool
+	// MarkedForDeletion nodes lend no capacity; their reschedulable pods are
+	// placed again with the pending ones.
+	MarkedForDeletion bool
+}
+
+// Input is everything Solve needs, gathered by the caller.
+type Input struct {
+	Pods        []*corev1.Pod
+	Nodes       []*Node
+	DaemonSets  []*appsv1.DaemonSet
+	LimitRanges []corev1.LimitRange
+	// Namespaces resolve pod affinity namespaceSelectors (optional).
+	Namespaces []*corev1.Namespace
+	NodePools  []*NodePool
+	// VolumeRequirements are per-pod alternatives (ORed) from volume
+	// topology, resolved by the caller; a pod must satisfy one of them.
+	VolumeRequirements map[types.UID][]scheduling.Requirements
+	Options            Options
+}
+
+// Result is the solver's decision.
+type Result struct {
+	// NodeClaims to launch, in creation order.
+	NodeClaims []*NodeClaim
+	// ExistingNodes lists the pods placed on existing or in-flight nodes.
+	ExistingNodes []*ExistingPlacement
+	// PodErrors explains every pod that could not be placed, in input order.
+	PodErrors []PodError
+	// Order lists every placement in the order it was decided; replaying it
+	// reproduces the topology counts each decision saw.
+	Order []Placement
+}
+
+// NodeClaim is a node to launch.
+type NodeClaim struct {
+	NodePool *karpv1.NodePool
+	// Requirements are the template's requirements narrowed by the pods'
+	// (plus instance-type and capacity-type In the launchable options).
+	Requirements scheduling.Requirements
+	// InstanceTypes fit every pod plus daemon overhead, cheapest first.
+	InstanceTypes []*scheduling.InstanceType
+	// InstanceType and Offering are the cheapest choice; Price its $/hour.
+	InstanceType *scheduling.InstanceType
+	Offering     *scheduling.Offering
+	Price        float64
+	Pods         []*corev1.Pod
+	// DaemonOverhead is what the DaemonSets landing on InstanceType request.
+	DaemonOverhead corev1.ResourceList
+	// Requests is the pods' requests plus DaemonOverhead.
+	Requests corev1.ResourceList
+	// MinValuesRelaxed is set when minValues had to be relaxed (BestEffort).
+	MinValuesRelaxed bool
+}
+
+// ExistingPlacement lists pods placed onto an existing or in-flight node.
+type ExistingPlacement struct {
+	Node *Node
+	Pods []*corev1.Pod
+}
+
+// PodError explains why a pod could not be placed.
+type PodError struct {
+	Pod    *corev1.Pod
+	Status *scheduling.Status
+}
+
+// Placement is one decision: the pod went to NodeClaims[NodeClaim] or, when
+// NodeClaim is -1, to Node.
+type Placement struct {
+	Pod       *corev1.Pod
+	NodeClaim int
+	Node      *Node
+}
+
+// Cost sums the price of every new NodeClaim.
+func (r *Result) Cost() float64 {
+	total := 0.0
+	for _, nc := range r.NodeClaims {
+		total += nc.Price
+	}
+	return total
+}

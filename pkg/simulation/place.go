@@ -1,0 +1,443 @@
+package simulation
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/karp-autoscaler/karp/pkg/scheduling"
+)
+
+// option is a candidate placement on a NodeClaim (t nil: a new one).
+type option struct {
+	t     *target
+	pool  *pool
+	e     *entry
+	cur   int
+	delta float64 // price increase
+	tight float64 // room left after placing, lower is a tighter fit
+}
+
+// run places pods in order, retrying the ones that failed as long as a pass
+// places something (a pod may need another pod placed first). It returns
+// the pods left unplaced.
+func (s *solver) run(ctx context.Context, pods []*podInfo) []*podInfo {
+	queue := pods
+	for len(queue) > 0 {
+		var next []*podInfo
+		for i, p := range queue {
+			if ctx.Err() != nil {
+				for _, q := range queue[i:] {
+					q.status = scheduling.NewStatus(scheduling.Error, "simulation cancelled: "+ctx.Err().Error())
+				}
+				return append(next, queue[i:]...)
+			}
+			if p.status = s.place(p); p.status != nil {
+				next = append(next, p)
+			}
+		}
+		if len(next) == len(queue) {
+			return next
+		}
+		queue = next
+	}
+	return nil
+}
+
+// place tries each relaxation level of the pod's class in order: existing
+// capacity first, then the open NodeClaim where the pod adds the least cost,
+// then a new NodeClaim when that is cheaper or nothing else fits.
+func (s *solver) place(p *podInfo) *scheduling.Status {
+	var status *scheduling.Status
+	for _, v := range p.class.variants {
+		if t := s.tryExisting(v); t != nil {
+			s.commitExisting(p, t)
+			return nil
+		}
+		best := s.tryClaims(v)
+		if best != nil && best.delta == 0 {
+			s.commit(p, v, best)
+			return nil
+		}
+		fresh, st := s.tryNew(v)
+		switch {
+		case best != nil && (fresh == nil || best.delta <= fresh.delta):
+			s.commit(p, v, best)
+			return nil
+		case fresh != nil:
+			s.commit(p, v, fresh)
+			return nil
+		}
+		status = st
+	}
+	return status
+}
+
+func (s *solver) tryExisting(v *variant) *target {
+	for _, t := range s.existing {
+		for len(t.compat) <= v.id {
+			t.compat = append(t.compat, 0)
+		}
+		if t.compat[v.id] == 0 {
+			t.compat[v.id] = 2
+			if t.nodeReqs.StrictlyCompatible(v.reqs) == nil && tolerated(t.nodeTnts, v.class.tolerates, v.strictPNS) == nil {
+				t.compat[v.id] = 1
+			}
+		}
+		if t.compat[v.id] != 1 || !v.class.requests.Fits(t.free) {
+			continue
+		}
+		if _, conflict := scheduling.HostPortConflict(t.ports, v.class.ports); conflict {
+			continue
+		}
+		if _, reason := s.topoCheck(v, t, nil); reason != "" {
+			continue
+		}
+		return t
+	}
+	return nil
+}
+
+// compatEntry is the entry of a NodeClaim with entry e after adding a pod
+// of variant v, nil when incompatible.
+func (s *solver) compatEntry(e *entry, v *variant) *entry {
+	for len(e.compat) <= v.id {
+		e.compat = append(e.compat, 0)
+	}
+	switch c := e.compat[v.id]; {
+	case c < 0:
+		return nil
+	case c > 0:
+		return s.entryList[c-1]
+	}
+	if e.reqs.Compatible(v.reqs, s.wellKnown) != nil {
+		e.compat[v.id] = -1
+		return nil
+	}
+	out := s.entryFor(e.pool, e.reqs.Intersection(v.reqs))
+	if len(out.order) == 0 {
+		e.compat[v.id] = -1
+		return nil
+	}
+	e.compat[v.id] = int32(out.id + 1)
+	return out
+}
+
+func (s *solver) tryClaims(v *variant) *option {
+	var best option
+	found := false
+	type cand struct {
+		t *target
+		e *entry
+	}
+	var later []cand
+	req := v.class.requests
+	for _, t := range s.claims {
+		if s.poolFor(v, t.entry.pool.index).entry == nil {
+			continue
+		}
+		e := s.compatEntry(t.entry, v)
+		if e == nil {
+			continue
+		}
+		if len(v.class.ports) > 0 {
+			if _, conflict := scheduling.HostPortConflict(t.ports, v.class.ports); conflict {
+				continue
+			}
+		}
+		e, reason := s.topoCheck(v, t, e)
+		if reason != "" {
+			continue
+		}
+		if e.ok.has(t.cur) && e.price[t.cur] <= t.price() && s.fitsAt(e, t.cur, t.used, req) && s.portsFree(e, t.cur, v) {
+			tight := s.tightness(t, req)
+			if !found || tight < best.tight {
+				best = option{t: t, pool: t.entry.pool, e: e, cur: t.cur, delta: e.price[t.cur] - t.price(), tight: tight}
+				found = true
+			}
+			continue
+		}
+		if !found {
+			later = append(later, cand{t, e})
+		}
+	}
+	if found {
+		return &best
+	}
+	for _, c := range later {
+		cur := s.cheapestFit(c.e, c.t, v)
+		if cur < 0 {
+			continue
+		}
+		delta := c.e.price[cur] - c.t.price()
+		tight := s.tightnessAt(c.e.pool.types[cur], c.t.used, req)
+		if !found || delta < best.delta || delta == best.delta && tight < best.tight {
+			best = option{t: c.t, pool: c.e.pool, e: c.e, cur: cur, delta: delta, tight: tight}
+			found = true
+		}
+	}
+	if !found {
+		return nil
+	}
+	return &best
+}
+
+// tryNew opens a NodeClaim in the first NodePool (by weight) that can hold
+// the pod, or explains per NodePool why none can.
+func (s *solver) tryNew(v *variant) (*option, *scheduling.Status) {
+	code := scheduling.UnschedulableAndUnresolvable
+	var reasons []string
+	fresh := &target{id: len(s.targets)}
+	for pi, p := range s.pools {
+		pc := s.poolFor(v, pi)
+		if pc.entry == nil {
+			reasons = append(reasons, fmt.Sprintf("NodePool %s: %s", p.name, pc.reason))
+			continue
+		}
+		e, reason := s.topoCheck(v, fresh, pc.entry)
+		if reason == "" && p.nodeLimit >= 0 && p.nodesUsed >= p.nodeLimit {
+			reason = s.limitReason(p, make(scheduling.Vector, s.idx.Len()))
+		}
+		if reason != "" {
+			code = scheduling.Unschedulable
+			reasons = append(reasons, fmt.Sprintf("NodePool %s: %s", p.name, reason))
+			continue
+		}
+		cur := s.cheapestFit(e, nil, v)
+		if cur < 0 {
+			reason, resolvable := s.fitReason(e, v)
+			if resolvable {
+				code = scheduling.Unschedulable
+			}
+			reasons = append(reasons, fmt.Sprintf("NodePool %s: %s", p.name, reason))
+			continue
+		}
+		return &option{pool: p, e: e, cur: cur, delta: e.price[cur]}, nil
+	}
+	if len(s.pools) == 0 {
+		reasons = append(reasons, "no NodePool can launch nodes")
+	}
+	return nil, scheduling.NewStatus(code, reasons...)
+}
+
+// fitsAt reports whether used + req + daemon overhead fit type i of e.
+func (s *solver) fitsAt(e *entry, i int, used, req scheduling.Vector) bool {
+	alloc := e.pool.types[i].alloc
+	over := s.overhead(e, i)
+	for k := range used {
+		if used[k]+req[k]+over[k] > alloc[k] {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *solver) portsFree(e *entry, i int, v *variant) bool {
+	if len(v.class.ports) == 0 {
+		return true
+	}
+	s.overhead(e, i)
+	_, conflict := scheduling.HostPortConflict(e.ports[i], v.class.ports)
+	return !conflict
+}
+
+// cheapestFit finds the cheapest type of e that holds t's pods plus the
+// pod (t nil: a new NodeClaim), within limits and minValues; -1 if none.
+func (s *solver) cheapestFit(e *entry, t *target, v *variant) int {
+	req := v.class.requests
+	used := s.zero()
+	start := 0
+	var curCap scheduling.Vector
+	p := e.pool
+	if t != nil {
+		used = t.used
+		curCap = p.types[t.cur].capacity
+		if e == t.entry {
+			start = e.rank[t.cur]
+		}
+	}
+	for _, i := range e.order[start:] {
+		if !s.fitsAt(e, i, used, req) || !s.portsFree(e, i, v) || !s.limitsAllow(p, p.types[i].capacity, curCap) {
+			continue
+		}
+		if len(p.minValues) > 0 && s.in.Options.MinValuesPolicy != MinValuesPolicyBestEffort && !s.minValuesOK(e, used, req) {
+			return -1
+		}
+		return i
+	}
+	return -1
+}
+
+// limitsAllow reports whether swapping capacity old (nil: none) for next
+// keeps the pool within its limits.
+func (s *solver) limitsAllow(p *pool, next, old scheduling.Vector) bool {
+	if !p.hasLimits {
+		return true
+	}
+	for k, l := range p.limits {
+		if l < 0 {
+			continue
+		}
+		delta := next[k]
+		if old != nil {
+			delta -= old[k]
+		}
+		if p.used[k]+delta > l {
+			return false
+		}
+	}
+	return true
+}
+
+// minValuesOK reports whether the types of e that fit used+req span at
+// least minValues distinct values of every key that sets minValues.
+func (s *solver) minValuesOK(e *entry, used, req scheduling.Vector) bool {
+	for _, mv := range e.pool.minValues {
+		seen := map[string]bool{}
+		for _, i := range e.order {
+			if !s.fitsAt(e, i, used, req) {
+				continue
+			}
+			if r := e.pool.types[i].it.Requirements[mv.Key]; r != nil {
+				for _, val := range r.Values() {
+					if mvr := e.reqs[mv.Key]; mvr == nil || mvr.Has(val) {
+						seen[val] = true
+					}
+				}
+			}
+		}
+		if len(seen) < *mv.MinValues {
+			return false
+		}
+	}
+	return true
+}
+
+// fitReason explains why no type of e holds the pod alone; resolvable is
+// true when only limits are in the way.
+func (s *solver) fitReason(e *entry, v *variant) (string, bool) {
+	req := v.class.requests
+	zero := s.zero()
+	for k := range req {
+		if req[k] == 0 {
+			continue
+		}
+		any := false
+		for _, i := range e.order {
+			if req[k]+s.overhead(e, i)[k] <= e.pool.types[i].alloc[k] {
+				any = true
+				break
+			}
+		}
+		if !any {
+			name := s.idx.Name(k)
+			q := scheduling.UnitsQuantity(name, req[k])
+			return fmt.Sprintf("no instance type has %s %s", q.String(), name), false
+		}
+	}
+	for _, i := range e.order {
+		if s.fitsAt(e, i, zero, req) && s.portsFree(e, i, v) {
+			if r := s.limitReason(e.pool, e.pool.types[i].capacity); r != "" {
+				return r, true
+			}
+			if len(e.pool.minValues) > 0 {
+				return "minValues not satisfied by the instance types that fit", false
+			}
+		}
+	}
+	list := s.idx.List(req)
+	delete(list, corev1.ResourcePods)
+	return fmt.Sprintf("no instance type fits %s together", formatList(s, list)), false
+}
+
+func formatList(s *solver, rl corev1.ResourceList) string {
+	out := ""
+	for k := 0; k < s.idx.Len(); k++ {
+		name := s.idx.Name(k)
+		if q, ok := rl[name]; ok {
+			if out != "" {
+				out += ", "
+			}
+			out += string(name) + "=" + q.String()
+		}
+	}
+	return out
+}
+
+func (s *solver) zero() scheduling.Vector {
+	if len(s.scratchZero) != s.idx.Len() {
+		s.scratchZero = make(scheduling.Vector, s.idx.Len())
+	}
+	return s.scratchZero
+}
+
+// tightness is how much room (cpu plus memory, as fractions of the shape)
+// a NodeClaim keeps after taking req on its current shape.
+func (s *solver) tightness(t *target, req scheduling.Vector) float64 {
+	return s.tightnessAt(t.entry.pool.types[t.cur], t.used, req)
+}
+
+func (s *solver) tightnessAt(it *itype, used, req scheduling.Vector) float64 {
+	room := 0.0
+	for _, k := range []int{scheduling.SlotCPU, scheduling.SlotMemory} {
+		if a := it.alloc[k]; a > 0 {
+			room += float64(a-used[k]-req[k]) / float64(a)
+		}
+	}
+	return room
+}
+
+func (s *solver) commit(p *podInfo, v *variant, o *option) {
+	t := o.t
+	pl := o.pool
+	if t == nil {
+		t = &target{id: len(s.targets), entry: o.e, cur: o.cur, used: make(scheduling.Vector, s.idx.Len()),
+			free: make(scheduling.Vector, s.idx.Len()), claim: len(s.claims)}
+		s.targets = append(s.targets, t)
+		s.claims = append(s.claims, t)
+		pl.nodesUsed++
+		pl.used.Add(pl.types[o.cur].capacity)
+		for _, key := range v.pinKeys {
+			if d := entryDomain(o.e, key); d != "" {
+				s.pinned[key+"="+d]++
+			}
+		}
+	} else {
+		pl.used.Add(pl.types[o.cur].capacity)
+		pl.used.Sub(pl.types[t.cur].capacity)
+		for _, key := range v.pinKeys {
+			if d := entryDomain(o.e, key); d != "" && entryDomain(t.entry, key) == "" {
+				s.pinned[key+"="+d]++
+			}
+		}
+		t.entry, t.cur = o.e, o.cur
+	}
+	if len(pl.minValues) > 0 && !s.minValuesOK(t.entry, t.used, v.class.requests) {
+		t.relaxed = true
+	}
+	t.used.Add(v.class.requests)
+	s.refreshFree(t)
+	s.record(p, t)
+}
+
+func (s *solver) commitExisting(p *podInfo, t *target) {
+	t.used.Add(p.class.requests)
+	t.free.Sub(p.class.requests)
+	s.record(p, t)
+}
+
+func (s *solver) record(p *podInfo, t *target) {
+	t.ports = append(t.ports, p.class.ports...)
+	t.pods = append(t.pods, p)
+	for _, g := range p.class.counts {
+		g.recordMatch(s, t)
+	}
+	for _, g := range p.class.owns {
+		g.recordOwner(t)
+	}
+	s.order = append(s.order, placed{pod: p, t: t})
+}
+
+var _ = math.Inf

@@ -1,0 +1,276 @@
+package simulation
+
+import (
+	"math"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/scheduling"
+)
+
+// pool is a NodePool prepared for solving.
+type pool struct {
+	index  int
+	np     *karpv1.NodePool
+	name   string
+	reqs   scheduling.Requirements // template requirements ∩ template labels ∩ nodepool label
+	taints scheduling.Taints
+	types  []*itype // instance types compatible with reqs
+	// limits, indexed like vectors; -1 means unlimited.
+	limits    scheduling.Vector
+	hasLimits bool
+	nodeLimit int64 // -1 unlimited
+	used      scheduling.Vector
+	nodesUsed int64
+	minValues []*scheduling.Requirement
+	daemons   []*daemon // DaemonSets tolerating the pool's taints
+	root      *entry
+}
+
+// itype is an instance type with its vectors.
+type itype struct {
+	it       *scheduling.InstanceType
+	idx      int
+	alloc    scheduling.Vector
+	capacity scheduling.Vector
+}
+
+// entry is an interned requirement set of one pool: what a NodeClaim of the
+// pool with these requirements can be. Entries are shared by NodeClaims and
+// cache compatibility with pod variants, prices and daemon overhead.
+type entry struct {
+	id     int
+	pool   *pool
+	reqs   scheduling.Requirements
+	ok     bitset    // pool types compatible with reqs with an available offering
+	price  []float64 // per pool type: cheapest compatible offering (+Inf if none)
+	order  []int     // ok types by price
+	rank   []int     // pool type -> position in order (-1 if not ok)
+	over   []scheduling.Vector
+	ports  [][]scheduling.HostPort // per type: daemon host ports (nil when none)
+	compat []int32                 // by variant id: 0 unknown, -1 incompatible, else entry id+1
+	pins   map[string]int          // "key=value" -> entry id
+	doms   map[string][]string     // key -> possible domains
+}
+
+type bitset []uint64
+
+func newBitset(n int) bitset    { return make(bitset, (n+63)/64) }
+func (b bitset) set(i int)      { b[i/64] |= 1 << (uint(i) % 64) }
+func (b bitset) has(i int) bool { return b[i/64]&(1<<(uint(i)%64)) != 0 }
+func (b bitset) and(o bitset) bitset {
+	out := make(bitset, len(b))
+	for i := range b {
+		out[i] = b[i] & o[i]
+	}
+	return out
+}
+
+// newPool prepares a NodePool; types incompatible with its requirements are
+// dropped up front.
+func (s *solver) newPool(in *NodePool) *pool {
+	np := in.NodePool
+	p := &pool{np: np, name: np.Name, nodeLimit: -1}
+	p.reqs = scheduling.NewLabelRequirements(np.Spec.Template.ObjectMeta.Labels)
+	for _, r := range np.Spec.Template.Spec.Requirements {
+		req := scheduling.NewRequirement(scheduling.NormalizeKey(r.Key), r.Operator, r.Values...)
+		req.MinValues = r.MinValues
+		p.reqs.Add(req)
+		if r.MinValues != nil {
+			p.minValues = append(p.minValues, req)
+		}
+	}
+	p.reqs.Add(scheduling.NewRequirement(karpv1.NodePoolLabelKey, corev1.NodeSelectorOpIn, np.Name))
+	p.taints = np.Spec.Template.Spec.Taints
+	for _, it := range in.InstanceTypes {
+		if p.reqs.Intersects(it.Requirements) != nil {
+			continue
+		}
+		p.types = append(p.types, &itype{it: it, idx: len(p.types), alloc: s.idx.Vector(it.Allocatable), capacity: s.capacityVector(it)})
+	}
+	p.limits = make(scheduling.Vector, s.idx.Len())
+	for i := range p.limits {
+		p.limits[i] = -1
+	}
+	for name, q := range np.Spec.Limits {
+		if name == "nodes" {
+			p.nodeLimit = q.Value()
+			continue
+		}
+		if slot := s.idx.Slot(name); slot >= 0 {
+			p.limits[slot] = unitsOf(name, q)
+			p.hasLimits = true
+		}
+	}
+	p.used = make(scheduling.Vector, s.idx.Len())
+	for _, d := range s.daemons {
+		if p.taints.ToleratesPod(d.tolerations) == nil {
+			p.daemons = append(p.daemons, d)
+		}
+	}
+	return p
+}
+
+func unitsOf(name corev1.ResourceName, q resource.Quantity) int64 {
+	if name == corev1.ResourceCPU {
+		return q.MilliValue()
+	}
+	return q.Value()
+}
+
+// capacityVector is the instance type's capacity (allocatable when absent),
+// used for limits.
+func (s *solver) capacityVector(it *scheduling.InstanceType) scheduling.Vector {
+	if len(it.Capacity) > 0 {
+		return s.idx.Vector(it.Capacity)
+	}
+	return s.idx.Vector(it.Allocatable)
+}
+
+// entryFor interns reqs for the pool.
+func (s *solver) entryFor(p *pool, reqs scheduling.Requirements) *entry {
+	key := p.name + "\x00" + reqs.String()
+	if e, ok := s.entries[key]; ok {
+		return e
+	}
+	n := len(p.types)
+	e := &entry{id: len(s.entryList), pool: p, reqs: reqs, ok: newBitset(n), price: make([]float64, n),
+		rank: make([]int, n), over: make([]scheduling.Vector, n), ports: make([][]scheduling.HostPort, n),
+		pins: map[string]int{}, doms: map[string][]string{}}
+	for i, t := range p.types {
+		e.price[i] = math.Inf(1)
+		e.rank[i] = -1
+		if reqs.Intersects(t.it.Requirements) != nil {
+			continue
+		}
+		if o, ok := t.it.CheapestOffering(reqs); ok {
+			e.price[i] = o.Price
+			e.ok.set(i)
+			e.order = append(e.order, i)
+		}
+	}
+	sort.SliceStable(e.order, func(a, b int) bool {
+		pa, pb := e.price[e.order[a]], e.price[e.order[b]]
+		if pa != pb {
+			return pa < pb
+		}
+		return p.types[e.order[a]].it.Name < p.types[e.order[b]].it.Name
+	})
+	for pos, i := range e.order {
+		e.rank[i] = pos
+	}
+	s.entries[key] = e
+	s.entryList = append(s.entryList, e)
+	return e
+}
+
+// overhead is the daemon overhead of a NodeClaim with entry e on type i:
+// the requests of exactly the DaemonSets whose pods would land there.
+func (s *solver) overhead(e *entry, i int) scheduling.Vector {
+	if v := e.over[i]; v != nil {
+		return v
+	}
+	v := make(scheduling.Vector, s.idx.Len())
+	var ports []scheduling.HostPort
+	if len(e.pool.daemons) > 0 {
+		nodeReqs := e.reqs.Intersection(e.pool.types[i].it.Requirements)
+		for _, d := range e.pool.daemons {
+			if d.landsOn(nodeReqs, s.wellKnown) {
+				v.Add(d.requests)
+				ports = append(ports, d.ports...)
+			}
+		}
+	}
+	e.over[i] = v
+	e.ports[i] = ports
+	return v
+}
+
+// pin returns the entry narrowed to key=value.
+func (s *solver) pin(e *entry, key, value string) *entry {
+	k := key + "=" + value
+	if id, ok := e.pins[k]; ok {
+		return s.entryList[id]
+	}
+	reqs := e.reqs.Copy()
+	reqs.Add(scheduling.NewRequirement(key, corev1.NodeSelectorOpIn, value))
+	out := s.entryFor(e.pool, reqs)
+	e.pins[k] = out.id
+	return out
+}
+
+// domains lists the values key can take on a NodeClaim with entry e.
+func (s *solver) domains(e *entry, key string) []string {
+	if d, ok := e.doms[key]; ok {
+		return d
+	}
+	var out []string
+	if r := e.reqs[key]; r != nil && !r.IsComplement() {
+		out = r.Values()
+	} else {
+		seen := map[string]bool{}
+		for _, i := range e.order {
+			it := e.pool.types[i].it
+			if key == corev1.LabelTopologyZone {
+				for _, o := range it.Offerings {
+					if o.Available && o.CompatibleWith(e.reqs) {
+						seen[o.Zone] = true
+					}
+				}
+				continue
+			}
+			if tr := it.Requirements[key]; tr != nil {
+				for _, v := range tr.Values() {
+					if r == nil || r.Has(v) {
+						seen[v] = true
+					}
+				}
+			}
+		}
+		for v := range seen {
+			out = append(out, v)
+		}
+		sort.Strings(out)
+	}
+	e.doms[key] = out
+	return out
+}
+
+// limitReason explains which limit blocks adding capacity cap to the pool.
+func (s *solver) limitReason(p *pool, extra scheduling.Vector) string {
+	if p.nodeLimit >= 0 && p.nodesUsed+1 > p.nodeLimit {
+		return "limit nodes=" + resource.NewQuantity(p.nodeLimit, resource.DecimalSI).String() +
+			" reached (" + resource.NewQuantity(p.nodesUsed, resource.DecimalSI).String() + " in use)"
+	}
+	for i, l := range p.limits {
+		if l >= 0 && p.used[i]+extra[i] > l {
+			name := s.idx.Name(i)
+			lq, uq := scheduling.UnitsQuantity(name, l), scheduling.UnitsQuantity(name, p.used[i])
+			return "limit " + string(name) + "=" + lq.String() + " reached (" + uq.String() + " in use)"
+		}
+	}
+	return ""
+}
+
+// withinLimits reports whether the pool can take delta more capacity.
+func (p *pool) withinLimits(delta scheduling.Vector) bool {
+	if !p.hasLimits {
+		return true
+	}
+	for i, l := range p.limits {
+		if l >= 0 && p.used[i]+delta[i] > l {
+			return false
+		}
+	}
+	return true
+}
+
+func joinSorted(vals []string) string {
+	out := append([]string(nil), vals...)
+	sort.Strings(out)
+	return strings.Join(out, ",")
+}

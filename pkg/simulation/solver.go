@@ -1,0 +1,275 @@
+package simulation
+
+import (
+	"context"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/scheduling"
+)
+
+// solver holds the state of one Solve call.
+type solver struct {
+	in          *Input
+	wellKnown   sets.Set[string]
+	idx         *scheduling.ResourceIndex
+	maxAlloc    scheduling.Vector
+	daemons     []*daemon
+	pools       []*pool
+	anyPNS      bool
+	topo        *topology
+	classes     []*class
+	classByKey  map[string]*class
+	variants    []*variant
+	poolState   [][]poolCheck // by variant id, then pool
+	entries     map[string]*entry
+	entryList   []*entry
+	targets     []*target
+	existing    []*target
+	claims      []*target
+	order       []placed
+	pinned      map[string]int // "key=value" -> NodeClaims pinned there
+	scratchZero scheduling.Vector
+	maxTypes    int
+}
+
+type placed struct {
+	pod *podInfo
+	t   *target
+}
+
+// poolCheck caches whether a variant passes a pool's taints and template
+// requirements.
+type poolCheck struct {
+	done   bool
+	entry  *entry
+	reason string
+}
+
+// Solve decides where pending pods go. It never returns an error for pods
+// that do not fit: those are in Result.PodErrors with a Status. The context
+// is only checked for cancellation between pods; pods not reached are
+// reported with an Error status.
+func Solve(ctx context.Context, in Input) *Result {
+	s := newSolver(&in)
+	pods := s.pendingPods()
+	sortPods(pods)
+	failed := s.run(ctx, pods)
+	return s.finish(failed)
+}
+
+func newSolver(in *Input) *solver {
+	s := &solver{in: in, classByKey: map[string]*class{}, entries: map[string]*entry{}, pinned: map[string]int{}}
+	s.maxTypes = in.Options.MaxInstanceTypes
+	if s.maxTypes <= 0 {
+		s.maxTypes = DefaultMaxInstanceTypes
+	}
+	s.wellKnown = in.Options.WellKnownLabels
+	if s.wellKnown == nil {
+		s.wellKnown = karpv1.WellKnownLabels.Clone()
+		for _, np := range in.NodePools {
+			for _, it := range np.InstanceTypes {
+				for k := range it.Requirements {
+					s.wellKnown.Insert(k)
+				}
+			}
+		}
+	}
+	s.idx = scheduling.NewResourceIndex(s.resourceNames())
+	s.maxAlloc = make(scheduling.Vector, s.idx.Len())
+	for _, np := range in.NodePools {
+		for _, it := range np.InstanceTypes {
+			for i, x := range s.idx.Vector(it.Allocatable) {
+				s.maxAlloc[i] = max(s.maxAlloc[i], x)
+			}
+		}
+	}
+	for _, ds := range in.DaemonSets {
+		s.daemons = append(s.daemons, s.newDaemon(ds, in.LimitRanges))
+	}
+	s.topo = newTopology(in.Namespaces)
+	s.buildPools()
+	return s
+}
+
+// resourceNames collects every resource a pod, DaemonSet, LimitRange or
+// limit names, so vectors have a slot for each.
+func (s *solver) resourceNames() corev1.ResourceList {
+	names := corev1.ResourceList{}
+	addPod := func(spec *corev1.PodSpec) {
+		for _, list := range [][]corev1.Container{spec.Containers, spec.InitContainers} {
+			for i := range list {
+				for n, q := range list[i].Resources.Requests {
+					names[n] = q
+				}
+				for n, q := range list[i].Resources.Limits {
+					names[n] = q
+				}
+			}
+		}
+		for n, q := range spec.Overhead {
+			names[n] = q
+		}
+	}
+	for _, p := range s.in.Pods {
+		addPod(&p.Spec)
+	}
+	for _, n := range s.in.Nodes {
+		for _, p := range n.Pods {
+			addPod(&p.Spec)
+		}
+	}
+	for _, ds := range s.in.DaemonSets {
+		addPod(&ds.Spec.Template.Spec)
+	}
+	for _, lr := range s.in.LimitRanges {
+		for _, item := range lr.Spec.Limits {
+			for _, l := range []corev1.ResourceList{item.Default, item.DefaultRequest, item.Max} {
+				for n, q := range l {
+					names[n] = q
+				}
+			}
+		}
+	}
+	for _, np := range s.in.NodePools {
+		for n, q := range np.NodePool.Spec.Limits {
+			if n != "nodes" {
+				names[n] = q
+			}
+		}
+	}
+	return names
+}
+
+// buildPools orders NodePools by weight (highest first), ties by name
+// descending as upstream does.
+func (s *solver) buildPools() {
+	nps := append([]*NodePool(nil), s.in.NodePools...)
+	sort.SliceStable(nps, func(i, j int) bool {
+		wi, wj := weight(nps[i].NodePool), weight(nps[j].NodePool)
+		if wi != wj {
+			return wi > wj
+		}
+		return nps[i].NodePool.Name > nps[j].NodePool.Name
+	})
+	for _, np := range nps {
+		p := s.newPool(np)
+		p.index = len(s.pools)
+		p.root = s.entryFor(p, p.reqs)
+		s.pools = append(s.pools, p)
+		if p.taints.HasPreferNoSchedule() {
+			s.anyPNS = true
+		}
+	}
+}
+
+func weight(np *karpv1.NodePool) int32 {
+	if np.Spec.Weight == nil {
+		return 0
+	}
+	return *np.Spec.Weight
+}
+
+// pendingPods classifies the pods to place: the pending ones plus the
+// reschedulable pods of nodes marked for deletion. It also registers
+// existing nodes and counts their pods in topology groups.
+func (s *solver) pendingPods() []*podInfo {
+	var out []*podInfo
+	for _, p := range s.in.Pods {
+		out = append(out, &podInfo{pod: p, index: len(out)})
+	}
+	for _, n := range s.in.Nodes {
+		if !n.MarkedForDeletion {
+			continue
+		}
+		for _, p := range n.Pods {
+			if reschedulable(p) {
+				out = append(out, &podInfo{pod: p, index: len(out)})
+			}
+		}
+	}
+	for _, pi := range out {
+		pi.class = s.classify(pi.pod)
+	}
+	s.addExisting()
+	s.linkGroups()
+	return out
+}
+
+// reschedulable reports whether a pod of a deleting node must be placed
+// again: not terminal, not a DaemonSet or mirror pod.
+func reschedulable(p *corev1.Pod) bool {
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	for _, ref := range p.OwnerReferences {
+		if ref.Kind == "DaemonSet" || ref.Kind == "Node" {
+			return false
+		}
+	}
+	return true
+}
+
+// counted reports whether a bound pod counts for topology.
+func counted(p *corev1.Pod) bool {
+	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+}
+
+// poolFor caches the variant's pool check.
+func (s *solver) poolFor(v *variant, pi int) *poolCheck {
+	for len(s.poolState) <= v.id {
+		s.poolState = append(s.poolState, nil)
+	}
+	if s.poolState[v.id] == nil {
+		s.poolState[v.id] = make([]poolCheck, len(s.pools))
+	}
+	pc := &s.poolState[v.id][pi]
+	if pc.done {
+		return pc
+	}
+	pc.done = true
+	p := s.pools[pi]
+	if err := tolerated(p.taints, v.class.tolerates, v.strictPNS); err != nil {
+		pc.reason = err.Error()
+		return pc
+	}
+	if err := p.reqs.Compatible(v.reqs, s.wellKnown); err != nil {
+		pc.reason = "incompatible requirements: " + err.Error()
+		return pc
+	}
+	pc.entry = s.entryFor(p, p.reqs.Intersection(v.reqs))
+	if len(pc.entry.order) == 0 {
+		pc.reason = "no instance type satisfies " + v.reqs.String()
+		if len(v.reqs) == 0 {
+			pc.reason = "no instance type with an available offering"
+		}
+		pc.entry = nil
+	}
+	return pc
+}
+
+// tolerated checks taints; with strictPNS PreferNoSchedule taints must be
+// tolerated too (a preference treated as required).
+func tolerated(taints scheduling.Taints, tol []corev1.Toleration, strictPNS bool) error {
+	if err := taints.ToleratesPod(tol); err != nil {
+		return err
+	}
+	if strictPNS {
+		for i := range taints {
+			if taints[i].Effect == corev1.TaintEffectPreferNoSchedule && !scheduling.Tolerates(tol, &taints[i]) {
+				return errPNS(taints[i])
+			}
+		}
+	}
+	return nil
+}
+
+type errPNS corev1.Taint
+
+func (e errPNS) Error() string {
+	t := corev1.Taint(e)
+	return "taint " + t.ToString() + " not tolerated (preferred)"
+}

@@ -1,0 +1,62 @@
+package simulation
+
+import (
+	"github.com/karp-autoscaler/karp/pkg/scheduling"
+)
+
+// target is somewhere pods can go: an existing (or in-flight) node, or a
+// NodeClaim opened during this solve.
+type target struct {
+	id       int
+	existing *Node
+	nodeReqs scheduling.Requirements // existing: its labels (∩ in-flight requirements)
+	nodeTnts scheduling.Taints       // existing: taints that apply
+	used     scheduling.Vector
+	free     scheduling.Vector // room left on the current shape
+	ports    []scheduling.HostPort
+	pods     []*podInfo
+	compat   []int8 // existing: by variant id, 0 unknown, 1 ok, 2 not
+	// NodeClaims only:
+	entry   *entry
+	cur     int // pool type index of the cheapest instance type that fits
+	relaxed bool
+	claim   int // index in solver.claims
+}
+
+// domain is the target's value for a non-hostname topology key, "" when
+// unknown or absent.
+func (t *target) domain(key string) string {
+	if t.existing != nil {
+		if v, ok := t.existing.Labels[key]; ok {
+			return v
+		}
+		if r := t.nodeReqs[key]; r != nil && r.Len() == 1 {
+			return r.Any()
+		}
+		return ""
+	}
+	if r := t.entry.reqs[key]; r != nil && r.Len() == 1 {
+		return r.Any()
+	}
+	return ""
+}
+
+// taints are the taints pods must tolerate on the target.
+func (t *target) taints() scheduling.Taints {
+	if t.existing != nil {
+		return t.nodeTnts
+	}
+	return t.entry.pool.taints
+}
+
+// price is what the NodeClaim costs on its current shape.
+func (t *target) price() float64 { return t.entry.price[t.cur] }
+
+// refreshFree recomputes the room left on the current shape.
+func (s *solver) refreshFree(t *target) {
+	it := t.entry.pool.types[t.cur]
+	over := s.overhead(t.entry, t.cur)
+	for i := range t.free {
+		t.free[i] = it.alloc[i] - over[i] - t.used[i]
+	}
+}

@@ -1,0 +1,233 @@
+package simulation
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/karp-autoscaler/karp/pkg/scheduling"
+)
+
+// group counts, per topology domain, the pods a selector matches (match)
+// and the pods owning a required anti-affinity term with that selector
+// (owners, for inverse anti-affinity). Groups are shared by every pod whose
+// term has the same key, namespaces, selector and node filter.
+type group struct {
+	id         int
+	key        string
+	hostname   bool
+	anti       bool             // some pod owns a required anti-affinity term on it
+	namespaces sets.Set[string] // nil: every namespace
+	selector   labels.Selector
+	filter     *nodeFilter
+	match      map[string]int32
+	owners     map[string]int32
+	hostMatch  []int32 // by target id
+	hostOwners []int32
+	total      int32
+}
+
+// nodeFilter restricts which nodes a spread constraint counts pods on
+// (nodeAffinityPolicy and nodeTaintsPolicy Honor).
+type nodeFilter struct {
+	reqs        scheduling.Requirements // nil: node affinity ignored
+	tolerations []corev1.Toleration
+	taints      bool // honor taints
+	cache       map[int]bool
+}
+
+func (g *group) matches(namespace string, podLabels labels.Set) bool {
+	if g.namespaces != nil && !g.namespaces.Has(namespace) {
+		return false
+	}
+	return g.selector.Matches(podLabels)
+}
+
+func (g *group) count(t *target, domain string) int32 {
+	if g.hostname {
+		if t.id < len(g.hostMatch) {
+			return g.hostMatch[t.id]
+		}
+		return 0
+	}
+	return g.match[domain]
+}
+
+func (g *group) ownerCount(t *target, domain string) int32 {
+	if g.hostname {
+		if t.id < len(g.hostOwners) {
+			return g.hostOwners[t.id]
+		}
+		return 0
+	}
+	return g.owners[domain]
+}
+
+func grow(s []int32, id int) []int32 {
+	for len(s) <= id {
+		s = append(s, 0)
+	}
+	return s
+}
+
+// recordMatch counts a pod matching the selector placed on t.
+func (g *group) recordMatch(s *solver, t *target) {
+	if g.filter != nil && !g.filter.passes(s, t) {
+		return
+	}
+	if g.hostname {
+		g.hostMatch = grow(g.hostMatch, t.id)
+		g.hostMatch[t.id]++
+		g.total++
+		return
+	}
+	if d := t.domain(g.key); d != "" {
+		g.match[d]++
+		g.total++
+	}
+}
+
+// recordOwner counts a pod owning this group's anti-affinity term on t.
+func (g *group) recordOwner(t *target) {
+	if g.hostname {
+		g.hostOwners = grow(g.hostOwners, t.id)
+		g.hostOwners[t.id]++
+		return
+	}
+	if d := t.domain(g.key); d != "" {
+		g.owners[d]++
+	}
+}
+
+func (f *nodeFilter) passes(s *solver, t *target) bool {
+	cacheKey := t.id
+	if t.existing == nil {
+		cacheKey = -1 - t.entry.id
+	}
+	if v, ok := f.cache[cacheKey]; ok {
+		return v
+	}
+	ok := true
+	if f.reqs != nil {
+		if t.existing != nil {
+			ok = t.nodeReqs.StrictlyCompatible(f.reqs) == nil
+		} else {
+			ok = t.entry.reqs.Compatible(f.reqs, s.wellKnown) == nil
+		}
+	}
+	if ok && f.taints {
+		ok = t.taints().ToleratesPod(f.tolerations) == nil
+	}
+	f.cache[cacheKey] = ok
+	return ok
+}
+
+// topology interns groups.
+type topology struct {
+	groups []*group
+	byKey  map[string]*group
+	nsLbls map[string]labels.Set
+}
+
+func newTopology(namespaces []*corev1.Namespace) *topology {
+	t := &topology{byKey: map[string]*group{}, nsLbls: map[string]labels.Set{}}
+	for _, ns := range namespaces {
+		t.nsLbls[ns.Name] = labels.Set(ns.Labels)
+	}
+	return t
+}
+
+func (t *topology) group(key string, namespaces sets.Set[string], selector labels.Selector, filter *nodeFilter) *group {
+	id := key + "|" + nsKey(namespaces) + "|" + selector.String() + "|" + filterKey(filter)
+	if g, ok := t.byKey[id]; ok {
+		return g
+	}
+	g := &group{id: len(t.groups), key: key, hostname: key == corev1.LabelHostname, namespaces: namespaces,
+		selector: selector, filter: filter, match: map[string]int32{}, owners: map[string]int32{}}
+	t.groups = append(t.groups, g)
+	t.byKey[id] = g
+	return g
+}
+
+func nsKey(ns sets.Set[string]) string {
+	if ns == nil {
+		return "*"
+	}
+	return strings.Join(sets.List(ns), ",")
+}
+
+func filterKey(f *nodeFilter) string {
+	if f == nil {
+		return ""
+	}
+	var b strings.Builder
+	if f.reqs != nil {
+		b.WriteString(f.reqs.String())
+	}
+	if f.taints {
+		fmt.Fprintf(&b, "|taints:%v", f.tolerations)
+	}
+	return b.String()
+}
+
+// selectorFor builds a term's selector, adding matchLabelKeys (In the pod's
+// value) and mismatchLabelKeys (NotIn the pod's value).
+func selectorFor(ls *metav1.LabelSelector, podLabels map[string]string, matchKeys, mismatchKeys []string) labels.Selector {
+	if ls == nil {
+		return labels.Nothing()
+	}
+	sel, err := metav1.LabelSelectorAsSelector(ls)
+	if err != nil {
+		return labels.Nothing()
+	}
+	for _, k := range matchKeys {
+		if v, ok := podLabels[k]; ok {
+			if r, err := labels.NewRequirement(k, selection.In, []string{v}); err == nil {
+				sel = sel.Add(*r)
+			}
+		}
+	}
+	for _, k := range mismatchKeys {
+		if v, ok := podLabels[k]; ok {
+			if r, err := labels.NewRequirement(k, selection.NotIn, []string{v}); err == nil {
+				sel = sel.Add(*r)
+			}
+		}
+	}
+	return sel
+}
+
+// termNamespaces resolves an affinity term's namespaces: the listed ones
+// plus those the namespaceSelector matches; the pod's own when both are
+// empty; nil (all) for an empty namespaceSelector.
+func (t *topology) termNamespaces(podNS string, term *corev1.PodAffinityTerm) sets.Set[string] {
+	if term.NamespaceSelector == nil && len(term.Namespaces) == 0 {
+		return sets.New(podNS)
+	}
+	out := sets.New(term.Namespaces...)
+	if term.NamespaceSelector != nil {
+		sel, err := metav1.LabelSelectorAsSelector(term.NamespaceSelector)
+		if err == nil {
+			if sel.Empty() {
+				return nil
+			}
+			names := make([]string, 0, len(t.nsLbls))
+			for n := range t.nsLbls {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			for _, n := range names {
+				if sel.Matches(t.nsLbls[n]) {
+					out.Insert(n)
+				}
+			}
+		}
+	}
+	return out
+}
