@@ -1,0 +1,137 @@
+package environment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/karp-autoscaler/karp/pkg/apis/crds"
+	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+)
+
+// Environment is a running etcd + kube-apiserver with the karp CRDs
+// installed and Established.
+type Environment struct {
+	// Config is an admin (system:masters) config for the API server.
+	Config *rest.Config
+	// Client uses Scheme; it reads straight from the API server (no cache).
+	Client client.Client
+	// Scheme has client-go's built-in types, karp v1 and kwok v1alpha1.
+	Scheme *runtime.Scheme
+
+	env     *envtest.Environment
+	dataDir string
+}
+
+// NewScheme returns a scheme with the built-in Kubernetes types,
+// karpenter.sh/v1 and karpenter.kwok.sh/v1alpha1 registered.
+func NewScheme() *runtime.Scheme {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(karpv1.AddToScheme(scheme))
+	utilruntime.Must(kwokv1alpha1.AddToScheme(scheme))
+	return scheme
+}
+
+// Start builds the binaries if needed, starts etcd and kube-apiserver and
+// installs the karp CRDs. The context bounds only the start-up; call Stop to
+// shut the processes down.
+func Start(ctx context.Context) (*Environment, error) {
+	binDir, err := EnsureBinaries()
+	if err != nil {
+		return nil, err
+	}
+	all, err := crds.All()
+	if err != nil {
+		return nil, fmt.Errorf("loading karp CRDs: %w", err)
+	}
+	dataDir, err := os.MkdirTemp(tmpfsDir(), "karp-etcd-")
+	if err != nil {
+		return nil, fmt.Errorf("creating etcd data dir: %w", err)
+	}
+	e := &Environment{Scheme: NewScheme(), dataDir: dataDir}
+	e.env = &envtest.Environment{
+		BinaryAssetsDirectory: binDir,
+		Scheme:                e.Scheme,
+		CRDInstallOptions: envtest.CRDInstallOptions{
+			CRDs:               all,
+			Scheme:             e.Scheme,
+			MaxTime:            startTimeout(ctx),
+			PollInterval:       50 * time.Millisecond,
+			ErrorIfPathMissing: false,
+		},
+		ControlPlaneStartTimeout: startTimeout(ctx),
+		ControlPlaneStopTimeout:  30 * time.Second,
+	}
+	e.env.ControlPlane.Etcd = &envtest.Etcd{DataDir: dataDir}
+	e.env.ControlPlane.Etcd.Configure().Set("unsafe-no-fsync", "true")
+
+	cfg, err := e.env.Start()
+	if err != nil {
+		stopErr := e.env.Stop()
+		_ = os.RemoveAll(dataDir)
+		return nil, errors.Join(fmt.Errorf("starting etcd and kube-apiserver from %s: %w", binDir, err), stopErr)
+	}
+	e.Config = cfg
+	e.Client, err = client.New(cfg, client.Options{Scheme: e.Scheme})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("building client: %w", err), e.Stop())
+	}
+	return e, nil
+}
+
+// New starts an Environment for one test and stops it when the test ends.
+// A start failure fails the test; it is never skipped.
+func New(t testing.TB) *Environment {
+	t.Helper()
+	e, err := Start(context.Background())
+	if err != nil {
+		t.Fatalf("starting test environment: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := e.Stop(); err != nil {
+			t.Errorf("stopping test environment: %v", err)
+		}
+	})
+	return e
+}
+
+// Stop terminates kube-apiserver and etcd and removes etcd's data.
+func (e *Environment) Stop() error {
+	err := e.env.Stop()
+	return errors.Join(err, os.RemoveAll(e.dataDir))
+}
+
+// startTimeout is the time left before ctx's deadline, or two minutes.
+func startTimeout(ctx context.Context) time.Duration {
+	if deadline, ok := ctx.Deadline(); ok {
+		return time.Until(deadline)
+	}
+	return 2 * time.Minute
+}
+
+// tmpfsDir returns /dev/shm when it is a writable directory (etcd is much
+// faster on tmpfs), else the default temporary directory.
+func tmpfsDir() string {
+	const shm = "/dev/shm"
+	if fi, err := os.Stat(shm); err == nil && fi.IsDir() {
+		if f, err := os.CreateTemp(shm, ".karp-probe-"); err == nil {
+			name := f.Name()
+			_ = f.Close()
+			_ = os.Remove(name)
+			return shm
+		}
+	}
+	return os.TempDir()
+}

@@ -1,0 +1,71 @@
+package environment_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/test/environment"
+)
+
+func TestEnvironmentServesKarpAPIs(t *testing.T) {
+	env := environment.New(t)
+	ctx := context.Background()
+
+	// Built-in types round-trip through the real API server.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "env-test"}}
+	if err := env.Client.Create(ctx, ns); err != nil {
+		t.Fatalf("creating namespace: %v", err)
+	}
+
+	// The NodePool and NodeClaim CRDs are installed and serving.
+	var pools karpv1.NodePoolList
+	if err := env.Client.List(ctx, &pools); err != nil {
+		t.Fatalf("listing NodePools: %v", err)
+	}
+	if len(pools.Items) != 0 {
+		t.Fatalf("fresh environment has %d NodePools, want 0", len(pools.Items))
+	}
+	var claims karpv1.NodeClaimList
+	if err := env.Client.List(ctx, &claims); err != nil {
+		t.Fatalf("listing NodeClaims: %v", err)
+	}
+
+	// An object the CRD schema rejects comes back Invalid, which proves the
+	// OpenAPI validation is live (not a schemaless store).
+	bad := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "bad"}}
+	bad.Spec.Weight = ptr(int32(1000))
+	err := env.Client.Create(ctx, bad)
+	t.Logf("rejected: %v", err)
+	if !apierrors.IsInvalid(err) {
+		t.Fatalf("creating NodePool with weight 1000: got %v, want Invalid", err)
+	}
+	if !strings.Contains(err.Error(), "spec.weight") {
+		t.Errorf("rejection %q does not name spec.weight", err)
+	}
+	if getErr := env.Client.Get(ctx, types.NamespacedName{Name: "bad"}, &karpv1.NodePool{}); !apierrors.IsNotFound(getErr) {
+		t.Fatalf("rejected NodePool exists: %v", getErr)
+	}
+}
+
+func TestRepoRootFindsKarpModule(t *testing.T) {
+	root, err := environment.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := environment.BinDir(root); got == "" {
+		t.Fatal("empty bin dir")
+	}
+	t.Setenv("KARP_BIN_DIR", "/opt/karp-bin")
+	if got, want := environment.BinDir(root), "/opt/karp-bin/k8s"; got != want {
+		t.Errorf("BinDir with KARP_BIN_DIR = %q, want %q", got, want)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
