@@ -36,7 +36,7 @@ type variant struct {
 	reqs        scheduling.Requirements
 	strictPNS   bool // PreferNoSchedule taints must be tolerated
 	constraints []*constraint
-	pinKeys     []string // non-hostname topology keys whose domain must be fixed
+	pinKeys     []int // non-hostname topology keys whose domain must be fixed
 }
 
 type constraintKind int
@@ -55,7 +55,7 @@ type constraint struct {
 	maxSkew    int32
 	minDomains int32
 	self       bool
-	universe   []string
+	universe   []dom
 	ready      bool
 }
 

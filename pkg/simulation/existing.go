@@ -60,9 +60,9 @@ func (s *solver) addExisting() {
 				term := &p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i]
 				ns := s.topo.termNamespaces(p.Namespace, term)
 				sel := selectorFor(term.LabelSelector, p.Labels, term.MatchLabelKeys, term.MismatchLabelKeys)
-				g := s.topo.group(scheduling.NormalizeKey(term.TopologyKey), ns, sel, nil)
+				g := s.group(scheduling.NormalizeKey(term.TopologyKey), ns, sel, nil)
 				g.anti = true
-				g.recordOwner(t)
+				g.recordOwner(s, t)
 			}
 		}
 	}
@@ -105,10 +105,10 @@ func (s *solver) linkGroups() {
 		}
 	}
 	for _, v := range s.variants {
-		keys := map[string]bool{}
+		keys := map[int]bool{}
 		add := func(g *group) {
 			if !g.hostname {
-				keys[g.key] = true
+				keys[g.kid] = true
 			}
 		}
 		for _, c := range v.constraints {
@@ -122,6 +122,6 @@ func (s *solver) linkGroups() {
 		for k := range keys {
 			v.pinKeys = append(v.pinKeys, k)
 		}
-		sort.Strings(v.pinKeys)
+		sort.Ints(v.pinKeys)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -92,7 +93,7 @@ func (s *solver) tryExisting(v *variant) *target {
 		if _, conflict := scheduling.HostPortConflict(t.ports, v.class.ports); conflict {
 			continue
 		}
-		if _, reason := s.topoCheck(v, t, nil); reason != "" {
+		if _, reason := s.topoCheck(v, t, nil, false); reason != "" {
 			continue
 		}
 		return t
@@ -125,63 +126,133 @@ func (s *solver) compatEntry(e *entry, v *variant) *entry {
 	return out
 }
 
+// Probe widths: how many feasible NodeClaims tryClaims compares before
+// choosing, when it has to search the whole list.
+const (
+	zeroProbe = 4
+	growProbe = 8
+)
+
+// tryClaims picks the open NodeClaim where the pod adds the least cost: a
+// NodeClaim whose current shape still has room (the tightest of the first
+// few, searching from the least free cpu that can hold the pod), else the
+// one whose next cheapest shape costs least more (searching from the most
+// free cpu).
 func (s *solver) tryClaims(v *variant) *option {
+	if hc := s.hostCandidates(v); hc != nil {
+		return s.bestOf(v, hc)
+	}
+	req := v.class.requests
+	lo := sort.Search(len(s.byFree), func(i int) bool {
+		return s.byFree[i].free[scheduling.SlotCPU] >= req[scheduling.SlotCPU]
+	})
+	var best option
+	found := 0
+	for _, t := range s.byFree[lo:] {
+		if found >= zeroProbe {
+			break
+		}
+		if !req.Fits(t.free) {
+			continue
+		}
+		if o, ok := s.zeroDelta(v, t); ok {
+			found++
+			if found == 1 || o.tight < best.tight {
+				best = o
+			}
+		}
+	}
+	if found > 0 {
+		return &best
+	}
+	for i := len(s.byFree) - 1; i >= 0 && found < growProbe; i-- {
+		if o, ok := s.grown(v, s.byFree[i]); ok {
+			found++
+			if found == 1 || better(&o, &best) {
+				best = o
+			}
+		}
+	}
+	if found == 0 {
+		return nil
+	}
+	return &best
+}
+
+func better(a, b *option) bool {
+	return a.delta < b.delta || a.delta == b.delta && a.tight < b.tight
+}
+
+// bestOf compares every NodeClaim in ts.
+func (s *solver) bestOf(v *variant, ts []*target) *option {
 	var best option
 	found := false
-	type cand struct {
-		t *target
-		e *entry
-	}
-	var later []cand
-	req := v.class.requests
-	for _, t := range s.claims {
-		if s.poolFor(v, t.entry.pool.index).entry == nil {
+	for _, t := range ts {
+		if !v.class.requests.Fits(t.free) {
 			continue
 		}
-		e := s.compatEntry(t.entry, v)
-		if e == nil {
-			continue
-		}
-		if len(v.class.ports) > 0 {
-			if _, conflict := scheduling.HostPortConflict(t.ports, v.class.ports); conflict {
-				continue
-			}
-		}
-		e, reason := s.topoCheck(v, t, e)
-		if reason != "" {
-			continue
-		}
-		if e.ok.has(t.cur) && e.price[t.cur] <= t.price() && s.fitsAt(e, t.cur, t.used, req) && s.portsFree(e, t.cur, v) {
-			tight := s.tightness(t, req)
-			if !found || tight < best.tight {
-				best = option{t: t, pool: t.entry.pool, e: e, cur: t.cur, delta: e.price[t.cur] - t.price(), tight: tight}
-				found = true
-			}
-			continue
-		}
-		if !found {
-			later = append(later, cand{t, e})
+		if o, ok := s.zeroDelta(v, t); ok && (!found || o.tight < best.tight) {
+			best, found = o, true
 		}
 	}
 	if found {
 		return &best
 	}
-	for _, c := range later {
-		cur := s.cheapestFit(c.e, c.t, v)
-		if cur < 0 {
-			continue
-		}
-		delta := c.e.price[cur] - c.t.price()
-		tight := s.tightnessAt(c.e.pool.types[cur], c.t.used, req)
-		if !found || delta < best.delta || delta == best.delta && tight < best.tight {
-			best = option{t: c.t, pool: c.e.pool, e: c.e, cur: cur, delta: delta, tight: tight}
-			found = true
+	for _, t := range ts {
+		if o, ok := s.grown(v, t); ok && (!found || better(&o, &best)) {
+			best, found = o, true
 		}
 	}
 	if !found {
 		return nil
 	}
 	return &best
+}
+
+// admit runs the non-resource checks of putting v on NodeClaim t and
+// returns the NodeClaim's entry afterwards, or nil.
+func (s *solver) admit(v *variant, t *target) *entry {
+	if s.poolFor(v, t.entry.pool.index).entry == nil {
+		return nil
+	}
+	e := s.compatEntry(t.entry, v)
+	if e == nil {
+		return nil
+	}
+	if len(v.class.ports) > 0 {
+		if _, conflict := scheduling.HostPortConflict(t.ports, v.class.ports); conflict {
+			return nil
+		}
+	}
+	e, reason := s.topoCheck(v, t, e, false)
+	if reason != "" {
+		return nil
+	}
+	return e
+}
+
+// zeroDelta is the option of putting v on t without changing its shape.
+func (s *solver) zeroDelta(v *variant, t *target) (option, bool) {
+	e := s.admit(v, t)
+	req := v.class.requests
+	if e == nil || !e.ok.has(t.cur) || e.price[t.cur] > t.price() || !s.fitsAt(e, t.cur, t.used, req) || !s.portsFree(e, t.cur, v) {
+		return option{}, false
+	}
+	return option{t: t, pool: t.entry.pool, e: e, cur: t.cur, delta: e.price[t.cur] - t.price(), tight: s.tightness(t, req)}, true
+}
+
+// grown is the option of putting v on t on the cheapest shape that fits.
+func (s *solver) grown(v *variant, t *target) (option, bool) {
+	e := s.admit(v, t)
+	if e == nil {
+		return option{}, false
+	}
+	cur := s.cheapestFit(e, t, v)
+	if cur < 0 {
+		return option{}, false
+	}
+	return option{t: t, pool: e.pool, e: e, cur: cur, delta: e.price[cur] - t.price(),
+		tight: s.tightnessAt(e.pool.types[cur], t.used, v.class.requests)}, true
 }
 
 // tryNew opens a NodeClaim in the first NodePool (by weight) that can hold
@@ -196,7 +267,7 @@ func (s *solver) tryNew(v *variant) (*option, *scheduling.Status) {
 			reasons = append(reasons, fmt.Sprintf("NodePool %s: %s", p.name, pc.reason))
 			continue
 		}
-		e, reason := s.topoCheck(v, fresh, pc.entry)
+		e, reason := s.topoCheck(v, fresh, pc.entry, true)
 		if reason == "" && p.nodeLimit >= 0 && p.nodesUsed >= p.nodeLimit {
 			reason = s.limitReason(p, make(scheduling.Vector, s.idx.Len()))
 		}
@@ -397,19 +468,24 @@ func (s *solver) commit(p *podInfo, v *variant, o *option) {
 			free: make(scheduling.Vector, s.idx.Len()), claim: len(s.claims)}
 		s.targets = append(s.targets, t)
 		s.claims = append(s.claims, t)
+		for _, g := range s.eligGroups {
+			for _, l := range g.elig {
+				l.ts = append(l.ts, t)
+			}
+		}
 		pl.nodesUsed++
 		pl.used.Add(pl.types[o.cur].capacity)
-		for _, key := range v.pinKeys {
-			if d := entryDomain(o.e, key); d != "" {
-				s.pinned[key+"="+d]++
+		for _, kid := range v.pinKeys {
+			if d := s.entryDom(o.e, kid); d >= 0 {
+				s.pinned[pinKey(kid, d)]++
 			}
 		}
 	} else {
 		pl.used.Add(pl.types[o.cur].capacity)
 		pl.used.Sub(pl.types[t.cur].capacity)
-		for _, key := range v.pinKeys {
-			if d := entryDomain(o.e, key); d != "" && entryDomain(t.entry, key) == "" {
-				s.pinned[key+"="+d]++
+		for _, kid := range v.pinKeys {
+			if d := s.entryDom(o.e, kid); d >= 0 && s.entryDom(t.entry, kid) < 0 {
+				s.pinned[pinKey(kid, d)]++
 			}
 		}
 		t.entry, t.cur = o.e, o.cur
@@ -417,9 +493,37 @@ func (s *solver) commit(p *podInfo, v *variant, o *option) {
 	if len(pl.minValues) > 0 && !s.minValuesOK(t.entry, t.used, v.class.requests) {
 		t.relaxed = true
 	}
+	s.unindex(t, o.t == nil)
 	t.used.Add(v.class.requests)
 	s.refreshFree(t)
+	s.reindex(t)
 	s.record(p, t)
+}
+
+// unindex removes t from byFree (unless it is new).
+func (s *solver) unindex(t *target, fresh bool) {
+	if fresh {
+		return
+	}
+	i := s.freePos(t)
+	s.byFree = append(s.byFree[:i], s.byFree[i+1:]...)
+}
+
+// reindex inserts t into byFree at its place.
+func (s *solver) reindex(t *target) {
+	i := s.freePos(t)
+	s.byFree = append(s.byFree, nil)
+	copy(s.byFree[i+1:], s.byFree[i:])
+	s.byFree[i] = t
+}
+
+func (s *solver) freePos(t *target) int {
+	f := t.free[scheduling.SlotCPU]
+	return sort.Search(len(s.byFree), func(i int) bool {
+		o := s.byFree[i]
+		of := o.free[scheduling.SlotCPU]
+		return of > f || of == f && o.id >= t.id
+	})
 }
 
 func (s *solver) commitExisting(p *podInfo, t *target) {
@@ -435,7 +539,7 @@ func (s *solver) record(p *podInfo, t *target) {
 		g.recordMatch(s, t)
 	}
 	for _, g := range p.class.owns {
-		g.recordOwner(t)
+		g.recordOwner(s, t)
 	}
 	s.order = append(s.order, placed{pod: p, t: t})
 }

@@ -53,8 +53,9 @@ type entry struct {
 	over   []scheduling.Vector
 	ports  [][]scheduling.HostPort // per type: daemon host ports (nil when none)
 	compat []int32                 // by variant id: 0 unknown, -1 incompatible, else entry id+1
-	pins   map[string]int          // "key=value" -> entry id
-	doms   map[string][]string     // key -> possible domains
+	pins   map[int64]int           // pinKey -> entry id
+	doms   [][]dom                 // by key id: possible domains (nil: not computed)
+	dom    []dom                   // by key id: the fixed domain, noDom, or unknownDom
 }
 
 type bitset []uint64
@@ -140,7 +141,7 @@ func (s *solver) entryFor(p *pool, reqs scheduling.Requirements) *entry {
 	n := len(p.types)
 	e := &entry{id: len(s.entryList), pool: p, reqs: reqs, ok: newBitset(n), price: make([]float64, n),
 		rank: make([]int, n), over: make([]scheduling.Vector, n), ports: make([][]scheduling.HostPort, n),
-		pins: map[string]int{}, doms: map[string][]string{}}
+		pins: map[int64]int{}}
 	for i, t := range p.types {
 		e.price[i] = math.Inf(1)
 		e.rank[i] = -1
@@ -191,26 +192,30 @@ func (s *solver) overhead(e *entry, i int) scheduling.Vector {
 }
 
 // pin returns the entry narrowed to key=value.
-func (s *solver) pin(e *entry, key, value string) *entry {
-	k := key + "=" + value
+func (s *solver) pin(e *entry, kid int, d dom) *entry {
+	k := pinKey(kid, d)
 	if id, ok := e.pins[k]; ok {
 		return s.entryList[id]
 	}
 	reqs := e.reqs.Copy()
-	reqs.Add(scheduling.NewRequirement(key, corev1.NodeSelectorOpIn, value))
+	reqs.Add(scheduling.NewRequirement(s.keys[kid], corev1.NodeSelectorOpIn, s.vals[d]))
 	out := s.entryFor(e.pool, reqs)
 	e.pins[k] = out.id
 	return out
 }
 
 // domains lists the values key can take on a NodeClaim with entry e.
-func (s *solver) domains(e *entry, key string) []string {
-	if d, ok := e.doms[key]; ok {
+func (s *solver) domains(e *entry, kid int) []dom {
+	for len(e.doms) <= kid {
+		e.doms = append(e.doms, nil)
+	}
+	if d := e.doms[kid]; d != nil {
 		return d
 	}
-	var out []string
+	key := s.keys[kid]
+	var vals []string
 	if r := e.reqs[key]; r != nil && !r.IsComplement() {
-		out = r.Values()
+		vals = r.Values()
 	} else {
 		seen := map[string]bool{}
 		for _, i := range e.order {
@@ -232,11 +237,15 @@ func (s *solver) domains(e *entry, key string) []string {
 			}
 		}
 		for v := range seen {
-			out = append(out, v)
+			vals = append(vals, v)
 		}
-		sort.Strings(out)
+		sort.Strings(vals)
 	}
-	e.doms[key] = out
+	out := make([]dom, 0, len(vals))
+	for _, v := range vals {
+		out = append(out, s.valID(v))
+	}
+	e.doms[kid] = out
 	return out
 }
 

@@ -31,8 +31,15 @@ type solver struct {
 	existing    []*target
 	claims      []*target
 	order       []placed
-	pinned      map[string]int // "key=value" -> NodeClaims pinned there
+	pinned      map[int64]int // pinKey -> NodeClaims pinned there
+	keyIDs      map[string]int
+	keys        []string
+	valIDs      map[string]dom
+	vals        []string
 	scratchZero scheduling.Vector
+	eligGroups  []*group
+	byFree      []*target // NodeClaims by free cpu, then id
+	laterBuf    []option
 	maxTypes    int
 }
 
@@ -62,7 +69,7 @@ func Solve(ctx context.Context, in Input) *Result {
 }
 
 func newSolver(in *Input) *solver {
-	s := &solver{in: in, classByKey: map[string]*class{}, entries: map[string]*entry{}, pinned: map[string]int{}}
+	s := &solver{in: in, classByKey: map[string]*class{}, entries: map[string]*entry{}, pinned: map[int64]int{}, keyIDs: map[string]int{}, valIDs: map[string]dom{}}
 	s.maxTypes = in.Options.MaxInstanceTypes
 	if s.maxTypes <= 0 {
 		s.maxTypes = DefaultMaxInstanceTypes

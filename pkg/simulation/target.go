@@ -16,29 +16,12 @@ type target struct {
 	ports    []scheduling.HostPort
 	pods     []*podInfo
 	compat   []int8 // existing: by variant id, 0 unknown, 1 ok, 2 not
+	doms     []dom  // existing: by key id
 	// NodeClaims only:
 	entry   *entry
 	cur     int // pool type index of the cheapest instance type that fits
 	relaxed bool
 	claim   int // index in solver.claims
-}
-
-// domain is the target's value for a non-hostname topology key, "" when
-// unknown or absent.
-func (t *target) domain(key string) string {
-	if t.existing != nil {
-		if v, ok := t.existing.Labels[key]; ok {
-			return v
-		}
-		if r := t.nodeReqs[key]; r != nil && r.Len() == 1 {
-			return r.Any()
-		}
-		return ""
-	}
-	if r := t.entry.reqs[key]; r != nil && r.Len() == 1 {
-		return r.Any()
-	}
-	return ""
 }
 
 // taints are the taints pods must tolerate on the target.

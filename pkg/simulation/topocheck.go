@@ -6,131 +6,137 @@ import (
 	"sort"
 )
 
-// entryDomain is the single value key takes under e, "" if not fixed.
-func entryDomain(e *entry, key string) string {
-	if r := e.reqs[key]; r != nil && r.Len() == 1 {
-		return r.Any()
-	}
-	return ""
-}
+// fastFail is the reason returned when the caller did not ask for one.
+const fastFail = "-"
 
 // topoCheck evaluates v's topology constraints on t (whose requirements
 // would become e). For a NodeClaim whose domain for a key is still open it
-// picks the best allowed domain and returns e pinned to it. It returns nil
-// and a reason when no domain is allowed.
-func (s *solver) topoCheck(v *variant, t *target, e *entry) (*entry, string) {
-	for _, key := range v.pinKeys {
-		if t.existing != nil {
-			if ok, reason, _ := s.checkDomain(v, t, key, t.domain(key)); !ok {
+// picks the best allowed domain and returns e pinned to it. On failure it
+// returns nil and a reason (a human-readable one only when explain is set).
+func (s *solver) topoCheck(v *variant, t *target, e *entry, explain bool) (*entry, string) {
+	for _, c := range v.constraints {
+		if c.group.hostname && !s.checkConstraint(c, t, noDom) {
+			return nil, s.reason(explain, c, noDom)
+		}
+	}
+	for _, g := range v.class.inverse {
+		if g.hostname && g.ownerCount(t, noDom) > 0 {
+			return nil, inverseReason(explain, g.key)
+		}
+	}
+	for _, kid := range v.pinKeys {
+		var d dom
+		switch {
+		case t.existing != nil:
+			d = s.targetDom(t, kid)
+		default:
+			d = s.entryDom(e, kid)
+		}
+		if d >= 0 || t.existing != nil {
+			if ok, reason, _ := s.checkDomain(v, t, kid, d, explain); !ok {
 				return nil, reason
 			}
 			continue
 		}
-		if d := entryDomain(e, key); d != "" {
-			if ok, reason, _ := s.checkDomain(v, t, key, d); !ok {
-				return nil, reason
-			}
-			continue
-		}
-		doms := s.domains(e, key)
+		doms := s.domains(e, kid)
 		if len(doms) == 0 {
-			if ok, reason, _ := s.checkDomain(v, t, key, ""); !ok {
+			if ok, reason, _ := s.checkDomain(v, t, kid, noDom, explain); !ok {
 				return nil, reason
 			}
 			continue
 		}
-		best, reason := s.chooseDomain(v, t, e, key, doms)
+		best, reason := s.chooseDomain(v, t, e, kid, doms, explain)
 		if best == nil {
 			return nil, reason
 		}
 		e = best
-	}
-	for _, c := range v.constraints {
-		if c.group.hostname {
-			if ok, reason := s.checkConstraint(c, v, t, ""); !ok {
-				return nil, reason
-			}
-		}
-	}
-	for _, g := range v.class.inverse {
-		if g.hostname && g.ownerCount(t, "") > 0 {
-			return nil, inverseReason(g.key)
-		}
 	}
 	return e, ""
 }
 
 // chooseDomain picks among allowed domains: fewest pods of the pod's spread
 // groups first (as kube-scheduler scores), then the cheapest current shape,
-// then the domain fewer NodeClaims were pinned to, then by name.
-func (s *solver) chooseDomain(v *variant, t *target, e *entry, key string, doms []string) (*entry, string) {
+// then the domain fewer NodeClaims were pinned to, then the first listed.
+func (s *solver) chooseDomain(v *variant, t *target, e *entry, kid int, doms []dom, explain bool) (*entry, string) {
 	var best *entry
 	var bestSum int32
 	bestPrice := math.Inf(1)
 	bestPinned := 0
 	firstReason := ""
+	committed := t.entry != nil && t.id < len(s.targets) && s.targets[t.id] == t
 	for _, d := range doms {
-		ok, reason, sum := s.checkDomain(v, t, key, d)
+		ok, reason, sum := s.checkDomain(v, t, kid, d, explain && firstReason == "")
 		if !ok {
 			if firstReason == "" {
 				firstReason = reason
 			}
 			continue
 		}
-		pe := s.pin(e, key, d)
+		pe := s.pin(e, kid, d)
 		price := math.Inf(1)
-		if t.entry != nil && t.id < len(s.targets) && s.targets[t.id] == t {
+		if committed {
 			price = pe.price[t.cur]
 		} else if len(pe.order) > 0 {
 			price = pe.price[pe.order[0]]
 		}
-		pinned := s.pinned[key+"="+d]
-		better := best == nil || sum < bestSum ||
-			sum == bestSum && (price < bestPrice || price == bestPrice && pinned < bestPinned)
-		if better {
+		pinned := s.pinned[pinKey(kid, d)]
+		if best == nil || sum < bestSum || sum == bestSum && (price < bestPrice || price == bestPrice && pinned < bestPinned) {
 			best, bestSum, bestPrice, bestPinned = pe, sum, price, pinned
 		}
 	}
 	return best, firstReason
 }
 
-// checkDomain evaluates every constraint of v on key at domain d.
-func (s *solver) checkDomain(v *variant, t *target, key, d string) (bool, string, int32) {
+// checkDomain evaluates every constraint of v on key kid at domain d.
+func (s *solver) checkDomain(v *variant, t *target, kid int, d dom, explain bool) (bool, string, int32) {
 	var sum int32
 	for _, c := range v.constraints {
-		if c.group.key != key {
+		if c.group.kid != kid {
 			continue
 		}
-		if ok, reason := s.checkConstraint(c, v, t, d); !ok {
-			return false, reason, 0
+		if !s.checkConstraint(c, t, d) {
+			return false, s.reason(explain, c, d), 0
 		}
 		if c.kind == kindSpread {
 			sum += c.group.count(t, d)
 		}
 	}
-	if d != "" {
+	if d >= 0 {
 		for _, g := range v.class.inverse {
-			if g.key == key && g.ownerCount(t, d) > 0 {
-				return false, inverseReason(key), 0
+			if g.kid == kid && g.ownerCount(t, d) > 0 {
+				return false, inverseReason(explain, g.key), 0
 			}
 		}
 	}
 	return true, "", sum
 }
 
-func inverseReason(key string) string {
+func inverseReason(explain bool, key string) string {
+	if !explain {
+		return fastFail
+	}
 	return fmt.Sprintf("pod anti-affinity of scheduled pods on %s excludes this pod", key)
+}
+
+func (s *solver) reason(explain bool, c *constraint, d dom) string {
+	if !explain {
+		return fastFail
+	}
+	if !c.group.hostname && d < 0 && c.kind != kindAnti {
+		return fmt.Sprintf("%s not satisfied: node has no %s label", c.describe(), c.group.key)
+	}
+	if c.kind == kindSpread {
+		return c.describe() + " would be exceeded"
+	}
+	return c.describe() + " not satisfied"
 }
 
 // checkConstraint evaluates one constraint at domain d of t (hostname
 // constraints use t itself).
-func (s *solver) checkConstraint(c *constraint, v *variant, t *target, d string) (bool, string) {
+func (s *solver) checkConstraint(c *constraint, t *target, d dom) bool {
 	g := c.group
-	if !g.hostname && d == "" {
-		if c.kind == kindAnti {
-			return true, ""
-		}
-		return false, fmt.Sprintf("node has no %s label for %s", g.key, c.describe())
+	if !g.hostname && d < 0 {
+		return c.kind == kindAnti
 	}
 	cnt := g.count(t, d)
 	switch c.kind {
@@ -141,21 +147,13 @@ func (s *solver) checkConstraint(c *constraint, v *variant, t *target, d string)
 		}
 		minCount := int32(0)
 		if !g.hostname {
-			minCount = s.minCount(c, v)
+			minCount = s.minCount(c)
 		}
-		if cnt+self-minCount > c.maxSkew {
-			return false, c.describe() + " would be exceeded"
-		}
+		return cnt+self-minCount <= c.maxSkew
 	case kindAffinity:
-		if cnt == 0 && !(c.self && g.total == 0) {
-			return false, c.describe() + " not satisfied"
-		}
-	case kindAnti:
-		if cnt > 0 {
-			return false, c.describe() + " not satisfied"
-		}
+		return cnt > 0 || c.self && g.total == 0
 	}
-	return true, ""
+	return cnt == 0
 }
 
 func (c *constraint) describe() string {
@@ -170,14 +168,18 @@ func (c *constraint) describe() string {
 
 // minCount is the smallest count over the domains the constraint spans;
 // 0 when fewer than minDomains domains exist.
-func (s *solver) minCount(c *constraint, v *variant) int32 {
+func (s *solver) minCount(c *constraint) int32 {
 	u := s.universe(c)
 	if len(u) == 0 || int32(len(u)) < c.minDomains {
 		return 0
 	}
 	m := int32(math.MaxInt32)
 	for _, d := range u {
-		if n := c.group.match[d]; n < m {
+		n := int32(0)
+		if int(d) < len(c.group.match) {
+			n = c.group.match[d]
+		}
+		if n < m {
 			m = n
 		}
 	}
@@ -187,13 +189,13 @@ func (s *solver) minCount(c *constraint, v *variant) int32 {
 // universe lists the domains of a spread constraint: values the key can
 // take on any NodePool's nodes and on existing nodes, restricted by the
 // node inclusion policies.
-func (s *solver) universe(c *constraint) []string {
+func (s *solver) universe(c *constraint) []dom {
 	if c.ready {
 		return c.universe
 	}
 	c.ready = true
 	g := c.group
-	seen := map[string]bool{}
+	seen := map[dom]bool{}
 	for _, p := range s.pools {
 		e := p.root
 		if g.filter != nil {
@@ -207,7 +209,7 @@ func (s *solver) universe(c *constraint) []string {
 				e = s.entryFor(p, p.reqs.Intersection(g.filter.reqs))
 			}
 		}
-		for _, d := range s.domains(e, g.key) {
+		for _, d := range s.domains(e, g.kid) {
 			seen[d] = true
 		}
 	}
@@ -215,13 +217,13 @@ func (s *solver) universe(c *constraint) []string {
 		if g.filter != nil && !g.filter.passes(s, t) {
 			continue
 		}
-		if d := t.domain(g.key); d != "" {
+		if d := s.targetDom(t, g.kid); d >= 0 {
 			seen[d] = true
 		}
 	}
 	for d := range seen {
 		c.universe = append(c.universe, d)
 	}
-	sort.Strings(c.universe)
+	sort.Slice(c.universe, func(i, j int) bool { return c.universe[i] < c.universe[j] })
 	return c.universe
 }

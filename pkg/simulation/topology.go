@@ -21,16 +21,27 @@ import (
 type group struct {
 	id         int
 	key        string
+	kid        int
 	hostname   bool
 	anti       bool             // some pod owns a required anti-affinity term on it
 	namespaces sets.Set[string] // nil: every namespace
 	selector   labels.Selector
 	filter     *nodeFilter
-	match      map[string]int32
-	owners     map[string]int32
+	match      []int32 // by domain
+	owners     []int32 // by domain
 	hostMatch  []int32 // by target id
 	hostOwners []int32
 	total      int32
+	elig       []*eligList // hostname groups: NodeClaims whose count is still low
+}
+
+// eligList tracks the NodeClaims whose count in a hostname group is at most
+// threshold. Counts only grow, so a NodeClaim leaves the list for good; this
+// lets pods with hostname anti-affinity or spread skip full NodeClaims
+// without scanning them.
+type eligList struct {
+	threshold int32
+	ts        []*target // by id
 }
 
 // nodeFilter restricts which nodes a spread constraint counts pods on
@@ -49,24 +60,30 @@ func (g *group) matches(namespace string, podLabels labels.Set) bool {
 	return g.selector.Matches(podLabels)
 }
 
-func (g *group) count(t *target, domain string) int32 {
+func (g *group) count(t *target, d dom) int32 {
 	if g.hostname {
 		if t.id < len(g.hostMatch) {
 			return g.hostMatch[t.id]
 		}
 		return 0
 	}
-	return g.match[domain]
+	if d < 0 || int(d) >= len(g.match) {
+		return 0
+	}
+	return g.match[d]
 }
 
-func (g *group) ownerCount(t *target, domain string) int32 {
+func (g *group) ownerCount(t *target, d dom) int32 {
 	if g.hostname {
 		if t.id < len(g.hostOwners) {
 			return g.hostOwners[t.id]
 		}
 		return 0
 	}
-	return g.owners[domain]
+	if d < 0 || int(d) >= len(g.owners) {
+		return 0
+	}
+	return g.owners[d]
 }
 
 func grow(s []int32, id int) []int32 {
@@ -85,22 +102,29 @@ func (g *group) recordMatch(s *solver, t *target) {
 		g.hostMatch = grow(g.hostMatch, t.id)
 		g.hostMatch[t.id]++
 		g.total++
+		for _, l := range g.elig {
+			if g.hostMatch[t.id] == l.threshold+1 {
+				l.remove(t)
+			}
+		}
 		return
 	}
-	if d := t.domain(g.key); d != "" {
+	if d := s.targetDom(t, g.kid); d >= 0 {
+		g.match = grow(g.match, int(d))
 		g.match[d]++
 		g.total++
 	}
 }
 
 // recordOwner counts a pod owning this group's anti-affinity term on t.
-func (g *group) recordOwner(t *target) {
+func (g *group) recordOwner(s *solver, t *target) {
 	if g.hostname {
 		g.hostOwners = grow(g.hostOwners, t.id)
 		g.hostOwners[t.id]++
 		return
 	}
-	if d := t.domain(g.key); d != "" {
+	if d := s.targetDom(t, g.kid); d >= 0 {
+		g.owners = grow(g.owners, int(d))
 		g.owners[d]++
 	}
 }
@@ -143,13 +167,14 @@ func newTopology(namespaces []*corev1.Namespace) *topology {
 	return t
 }
 
-func (t *topology) group(key string, namespaces sets.Set[string], selector labels.Selector, filter *nodeFilter) *group {
+func (s *solver) group(key string, namespaces sets.Set[string], selector labels.Selector, filter *nodeFilter) *group {
+	t := s.topo
 	id := key + "|" + nsKey(namespaces) + "|" + selector.String() + "|" + filterKey(filter)
 	if g, ok := t.byKey[id]; ok {
 		return g
 	}
-	g := &group{id: len(t.groups), key: key, hostname: key == corev1.LabelHostname, namespaces: namespaces,
-		selector: selector, filter: filter, match: map[string]int32{}, owners: map[string]int32{}}
+	g := &group{id: len(t.groups), key: key, kid: s.keyID(key), hostname: key == corev1.LabelHostname, namespaces: namespaces,
+		selector: selector, filter: filter}
 	t.groups = append(t.groups, g)
 	t.byKey[id] = g
 	return g
@@ -230,4 +255,60 @@ func (t *topology) termNamespaces(podNS string, term *corev1.PodAffinityTerm) se
 		}
 	}
 	return out
+}
+
+func (l *eligList) remove(t *target) {
+	i := sort.Search(len(l.ts), func(i int) bool { return l.ts[i].id >= t.id })
+	if i < len(l.ts) && l.ts[i] == t {
+		l.ts = append(l.ts[:i], l.ts[i+1:]...)
+	}
+}
+
+// eligible returns the list of NodeClaims whose count is at most threshold,
+// building it on first use.
+func (s *solver) eligible(g *group, threshold int32) *eligList {
+	for _, l := range g.elig {
+		if l.threshold == threshold {
+			return l
+		}
+	}
+	l := &eligList{threshold: threshold}
+	for _, t := range s.claims {
+		if g.count(t, noDom) <= threshold {
+			l.ts = append(l.ts, t)
+		}
+	}
+	if len(g.elig) == 0 {
+		s.eligGroups = append(s.eligGroups, g)
+	}
+	g.elig = append(g.elig, l)
+	return l
+}
+
+// hostCandidates returns the smallest eligibility list among v's hostname
+// anti-affinity and spread constraints, or nil when v has none.
+func (s *solver) hostCandidates(v *variant) []*target {
+	var best *eligList
+	for _, c := range v.constraints {
+		if !c.group.hostname || c.kind == kindAffinity {
+			continue
+		}
+		threshold := int32(0)
+		if c.kind == kindSpread {
+			threshold = c.maxSkew
+			if c.self {
+				threshold--
+			}
+		}
+		if threshold < 0 {
+			return []*target{}
+		}
+		if l := s.eligible(c.group, threshold); best == nil || len(l.ts) < len(best.ts) {
+			best = l
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	return best.ts
 }

@@ -171,7 +171,7 @@ func (s *solver) spreadConstraint(c *class, tsc *corev1.TopologySpreadConstraint
 		}
 	}
 	sel := selectorFor(tsc.LabelSelector, c.labels, tsc.MatchLabelKeys, nil)
-	g := s.topo.group(scheduling.NormalizeKey(tsc.TopologyKey), sets.New(c.namespace), sel, filter)
+	g := s.group(scheduling.NormalizeKey(tsc.TopologyKey), sets.New(c.namespace), sel, filter)
 	con := &constraint{kind: kindSpread, group: g, maxSkew: tsc.MaxSkew, self: g.matches(c.namespace, c.labels)}
 	if hard && tsc.MinDomains != nil {
 		con.minDomains = *tsc.MinDomains
@@ -182,6 +182,6 @@ func (s *solver) spreadConstraint(c *class, tsc *corev1.TopologySpreadConstraint
 func (s *solver) affinityConstraint(c *class, term *corev1.PodAffinityTerm, kind constraintKind) *constraint {
 	ns := s.topo.termNamespaces(c.namespace, term)
 	sel := selectorFor(term.LabelSelector, c.labels, term.MatchLabelKeys, term.MismatchLabelKeys)
-	g := s.topo.group(scheduling.NormalizeKey(term.TopologyKey), ns, sel, nil)
+	g := s.group(scheduling.NormalizeKey(term.TopologyKey), ns, sel, nil)
 	return &constraint{kind: kind, group: g, self: g.matches(c.namespace, c.labels)}
 }
