@@ -1,0 +1,317 @@
+package manifest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	sigsjson "sigs.k8s.io/json"
+
+	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+)
+
+// Load reads every manifest file named by paths (directories are walked
+// recursively for .yaml, .yml and .json files).
+func Load(paths ...string) (*Set, error) {
+	files, err := expandPaths(paths)
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no manifest files (.yaml, .yml, .json) under %s", strings.Join(paths, ", "))
+	}
+	l, err := newLoader()
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("reading manifests: %w", err)
+		}
+		if err := l.addFile(f, data); err != nil {
+			return nil, err
+		}
+	}
+	return l.set, nil
+}
+
+// loader decodes documents into a Set.
+type loader struct {
+	set     *Set
+	decoder runtime.Decoder
+	crds    map[schema.GroupVersionKind]*crdValidator
+}
+
+func newLoader() (*loader, error) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme,
+		policyv1.AddToScheme, schedulingv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, fmt.Errorf("building the scheme: %w", err)
+		}
+	}
+	decoder := kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme, scheme, kjson.SerializerOptions{Strict: true})
+	return &loader{set: &Set{sources: map[string]Source{}}, decoder: decoder}, nil
+}
+
+// addFile decodes every document of one file.
+func (l *loader) addFile(file string, data []byte) error {
+	docs, err := splitDocuments(file, data)
+	if err != nil {
+		return err
+	}
+	for _, d := range docs {
+		if err := l.addDocument(d.source, d.json); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type typeMeta struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+}
+
+// list is a List document; items are decoded one by one.
+type list struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   json.RawMessage   `json:"metadata,omitempty"`
+	Items      []json.RawMessage `json:"items"`
+}
+
+func (l *loader) addDocument(src Source, data []byte) error {
+	var tm typeMeta
+	if err := json.Unmarshal(data, &tm); err != nil {
+		return &Error{Source: src, Err: fmt.Errorf("not a Kubernetes object: %w", err)}
+	}
+	switch {
+	case tm.Kind == "":
+		return &Error{Source: src, Err: errors.New("kind: Required value")}
+	case tm.APIVersion == "":
+		return &Error{Source: src, Err: errors.New("apiVersion: Required value")}
+	case strings.HasSuffix(tm.Kind, "List"):
+		if src.Item >= 0 {
+			return &Error{Source: src, Err: fmt.Errorf("kind: a %s inside a List is not supported", tm.Kind)}
+		}
+		var lst list
+		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, &lst); err != nil {
+			return &Error{Source: src, Err: fmt.Errorf("decoding %s: %w", tm.Kind, err)}
+		}
+		for i, item := range lst.Items {
+			if err := l.addDocument(src.item(i), item); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	gvk := schema.FromAPIVersionAndKind(tm.APIVersion, tm.Kind)
+	if gvk.Group == karpv1.Group || gvk.Group == kwokv1alpha1.Group {
+		return l.addCustom(src, gvk, data)
+	}
+	if !supported[gvk] {
+		l.set.Warnings = append(l.set.Warnings, fmt.Sprintf("%s: skipped %s %s: kind not used by karp", src, tm.APIVersion, tm.Kind))
+		return nil
+	}
+	obj, _, err := l.decoder.Decode(data, nil, nil)
+	if err != nil {
+		return &Error{Source: src, Object: describe(gvk.Kind, data), Err: err}
+	}
+	return l.addTyped(src, obj)
+}
+
+// supported are the built-in kinds karp reads.
+var supported = map[schema.GroupVersionKind]bool{
+	corev1.SchemeGroupVersion.WithKind("Pod"):                 true,
+	corev1.SchemeGroupVersion.WithKind("Node"):                true,
+	corev1.SchemeGroupVersion.WithKind("Namespace"):           true,
+	corev1.SchemeGroupVersion.WithKind("LimitRange"):          true,
+	appsv1.SchemeGroupVersion.WithKind("Deployment"):          true,
+	appsv1.SchemeGroupVersion.WithKind("ReplicaSet"):          true,
+	appsv1.SchemeGroupVersion.WithKind("StatefulSet"):         true,
+	appsv1.SchemeGroupVersion.WithKind("DaemonSet"):           true,
+	batchv1.SchemeGroupVersion.WithKind("Job"):                true,
+	policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget"): true,
+	schedulingv1.SchemeGroupVersion.WithKind("PriorityClass"):   true,
+}
+
+// describe names an object for errors: "Kind namespace/name" as far as
+// its metadata can be read.
+func describe(kind string, data []byte) string {
+	var m struct {
+		Metadata struct {
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+		} `json:"metadata"`
+	}
+	_ = json.Unmarshal(data, &m)
+	switch {
+	case m.Metadata.Name == "":
+		return kind
+	case m.Metadata.Namespace == "":
+		return kind + " " + m.Metadata.Name
+	}
+	return kind + " " + m.Metadata.Namespace + "/" + m.Metadata.Name
+}
+
+// addCustom validates and defaults a karp custom resource against its CRD.
+func (l *loader) addCustom(src Source, gvk schema.GroupVersionKind, data []byte) error {
+	if l.crds == nil {
+		v, err := newCRDValidators()
+		if err != nil {
+			return err
+		}
+		l.crds = v
+	}
+	v, ok := l.crds[gvk]
+	if !ok {
+		l.set.Warnings = append(l.set.Warnings, fmt.Sprintf("%s: skipped %s %s: kind not used by karp simulate", src, gvk.GroupVersion(), gvk.Kind))
+		return nil
+	}
+	what := describe(gvk.Kind, data)
+	var obj map[string]interface{}
+	if err := utiljson.Unmarshal(data, &obj); err != nil {
+		return &Error{Source: src, Object: what, Err: err}
+	}
+	if err := v.admit(obj); err != nil {
+		return &Error{Source: src, Object: what, Err: err}
+	}
+	defaulted, err := json.Marshal(obj)
+	if err != nil {
+		return &Error{Source: src, Object: what, Err: err}
+	}
+	var typed runtime.Object
+	switch gvk.Kind {
+	case "NodePool":
+		typed = &karpv1.NodePool{}
+	case "KWOKNodeClass":
+		typed = &kwokv1alpha1.KWOKNodeClass{}
+	default:
+		l.set.Warnings = append(l.set.Warnings, fmt.Sprintf("%s: skipped %s: kind not used by karp simulate", src, what))
+		return nil
+	}
+	if err := json.Unmarshal(defaulted, typed); err != nil {
+		return &Error{Source: src, Object: what, Err: err}
+	}
+	return l.addTyped(src, typed)
+}
+
+// addTyped files a decoded object, defaulting its namespace and refusing
+// duplicates.
+func (l *loader) addTyped(src Source, obj runtime.Object) error {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return &Error{Source: src, Err: err}
+	}
+	kind := kindOf(obj)
+	if m.GetName() == "" {
+		if m.GetGenerateName() == "" {
+			return &Error{Source: src, Object: kind, Err: errors.New("metadata.name: Required value")}
+		}
+		m.SetName(m.GetGenerateName() + suffixes(kind+"/"+m.GetNamespace()+"/"+m.GetGenerateName(), 1)[0])
+	}
+	if namespaced(kind) && m.GetNamespace() == "" {
+		m.SetNamespace(corev1.NamespaceDefault)
+	}
+	key := objectKey(kind, m.GetNamespace(), m.GetName())
+	if prev, dup := l.set.sources[key]; dup {
+		return &Error{Source: src, Object: key, Err: fmt.Errorf("defined twice (first at %s)", prev)}
+	}
+	l.set.sources[key] = src
+	l.set.file(obj)
+	return nil
+}
+
+func objectKey(kind, namespace, name string) string {
+	if namespace == "" {
+		return kind + " " + name
+	}
+	return kind + " " + namespace + "/" + name
+}
+
+func namespaced(kind string) bool {
+	switch kind {
+	case "Node", "Namespace", "PriorityClass", "NodePool", "KWOKNodeClass":
+		return false
+	}
+	return true
+}
+
+func kindOf(obj runtime.Object) string {
+	switch obj.(type) {
+	case *karpv1.NodePool:
+		return "NodePool"
+	case *kwokv1alpha1.KWOKNodeClass:
+		return "KWOKNodeClass"
+	case *corev1.Pod:
+		return "Pod"
+	case *corev1.Node:
+		return "Node"
+	case *corev1.Namespace:
+		return "Namespace"
+	case *corev1.LimitRange:
+		return "LimitRange"
+	case *appsv1.Deployment:
+		return "Deployment"
+	case *appsv1.ReplicaSet:
+		return "ReplicaSet"
+	case *appsv1.StatefulSet:
+		return "StatefulSet"
+	case *appsv1.DaemonSet:
+		return "DaemonSet"
+	case *batchv1.Job:
+		return "Job"
+	case *policyv1.PodDisruptionBudget:
+		return "PodDisruptionBudget"
+	case *schedulingv1.PriorityClass:
+		return "PriorityClass"
+	}
+	return fmt.Sprintf("%T", obj)
+}
+
+// file appends obj to the slice of its kind.
+func (s *Set) file(obj runtime.Object) {
+	switch o := obj.(type) {
+	case *karpv1.NodePool:
+		s.NodePools = append(s.NodePools, o)
+	case *kwokv1alpha1.KWOKNodeClass:
+		s.NodeClasses = append(s.NodeClasses, o)
+	case *corev1.Pod:
+		s.Pods = append(s.Pods, o)
+	case *corev1.Node:
+		s.Nodes = append(s.Nodes, o)
+	case *corev1.Namespace:
+		s.Namespaces = append(s.Namespaces, o)
+	case *corev1.LimitRange:
+		s.LimitRanges = append(s.LimitRanges, o)
+	case *appsv1.Deployment:
+		s.Deployments = append(s.Deployments, o)
+	case *appsv1.ReplicaSet:
+		s.ReplicaSets = append(s.ReplicaSets, o)
+	case *appsv1.StatefulSet:
+		s.StatefulSets = append(s.StatefulSets, o)
+	case *appsv1.DaemonSet:
+		s.DaemonSets = append(s.DaemonSets, o)
+	case *batchv1.Job:
+		s.Jobs = append(s.Jobs, o)
+	case *policyv1.PodDisruptionBudget:
+		s.PDBs = append(s.PDBs, o)
+	case *schedulingv1.PriorityClass:
+		s.PriorityClasses = append(s.PriorityClasses, o)
+	}
+}

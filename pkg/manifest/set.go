@@ -1,0 +1,54 @@
+package manifest
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+
+	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+)
+
+// Set is every object read from the manifests, by kind, in input order.
+// NodePools and KWOKNodeClasses carry their CRD defaults.
+type Set struct {
+	NodePools       []*karpv1.NodePool
+	NodeClasses     []*kwokv1alpha1.KWOKNodeClass
+	Pods            []*corev1.Pod
+	Nodes           []*corev1.Node
+	Namespaces      []*corev1.Namespace
+	LimitRanges     []*corev1.LimitRange
+	Deployments     []*appsv1.Deployment
+	ReplicaSets     []*appsv1.ReplicaSet
+	StatefulSets    []*appsv1.StatefulSet
+	DaemonSets      []*appsv1.DaemonSet
+	Jobs            []*batchv1.Job
+	PDBs            []*policyv1.PodDisruptionBudget
+	PriorityClasses []*schedulingv1.PriorityClass
+	// Warnings list what was read but not used (unknown kinds), one line
+	// each, naming the source.
+	Warnings []string
+
+	// sources remembers where each object came from, by "Kind ns/name".
+	sources map[string]Source
+}
+
+// SourceOf returns where the object with key "Kind namespace/name" (or
+// "Kind name" for cluster-scoped kinds) was read.
+func (s *Set) SourceOf(key string) (Source, bool) {
+	src, ok := s.sources[key]
+	return src, ok
+}
+
+// Counts returns how many objects of each kind were read.
+func (s *Set) Counts() map[string]int {
+	return map[string]int{
+		"NodePool": len(s.NodePools), "KWOKNodeClass": len(s.NodeClasses), "Pod": len(s.Pods),
+		"Node": len(s.Nodes), "Namespace": len(s.Namespaces), "LimitRange": len(s.LimitRanges),
+		"Deployment": len(s.Deployments), "ReplicaSet": len(s.ReplicaSets), "StatefulSet": len(s.StatefulSets),
+		"DaemonSet": len(s.DaemonSets), "Job": len(s.Jobs), "PodDisruptionBudget": len(s.PDBs),
+		"PriorityClass": len(s.PriorityClasses),
+	}
+}
