@@ -186,24 +186,34 @@ func better(a, b *option) bool {
 // bestOf compares every NodeClaim in ts.
 func (s *solver) bestOf(v *variant, ts []*target) *option {
 	var best option
-	found := false
+	found := 0
 	for _, t := range ts {
+		if found >= 2*zeroProbe {
+			break
+		}
 		if !v.class.requests.Fits(t.free) {
 			continue
 		}
-		if o, ok := s.zeroDelta(v, t); ok && (!found || o.tight < best.tight) {
-			best, found = o, true
+		if o, ok := s.zeroDelta(v, t); ok {
+			if found++; found == 1 || o.tight < best.tight {
+				best = o
+			}
 		}
 	}
-	if found {
+	if found > 0 {
 		return &best
 	}
 	for _, t := range ts {
-		if o, ok := s.grown(v, t); ok && (!found || better(&o, &best)) {
-			best, found = o, true
+		if found >= growProbe {
+			break
+		}
+		if o, ok := s.grown(v, t); ok {
+			if found++; found == 1 || better(&o, &best) {
+				best = o
+			}
 		}
 	}
-	if !found {
+	if found == 0 {
 		return nil
 	}
 	return &best
