@@ -31,7 +31,10 @@ func MakeDaemonSet(name string) *DaemonSetWrapper {
 func (w *DaemonSetWrapper) Obj() *appsv1.DaemonSet { return w.DaemonSet.DeepCopy() }
 
 // Namespace sets the namespace.
-func (w *DaemonSetWrapper) Namespace(ns string) *DaemonSetWrapper { w.ObjectMeta.Namespace = ns; return w }
+func (w *DaemonSetWrapper) Namespace(ns string) *DaemonSetWrapper {
+	w.ObjectMeta.Namespace = ns
+	return w
+}
 
 // Requests sets the container's requests from name/quantity pairs.
 func (w *DaemonSetWrapper) Requests(pairs ...string) *DaemonSetWrapper {

@@ -33,7 +33,10 @@ func (w *NodeWrapper) Label(key, value string) *NodeWrapper {
 }
 
 // Labels replaces the labels (the hostname label included).
-func (w *NodeWrapper) Labels(labels map[string]string) *NodeWrapper { w.ObjectMeta.Labels = labels; return w }
+func (w *NodeWrapper) Labels(labels map[string]string) *NodeWrapper {
+	w.ObjectMeta.Labels = labels
+	return w
+}
 
 // Allocatable sets status.allocatable; capacity too when it was empty.
 func (w *NodeWrapper) Allocatable(pairs ...string) *NodeWrapper {

@@ -51,7 +51,10 @@ func (w *PodWrapper) Namespace(ns string) *PodWrapper { w.ObjectMeta.Namespace =
 func (w *PodWrapper) UID(uid string) *PodWrapper { w.ObjectMeta.UID = types.UID(uid); return w }
 
 // Labels replaces the labels.
-func (w *PodWrapper) Labels(labels map[string]string) *PodWrapper { w.ObjectMeta.Labels = labels; return w }
+func (w *PodWrapper) Labels(labels map[string]string) *PodWrapper {
+	w.ObjectMeta.Labels = labels
+	return w
+}
 
 // Label sets one label.
 func (w *PodWrapper) Label(key, value string) *PodWrapper {
@@ -120,7 +123,10 @@ func (w *PodWrapper) Overhead(pairs ...string) *PodWrapper {
 }
 
 // NodeSelector replaces the node selector.
-func (w *PodWrapper) NodeSelector(sel map[string]string) *PodWrapper { w.Spec.NodeSelector = sel; return w }
+func (w *PodWrapper) NodeSelector(sel map[string]string) *PodWrapper {
+	w.Spec.NodeSelector = sel
+	return w
+}
 
 // NodeName binds the pod.
 func (w *PodWrapper) NodeName(name string) *PodWrapper { w.Spec.NodeName = name; return w }
