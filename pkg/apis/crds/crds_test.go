@@ -4,11 +4,13 @@ import (
 	"context"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsinstall "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/install"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/karp-autoscaler/karp/pkg/apis/crds"
 )
@@ -48,18 +50,62 @@ func TestCRDsPassAPIServerValidation(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, crd := range all {
-		internal := &apiextensions.CustomResourceDefinition{}
-		if err := scheme.Convert(crd, internal, nil); err != nil {
-			t.Fatalf("%s: converting: %v", crd.Name, err)
-		}
-		// A freshly created CRD has its storage version recorded by the server.
-		for _, v := range internal.Spec.Versions {
-			if v.Storage {
-				internal.Status.StoredVersions = append(internal.Status.StoredVersions, v.Name)
-			}
-		}
-		if errs := validation.ValidateCustomResourceDefinition(context.Background(), internal); len(errs) != 0 {
+		if errs := validateCRD(t, scheme, crd); len(errs) != 0 {
 			t.Errorf("%s: %v", crd.Name, errs.ToAggregate())
+		}
+	}
+	// The check is only worth having if it compiles the rules: a broken
+	// rule must fail it.
+	broken := all[0].DeepCopy()
+	spec := broken.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	spec.XValidations = append(spec.XValidations, apiextensionsv1.ValidationRule{Rule: "self.noSuchField.size() >", Message: "broken"})
+	broken.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+	if errs := validateCRD(t, scheme, broken); len(errs) == 0 {
+		t.Error("a CRD with an uncompilable CEL rule passed validation")
+	}
+}
+
+func validateCRD(t *testing.T, scheme *runtime.Scheme, crd *apiextensionsv1.CustomResourceDefinition) field.ErrorList {
+	t.Helper()
+	internal := &apiextensions.CustomResourceDefinition{}
+	if err := scheme.Convert(crd, internal, nil); err != nil {
+		t.Fatalf("%s: converting: %v", crd.Name, err)
+	}
+	// A freshly created CRD has its storage version recorded by the server.
+	for _, v := range internal.Spec.Versions {
+		if v.Storage {
+			internal.Status.StoredVersions = append(internal.Status.StoredVersions, v.Name)
+		}
+	}
+	return validation.ValidateCustomResourceDefinition(context.Background(), internal)
+}
+
+// kubectl get shows the same columns as upstream Karpenter; the -o wide
+// ones have priority 1.
+func TestPrinterColumns(t *testing.T) {
+	all, err := crds.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"NodePool":      {"NodeClass", "Nodes", "Ready", "Age", "Weight*", "CPU*", "Memory*"},
+		"NodeClaim":     {"Type", "Capacity", "Zone", "Node", "Ready", "Age", "ImageID*", "ID*", "NodePool*", "NodeClass*", "Drifted*"},
+		"KWOKNodeClass": {"Ready", "Age"},
+	}
+	for _, crd := range all {
+		var got []string
+		for _, col := range crd.Spec.Versions[0].AdditionalPrinterColumns {
+			name := col.Name
+			if col.Priority == 1 {
+				name += "*"
+			}
+			got = append(got, name)
+		}
+		if diff := cmp.Diff(want[crd.Spec.Names.Kind], got); diff != "" {
+			t.Errorf("%s columns (-want,+got; * = wide):\n%s", crd.Spec.Names.Kind, diff)
+		}
+		if cats := crd.Spec.Names.Categories; len(cats) != 1 || cats[0] != "karpenter" {
+			t.Errorf("%s categories = %v, want [karpenter]", crd.Spec.Names.Kind, cats)
 		}
 	}
 }
