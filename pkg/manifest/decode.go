@@ -137,15 +137,15 @@ func (l *loader) addDocument(src Source, data []byte) error {
 
 // supported are the built-in kinds karp reads.
 var supported = map[schema.GroupVersionKind]bool{
-	corev1.SchemeGroupVersion.WithKind("Pod"):                 true,
-	corev1.SchemeGroupVersion.WithKind("Node"):                true,
-	corev1.SchemeGroupVersion.WithKind("Namespace"):           true,
-	corev1.SchemeGroupVersion.WithKind("LimitRange"):          true,
-	appsv1.SchemeGroupVersion.WithKind("Deployment"):          true,
-	appsv1.SchemeGroupVersion.WithKind("ReplicaSet"):          true,
-	appsv1.SchemeGroupVersion.WithKind("StatefulSet"):         true,
-	appsv1.SchemeGroupVersion.WithKind("DaemonSet"):           true,
-	batchv1.SchemeGroupVersion.WithKind("Job"):                true,
+	corev1.SchemeGroupVersion.WithKind("Pod"):                   true,
+	corev1.SchemeGroupVersion.WithKind("Node"):                  true,
+	corev1.SchemeGroupVersion.WithKind("Namespace"):             true,
+	corev1.SchemeGroupVersion.WithKind("LimitRange"):            true,
+	appsv1.SchemeGroupVersion.WithKind("Deployment"):            true,
+	appsv1.SchemeGroupVersion.WithKind("ReplicaSet"):            true,
+	appsv1.SchemeGroupVersion.WithKind("StatefulSet"):           true,
+	appsv1.SchemeGroupVersion.WithKind("DaemonSet"):             true,
+	batchv1.SchemeGroupVersion.WithKind("Job"):                  true,
 	policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget"): true,
 	schedulingv1.SchemeGroupVersion.WithKind("PriorityClass"):   true,
 }

@@ -1,0 +1,15 @@
+// Package simulate is `karp simulate`: an offline dry-run that reads the
+// manifests a user is about to apply, runs karp's scheduling simulator on
+// them against an instance-type catalog, and reports which NodeClaims karp
+// would launch, what they cost, and why any pod would stay pending.
+//
+// It gathers (pkg/manifest), decides (pkg/simulation.Solve) and renders
+// (table, JSON, or the karpv1.NodeClaim objects as YAML); it holds no
+// placement logic of its own. It never talks to an API server or a cloud.
+//
+// Invariants:
+//   - The same manifests and catalog always give the same report (names,
+//     order, prices).
+//   - Every pending pod is either on a NodeClaim, on an existing node, or in
+//     Unschedulable with the simulator's reasons, one per NodePool tried.
+package simulate

@@ -1,0 +1,153 @@
+package simulate
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/yaml"
+)
+
+// Output formats.
+const (
+	OutputTable = "table"
+	OutputJSON  = "json"
+	OutputYAML  = "yaml"
+)
+
+// Write renders the report in format (table, json or yaml).
+func Write(w io.Writer, rep *Report, format string) error {
+	switch format {
+	case "", OutputTable:
+		return WriteTable(w, rep)
+	case OutputJSON:
+		return WriteJSON(w, rep)
+	case OutputYAML:
+		return WriteYAML(w, rep)
+	}
+	return fmt.Errorf("unknown output format %q (want table, json or yaml)", format)
+}
+
+// WriteJSON prints the report as one indented JSON document.
+func WriteJSON(w io.Writer, rep *Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+// WriteYAML prints the NodeClaims karp would create as multi-document
+// YAML, each preceded by a comment with its choice and price.
+func WriteYAML(w io.Writer, rep *Report) error {
+	for i, nc := range rep.claims {
+		s := rep.NodeClaims[i]
+		data, err := yaml.Marshal(nc)
+		if err != nil {
+			return fmt.Errorf("encoding NodeClaim: %w", err)
+		}
+		if _, err := fmt.Fprintf(w, "---\n# %s %s %s $%s/hour, %d pods\n%s", s.InstanceType, s.Zone, s.CapacityType,
+			price(s.PricePerHour), len(s.Pods), data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteTable prints one row per new node, the totals, every pending pod's
+// reasons and the warnings.
+func WriteTable(w io.Writer, rep *Report) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODEPOOL\tINSTANCE TYPE\tZONE\tCAPACITY\t$/HOUR\tPODS\tCPU REQ/ALLOC\tMEMORY REQ/ALLOC\tDAEMONSET OVERHEAD")
+	for _, s := range rep.NodeClaims {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", s.NodePool, s.InstanceType, s.Zone, s.CapacityType,
+			price(s.PricePerHour), len(s.Pods),
+			cpu(s.Requests)+"/"+cpu(s.Allocatable), memory(s.Requests)+"/"+memory(s.Allocatable), overhead(s.DaemonSetOverhead))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nTotal: %d nodes, %d pods, $%s/hour, $%s/month\n", rep.TotalNodes, rep.TotalPods,
+		price(rep.TotalPricePerHour), strconv.FormatFloat(rep.TotalPricePerMonth, 'f', 2, 64))
+	existing := 0
+	for _, e := range rep.ExistingNodes {
+		existing += len(e.Pods)
+	}
+	if existing > 0 {
+		fmt.Fprintf(w, "%d pods fit on %d existing nodes\n", existing, len(rep.ExistingNodes))
+	}
+	writePending(w, rep.Unschedulable)
+	if len(rep.Warnings) > 0 {
+		fmt.Fprintf(w, "\nWarnings:\n")
+		for _, msg := range rep.Warnings {
+			fmt.Fprintf(w, "  %s\n", msg)
+		}
+	}
+	return nil
+}
+
+// writePending lists pending pods, grouping pods with identical reasons.
+func writePending(w io.Writer, pending []Unschedulable) {
+	if len(pending) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n%d pods would stay pending:\n", len(pending))
+	type group struct {
+		pods    []string
+		code    string
+		reasons []string
+	}
+	var groups []*group
+	byKey := map[string]*group{}
+	for _, u := range pending {
+		key := u.Code + "\x00" + strings.Join(u.Reasons, "\x00")
+		g, ok := byKey[key]
+		if !ok {
+			g = &group{code: u.Code, reasons: u.Reasons}
+			byKey[key] = g
+			groups = append(groups, g)
+		}
+		g.pods = append(g.pods, u.Pod)
+	}
+	for _, g := range groups {
+		fmt.Fprintf(w, "  %s (%s):\n", strings.Join(g.pods, ", "), g.code)
+		for _, r := range g.reasons {
+			fmt.Fprintf(w, "    %s\n", r)
+		}
+	}
+}
+
+// price prints dollars with 4 decimals, trailing zeros kept to 2.
+func price(x float64) string {
+	s := strconv.FormatFloat(x, 'f', 4, 64)
+	for strings.HasSuffix(s, "0") && len(s)-strings.IndexByte(s, '.') > 3 {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// cpu prints cores, e.g. "3.2".
+func cpu(rl corev1.ResourceList) string {
+	q := rl[corev1.ResourceCPU]
+	return strconv.FormatFloat(float64(q.MilliValue())/1000, 'f', -1, 64)
+}
+
+// memory prints GiB with one decimal, e.g. "12.3Gi".
+func memory(rl corev1.ResourceList) string {
+	q := rl[corev1.ResourceMemory]
+	return strconv.FormatFloat(float64(q.Value())/(1<<30), 'f', 1, 64) + "Gi"
+}
+
+// overhead prints the DaemonSet overhead's cpu and memory, "-" when none.
+func overhead(rl corev1.ResourceList) string {
+	c, m := rl[corev1.ResourceCPU], rl[corev1.ResourceMemory]
+	if c.IsZero() && m.IsZero() {
+		return "-"
+	}
+	return "cpu " + quantity(c) + ", memory " + quantity(m)
+}
+
+func quantity(q resource.Quantity) string { return q.String() }
