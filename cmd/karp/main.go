@@ -38,7 +38,8 @@ type subcommand struct {
 // subcommands lists every `karp` subcommand, one entry per concern.
 func subcommands() map[string]subcommand {
 	return map[string]subcommand{
-		"version": {summary: "print the karp version", run: runVersion},
+		"version":  {summary: "print the karp version", run: runVersion},
+		"simulate": {summary: "dry-run: the nodes karp would launch for manifests, their cost, and why pods stay pending", run: runSimulate},
 	}
 }
 
