@@ -9,8 +9,10 @@
 // pkg/apis/crds; this package holds no admission logic of its own.
 //
 // The package imports only k8s.io/api, k8s.io/apimachinery and small pure
-// helpers (robfig/cron for budget schedules); never controller-runtime or
-// client-go, so the pure scheduling core may depend on it.
+// helpers (robfig/cron for budget schedules, k8s.io/utils/clock for
+// condition timestamps); never controller-runtime or client-go, so the pure
+// scheduling core may depend on it. Time is always passed in (budgets take
+// now, condition sets take a clock), never read ambiently.
 //
 // +k8s:deepcopy-gen=package
 // +kubebuilder:object:generate=true
