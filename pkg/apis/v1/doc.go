@@ -11,8 +11,8 @@
 // The package imports only k8s.io/api, k8s.io/apimachinery and small pure
 // helpers (robfig/cron for budget schedules, k8s.io/utils/clock for
 // condition timestamps); never controller-runtime or client-go, so the pure
-// scheduling core may depend on it. Time is always passed in (budgets take
-// now, condition sets take a clock), never read ambiently.
+// scheduling core may depend on it. Budget evaluation takes the time as an
+// argument; condition sets use the real clock unless given one WithClock.
 //
 // +k8s:deepcopy-gen=package
 // +kubebuilder:object:generate=true
