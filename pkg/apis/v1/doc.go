@@ -4,9 +4,10 @@
 //
 // Users' manifests written for upstream Karpenter must decode unchanged into
 // these types, so field names, JSON names, defaults and validation follow the
-// upstream karpenter.sh/v1 schema. Validation lives in kubebuilder markers
-// (OpenAPI and CEL) and is enforced by the API server through the CRDs in
-// pkg/apis/crds; this package holds no admission logic of its own.
+// upstream karpenter.sh/v1 schema. Admission is the API server's: the rules
+// live in kubebuilder markers (OpenAPI and CEL) compiled into the CRDs in
+// pkg/apis/crds, with no webhook. RuntimeValidate repeats them in Go for the
+// controller that reports a NodePool's ValidationSucceeded condition.
 //
 // The package imports only k8s.io/api, k8s.io/apimachinery and small pure
 // helpers (robfig/cron for budget schedules, k8s.io/utils/clock for
