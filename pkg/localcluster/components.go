@@ -1,0 +1,139 @@
+package localcluster
+
+import (
+	"path/filepath"
+	"strconv"
+)
+
+// Component names, also the binary names in the bin directory and the log
+// file names under logs/.
+const (
+	Etcd              = "etcd"
+	APIServer         = "kube-apiserver"
+	Scheduler         = "kube-scheduler"
+	ControllerManager = "kube-controller-manager"
+	KWOK              = "kwok"
+)
+
+// componentOrder is the start order; they stop in reverse.
+var componentOrder = []string{Etcd, APIServer, Scheduler, ControllerManager, KWOK}
+
+// layout names the files inside a cluster directory.
+type layout struct{ dir string }
+
+func (l layout) pki(name string) string       { return filepath.Join(l.dir, "pki", name) }
+func (l layout) pkiDir() string               { return filepath.Join(l.dir, "pki") }
+func (l layout) logDir() string               { return filepath.Join(l.dir, "logs") }
+func (l layout) log(component string) string { return filepath.Join(l.dir, "logs", component+".log") }
+func (l layout) etcdData() string             { return filepath.Join(l.dir, "etcd") }
+func (l layout) adminKubeconfig() string      { return filepath.Join(l.dir, "kubeconfig") }
+func (l layout) kwokConfig() string           { return filepath.Join(l.dir, "kwok.yaml") }
+func (l layout) state() string                { return filepath.Join(l.dir, stateFile) }
+func (l layout) kubeconfig(component string) string {
+	return filepath.Join(l.dir, component+".kubeconfig")
+}
+func (l layout) servingCertDir(component string) string {
+	return filepath.Join(l.dir, "serving", component)
+}
+
+// component is one process of the control plane.
+type component struct {
+	name string
+	args []string
+}
+
+// renderComponents returns the command lines of every component, in start
+// order, for a cluster laid out in l listening on ports.
+func renderComponents(l layout, ports Ports) []component {
+	return []component{
+		{Etcd, etcdArgs(l, ports)},
+		{APIServer, apiServerArgs(l, ports)},
+		{Scheduler, schedulerArgs(l, ports)},
+		{ControllerManager, controllerManagerArgs(l, ports)},
+		{KWOK, kwokArgs(l, ports)},
+	}
+}
+
+func etcdArgs(l layout, p Ports) []string {
+	client := "http://" + hostPort(p.EtcdClient)
+	peer := "http://" + hostPort(p.EtcdPeer)
+	return []string{
+		"--name=karp",
+		"--data-dir=" + l.etcdData(),
+		"--listen-client-urls=" + client,
+		"--advertise-client-urls=" + client,
+		"--listen-peer-urls=" + peer,
+		"--initial-advertise-peer-urls=" + peer,
+		"--initial-cluster=karp=" + peer,
+		"--initial-cluster-state=new",
+		// The data is throwaway; skipping fsync makes everything faster.
+		"--unsafe-no-fsync=true",
+		"--log-level=warn",
+	}
+}
+
+func apiServerArgs(l layout, p Ports) []string {
+	return []string{
+		"--advertise-address=" + loopback,
+		"--bind-address=" + loopback,
+		"--secure-port=" + strconv.Itoa(p.APIServer),
+		"--etcd-servers=http://" + hostPort(p.EtcdClient),
+		"--tls-cert-file=" + l.pki(apiServerName+".crt"),
+		"--tls-private-key-file=" + l.pki(apiServerName+".key"),
+		"--client-ca-file=" + l.pki(caName+".crt"),
+		"--authorization-mode=Node,RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + l.pki(saPubFile),
+		"--service-account-signing-key-file=" + l.pki(saKeyFile),
+		"--service-cluster-ip-range=" + serviceClusterIPRange,
+		"--allow-privileged=true",
+		"--enable-priority-and-fairness=false",
+	}
+}
+
+// delegatedAuthArgs let a component check the credentials of requests to
+// its own secure port against the API server.
+func delegatedAuthArgs(l layout, name string) []string {
+	kubeconfig := l.kubeconfig(name)
+	return []string{
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--bind-address=" + loopback,
+		"--cert-dir=" + l.servingCertDir(name),
+		"--leader-elect=false",
+	}
+}
+
+func schedulerArgs(l layout, p Ports) []string {
+	return append(delegatedAuthArgs(l, Scheduler),
+		"--secure-port="+strconv.Itoa(p.Scheduler),
+	)
+}
+
+func controllerManagerArgs(l layout, p Ports) []string {
+	return append(delegatedAuthArgs(l, ControllerManager),
+		"--secure-port="+strconv.Itoa(p.ControllerManager),
+		// Every default controller, the node lifecycle controller among
+		// them: it lifts node.kubernetes.io/not-ready once kwok reports a
+		// node Ready.
+		"--controllers=*",
+		"--use-service-account-credentials=true",
+		"--service-account-private-key-file="+l.pki(saKeyFile),
+		"--root-ca-file="+l.pki(caName+".crt"),
+		"--cluster-signing-cert-file="+l.pki(caName+".crt"),
+		"--cluster-signing-key-file="+l.pki(caName+".key"),
+		"--service-cluster-ip-range="+serviceClusterIPRange,
+	)
+}
+
+func kwokArgs(l layout, p Ports) []string {
+	return []string{
+		"--kubeconfig=" + l.kubeconfig(KWOK),
+		"--config=" + l.kwokConfig(),
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector=" + KWOKNodeAnnotationKey + "=" + KWOKNodeAnnotationValue,
+		"--node-lease-duration-seconds=40",
+		"--server-address=" + hostPort(p.KWOK),
+	}
+}

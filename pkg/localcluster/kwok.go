@@ -1,0 +1,233 @@
+package localcluster
+
+// KWOKNodeAnnotationKey and KWOKNodeAnnotationValue mark a Node as one kwok
+// simulates. kwok runs with --manage-nodes-with-annotation-selector set to
+// this pair, so it leaves every other Node alone; the kwok cloud provider
+// sets the annotation on the Nodes it creates.
+const (
+	KWOKNodeAnnotationKey   = "kwok.x-k8s.io/node"
+	KWOKNodeAnnotationValue = "fake"
+)
+
+// kwokStages is the configuration kwok runs with: the stages that move
+// managed Nodes and their Pods through a lifecycle. kwok has no built-in
+// stages when run as a plain binary, so without these nothing would turn
+// Ready.
+//
+//   - node-ready: a managed Node whose Ready condition is not True gets the
+//     standard conditions (Ready=True), addresses, nodeInfo and, if the
+//     creator set none, a default capacity; phase Running.
+//   - node-heartbeat: keeps the conditions' heartbeat fresh. Liveness comes
+//     mostly from the Node lease kwok renews (--node-lease-duration-seconds).
+//   - pod-running: a Pending Pod bound to a managed Node becomes Running and
+//     Ready with an IP.
+//   - pod-succeeded: a Running Pod owned by a Job completes.
+//   - pod-remove: a Pod being deleted is removed, as a kubelet would.
+const kwokStages = `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: node-ready
+spec:
+  resourceRef: {apiGroup: v1, kind: Node}
+  selector:
+    matchExpressions:
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+      operator: NotIn
+      values: ['True']
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      conditions:
+      {{ range NodeConditions }}
+      - type: {{ .type | Quote }}
+        status: {{ .status | Quote }}
+        reason: {{ .reason | Quote }}
+        message: {{ .message | Quote }}
+        lastHeartbeatTime: {{ $now | Quote }}
+        lastTransitionTime: {{ $now | Quote }}
+      {{ end }}
+      addresses:
+      {{ with .status.addresses }}
+      {{ YAML . 1 }}
+      {{ else }}
+      {{ with NodeIP }}
+      - {type: InternalIP, address: {{ . | Quote }}}
+      {{ end }}
+      {{ with NodeName }}
+      - {type: Hostname, address: {{ . | Quote }}}
+      {{ end }}
+      {{ end }}
+      capacity:
+      {{ with .status.capacity }}
+      {{ YAML . 1 }}
+      {{ else }}
+        cpu: "32"
+        memory: 256Gi
+        pods: "110"
+      {{ end }}
+      allocatable:
+      {{ with .status.allocatable }}
+      {{ YAML . 1 }}
+      {{ else }}
+        cpu: "32"
+        memory: 256Gi
+        pods: "110"
+      {{ end }}
+      {{ $info := .status.nodeInfo }}
+      {{ $kwok := printf "kwok-%s" Version }}
+      nodeInfo:
+        architecture: {{ or $info.architecture "amd64" }}
+        operatingSystem: {{ or $info.operatingSystem "linux" }}
+        kubeletVersion: {{ or $info.kubeletVersion $kwok }}
+        kubeProxyVersion: {{ or $info.kubeProxyVersion $kwok }}
+        containerRuntimeVersion: {{ or $info.containerRuntimeVersion $kwok }}
+        kernelVersion: {{ or $info.kernelVersion $kwok }}
+        osImage: {{ or $info.osImage "karp-kwok" | Quote }}
+        machineID: {{ or $info.machineID "" | Quote }}
+        systemUUID: {{ or $info.systemUUID "" | Quote }}
+        bootID: {{ or $info.bootID "" | Quote }}
+      phase: Running
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: node-heartbeat
+spec:
+  resourceRef: {apiGroup: v1, kind: Node}
+  selector:
+    matchExpressions:
+    - key: '.status.phase'
+      operator: In
+      values: [Running]
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+      operator: In
+      values: ['True']
+  delay:
+    durationMilliseconds: 20000
+    jitterDurationMilliseconds: 25000
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      {{ $created := or .metadata.creationTimestamp $now }}
+      conditions:
+      {{ range NodeConditions }}
+      - type: {{ .type | Quote }}
+        status: {{ .status | Quote }}
+        reason: {{ .reason | Quote }}
+        message: {{ .message | Quote }}
+        lastHeartbeatTime: {{ $now | Quote }}
+        lastTransitionTime: {{ $created | Quote }}
+      {{ end }}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-running
+spec:
+  resourceRef: {apiGroup: v1, kind: Pod}
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: DoesNotExist
+    - key: '.status.phase'
+      operator: In
+      values: [Pending]
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+      operator: NotIn
+      values: ['True']
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      phase: Running
+      startTime: {{ $now | Quote }}
+      conditions:
+      {{ range list "PodScheduled" "Initialized" "ContainersReady" "Ready" }}
+      - type: {{ . }}
+        status: "True"
+        lastTransitionTime: {{ $now | Quote }}
+      {{ end }}
+      {{ range .spec.readinessGates }}
+      - type: {{ .conditionType | Quote }}
+        status: "True"
+        lastTransitionTime: {{ $now | Quote }}
+      {{ end }}
+      containerStatuses:
+      {{ range .spec.containers }}
+      - name: {{ .name | Quote }}
+        image: {{ .image | Quote }}
+        ready: true
+        started: true
+        restartCount: 0
+        state: {running: {startedAt: {{ $now | Quote }}}}
+      {{ end }}
+      initContainerStatuses:
+      {{ range .spec.initContainers }}
+      - name: {{ .name | Quote }}
+        image: {{ .image | Quote }}
+        ready: true
+        restartCount: 0
+        {{ if eq .restartPolicy "Always" }}
+        started: true
+        state: {running: {startedAt: {{ $now | Quote }}}}
+        {{ else }}
+        state: {terminated: {exitCode: 0, reason: Completed, startedAt: {{ $now | Quote }}, finishedAt: {{ $now | Quote }}}}
+        {{ end }}
+      {{ end }}
+      {{ with NodeIPsWith .spec.nodeName }}
+      hostIP: {{ index . 0 | Quote }}
+      hostIPs:
+      {{ range . }}
+      - ip: {{ . | Quote }}
+      {{ end }}
+      {{ end }}
+      {{ with PodIPsWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) }}
+      podIP: {{ index . 0 | Quote }}
+      podIPs:
+      {{ range . }}
+      - ip: {{ . | Quote }}
+      {{ end }}
+      {{ end }}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-succeeded
+spec:
+  resourceRef: {apiGroup: v1, kind: Pod}
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: DoesNotExist
+    - key: '.status.phase'
+      operator: In
+      values: [Running]
+    - key: '.metadata.ownerReferences.[].kind'
+      operator: In
+      values: [Job]
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      phase: Succeeded
+      containerStatuses:
+      {{ range .spec.containers }}
+      - name: {{ .name | Quote }}
+        image: {{ .image | Quote }}
+        ready: false
+        started: false
+        restartCount: 0
+        state: {terminated: {exitCode: 0, reason: Completed, startedAt: {{ $now | Quote }}, finishedAt: {{ $now | Quote }}}}
+      {{ end }}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-remove
+spec:
+  resourceRef: {apiGroup: v1, kind: Pod}
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: Exists
+  next:
+    delete: true
+`
