@@ -96,9 +96,22 @@ type list struct {
 }
 
 func (l *loader) addDocument(src Source, data []byte) error {
+	return l.addObject(src, data, typeMeta{})
+}
+
+// addObject decodes one object; items of a typed list (PodList, ...) may
+// leave apiVersion and kind to the list (inherit).
+func (l *loader) addObject(src Source, data []byte, inherit typeMeta) error {
 	var tm typeMeta
 	if err := json.Unmarshal(data, &tm); err != nil {
 		return &Error{Source: src, Err: fmt.Errorf("not a Kubernetes object: %w", err)}
+	}
+	if tm.Kind == "" && tm.APIVersion == "" && inherit.Kind != "" {
+		var err error
+		if data, err = withTypeMeta(data, inherit); err != nil {
+			return &Error{Source: src, Err: err}
+		}
+		tm = inherit
 	}
 	switch {
 	case tm.Kind == "":
@@ -113,8 +126,12 @@ func (l *loader) addDocument(src Source, data []byte) error {
 		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, &lst); err != nil {
 			return &Error{Source: src, Err: fmt.Errorf("decoding %s: %w", tm.Kind, err)}
 		}
+		var inherit typeMeta
+		if tm.Kind != "List" {
+			inherit = typeMeta{APIVersion: tm.APIVersion, Kind: strings.TrimSuffix(tm.Kind, "List")}
+		}
 		for i, item := range lst.Items {
-			if err := l.addDocument(src.item(i), item); err != nil {
+			if err := l.addObject(src.item(i), item, inherit); err != nil {
 				return err
 			}
 		}
@@ -130,6 +147,9 @@ func (l *loader) addDocument(src Source, data []byte) error {
 	}
 	obj, _, err := l.decoder.Decode(data, nil, nil)
 	if err != nil {
+		if path := badQuantityPath(data); path != "" {
+			err = fmt.Errorf("%s: %w", path, err)
+		}
 		return &Error{Source: src, Object: describe(gvk.Kind, data), Err: err}
 	}
 	return l.addTyped(src, obj)
@@ -150,6 +170,17 @@ var supported = map[schema.GroupVersionKind]bool{
 	schedulingv1.SchemeGroupVersion.WithKind("PriorityClass"):   true,
 }
 
+// withTypeMeta sets apiVersion and kind on a JSON object.
+func withTypeMeta(data []byte, tm typeMeta) ([]byte, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(data, &obj); err != nil {
+		return nil, fmt.Errorf("not a Kubernetes object: %w", err)
+	}
+	obj["apiVersion"], _ = json.Marshal(tm.APIVersion)
+	obj["kind"], _ = json.Marshal(tm.Kind)
+	return json.Marshal(obj)
+}
+
 // describe names an object for errors: "Kind namespace/name" as far as
 // its metadata can be read.
 func describe(kind string, data []byte) string {
@@ -160,13 +191,13 @@ func describe(kind string, data []byte) string {
 		} `json:"metadata"`
 	}
 	_ = json.Unmarshal(data, &m)
-	switch {
-	case m.Metadata.Name == "":
+	if m.Metadata.Name == "" {
 		return kind
-	case m.Metadata.Namespace == "":
-		return kind + " " + m.Metadata.Name
 	}
-	return kind + " " + m.Metadata.Namespace + "/" + m.Metadata.Name
+	if m.Metadata.Namespace == "" && namespaced(kind) {
+		m.Metadata.Namespace = corev1.NamespaceDefault
+	}
+	return objectKey(kind, m.Metadata.Namespace, m.Metadata.Name)
 }
 
 // addCustom validates and defaults a karp custom resource against its CRD.

@@ -2,7 +2,6 @@ package manifest
 
 import (
 	"fmt"
-	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -280,14 +279,4 @@ func (e *expander) statefulSets() error {
 		}
 	}
 	return nil
-}
-
-// sortedKeys returns a map's keys in order (for stable warnings).
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
