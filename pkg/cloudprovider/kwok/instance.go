@@ -1,0 +1,112 @@
+package kwok
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+)
+
+// Delete terminates the instance: it cancels a pending launch or deletes
+// the Node. It returns NodeClaimNotFound once there is nothing left to
+// terminate; a Node already being deleted counts as terminated, since only
+// finalizers keep it around.
+func (c *CloudProvider) Delete(ctx context.Context, nodeClaim *karpv1.NodeClaim) error {
+	name, err := nodeNameOf(nodeClaim.Status.ProviderID)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if p, ok := c.pending[name]; ok && sameNodeClaim(p.node, nodeClaim) {
+		p.cancel()
+		delete(c.pending, name)
+		c.mu.Unlock()
+		return nil
+	}
+	c.mu.Unlock()
+	node, err := c.liveNode(ctx, name)
+	if err != nil {
+		return err
+	}
+	if !sameNodeClaim(node, nodeClaim) {
+		return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("node %s belongs to another nodeclaim", name))
+	}
+	if err := c.kubeClient.Delete(ctx, node, client.Preconditions{UID: &node.UID}); err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("node %s: %w", name, err))
+		}
+		return fmt.Errorf("deleting node %s: %w", name, err)
+	}
+	return nil
+}
+
+// Get returns the instance with the providerID.
+func (c *CloudProvider) Get(ctx context.Context, providerID string) (*karpv1.NodeClaim, error) {
+	name, err := nodeNameOf(providerID)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	p, ok := c.pending[name]
+	c.mu.Unlock()
+	if ok {
+		return p.nodeClaim.DeepCopy(), nil
+	}
+	node, err := c.liveNode(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return instanceOf(node), nil
+}
+
+// liveNode gets a kwok Node that is not being deleted.
+func (c *CloudProvider) liveNode(ctx context.Context, name string) (*corev1.Node, error) {
+	node := &corev1.Node{}
+	if err := c.kubeClient.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("node %s: %w", name, err))
+		}
+		return nil, fmt.Errorf("getting node %s: %w", name, err)
+	}
+	if !strings.HasPrefix(node.Spec.ProviderID, ProviderIDPrefix) {
+		return nil, cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("node %s is not a kwok node", name))
+	}
+	if !node.DeletionTimestamp.IsZero() {
+		return nil, cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("node %s is terminating", name))
+	}
+	return node, nil
+}
+
+// List returns the pending launches and every live Node with a kwok
+// providerID, whether or not a NodeClaim knows it, ordered by name.
+func (c *CloudProvider) List(ctx context.Context) ([]*karpv1.NodeClaim, error) {
+	nodes := &corev1.NodeList{}
+	if err := c.kubeClient.List(ctx, nodes); err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	byName := map[string]*karpv1.NodeClaim{}
+	for i := range nodes.Items {
+		node := &nodes.Items[i]
+		if strings.HasPrefix(node.Spec.ProviderID, ProviderIDPrefix) && node.DeletionTimestamp.IsZero() {
+			byName[node.Name] = instanceOf(node)
+		}
+	}
+	c.mu.Lock()
+	for name, p := range c.pending {
+		byName[name] = p.nodeClaim.DeepCopy()
+	}
+	c.mu.Unlock()
+	out := make([]*karpv1.NodeClaim, 0, len(byName))
+	for _, nc := range byName {
+		out = append(out, nc)
+	}
+	slices.SortFunc(out, func(a, b *karpv1.NodeClaim) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
