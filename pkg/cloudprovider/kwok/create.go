@@ -261,9 +261,9 @@ func buildNode(nodeClaim *karpv1.NodeClaim, nodeClass *kwokv1alpha1.KWOKNodeClas
 			Annotations: map[string]string{
 				// kwok fakes a kubelet only for Nodes carrying this.
 				localcluster.KWOKNodeAnnotationKey: localcluster.KWOKNodeAnnotationValue,
-				NodeClaimUIDAnnotationKey:         string(nodeClaim.UID),
-				NodeClassHashAnnotationKey:        NodeClassHash(nodeClass),
-				NodeClassHashVersionAnnotationKey: NodeClassHashVersion,
+				NodeClaimUIDAnnotationKey:          string(nodeClaim.UID),
+				NodeClassHashAnnotationKey:         NodeClassHash(nodeClass),
+				NodeClassHashVersionAnnotationKey:  NodeClassHashVersion,
 			},
 		},
 		Spec: corev1.NodeSpec{
