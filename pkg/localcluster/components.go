@@ -21,14 +21,14 @@ var componentOrder = []string{Etcd, APIServer, Scheduler, ControllerManager, KWO
 // layout names the files inside a cluster directory.
 type layout struct{ dir string }
 
-func (l layout) pki(name string) string       { return filepath.Join(l.dir, "pki", name) }
-func (l layout) pkiDir() string               { return filepath.Join(l.dir, "pki") }
-func (l layout) logDir() string               { return filepath.Join(l.dir, "logs") }
+func (l layout) pki(name string) string      { return filepath.Join(l.dir, "pki", name) }
+func (l layout) pkiDir() string              { return filepath.Join(l.dir, "pki") }
+func (l layout) logDir() string              { return filepath.Join(l.dir, "logs") }
 func (l layout) log(component string) string { return filepath.Join(l.dir, "logs", component+".log") }
-func (l layout) etcdData() string             { return filepath.Join(l.dir, "etcd") }
-func (l layout) adminKubeconfig() string      { return filepath.Join(l.dir, "kubeconfig") }
-func (l layout) kwokConfig() string           { return filepath.Join(l.dir, "kwok.yaml") }
-func (l layout) state() string                { return filepath.Join(l.dir, stateFile) }
+func (l layout) etcdData() string            { return filepath.Join(l.dir, "etcd") }
+func (l layout) adminKubeconfig() string     { return filepath.Join(l.dir, "kubeconfig") }
+func (l layout) kwokConfig() string          { return filepath.Join(l.dir, "kwok.yaml") }
+func (l layout) state() string               { return filepath.Join(l.dir, stateFile) }
 func (l layout) kubeconfig(component string) string {
 	return filepath.Join(l.dir, component+".kubeconfig")
 }
