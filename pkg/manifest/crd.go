@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -17,8 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"sigs.k8s.io/yaml"
 
 	"github.com/karp-autoscaler/karp/pkg/apis/crds"
 )
@@ -103,7 +106,13 @@ func (v *crdValidator) admit(obj map[string]interface{}) error {
 		return err
 	}
 	var errs field.ErrorList
-	// 3. Defaults, then validation on the defaulted object.
+	// 3. Names from generateName are given before validation, as on create.
+	if md, ok := obj["metadata"].(map[string]interface{}); ok {
+		if gen, _ := md["generateName"].(string); gen != "" && md["name"] == nil {
+			md["name"] = gen + suffixes(gen, 1)[0]
+		}
+	}
+	// 4. Defaults, then validation on the defaulted object.
 	structuraldefaulting.Default(obj, v.structural)
 	u := &unstructured.Unstructured{Object: obj}
 	errs = append(errs, validation.ValidateObjectMetaAccessor(u, v.namespaced, validation.NameIsDNSSubdomain, field.NewPath("metadata"))...)
@@ -116,4 +125,34 @@ func (v *crdValidator) admit(obj map[string]interface{}) error {
 	}
 	celErrs, _ := v.cel.Validate(context.Background(), nil, v.structural, obj, nil, celconfig.RuntimeCELCostBudget)
 	return celErrs.ToAggregate()
+}
+
+// Admit validates and defaults one of karp's custom resources (JSON or
+// YAML) the way the API server would on create, returning the defaulted
+// object as JSON. Tools use it to check objects they generate.
+func Admit(data []byte) ([]byte, error) {
+	js, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return nil, err
+	}
+	var tm typeMeta
+	if err := json.Unmarshal(js, &tm); err != nil {
+		return nil, err
+	}
+	validators, err := newCRDValidators()
+	if err != nil {
+		return nil, err
+	}
+	v, ok := validators[schema.FromAPIVersionAndKind(tm.APIVersion, tm.Kind)]
+	if !ok {
+		return nil, fmt.Errorf("%s %s is not one of karp's custom resources", tm.APIVersion, tm.Kind)
+	}
+	var obj map[string]interface{}
+	if err := utiljson.Unmarshal(js, &obj); err != nil {
+		return nil, err
+	}
+	if err := v.admit(obj); err != nil {
+		return nil, err
+	}
+	return json.Marshal(obj)
 }

@@ -259,6 +259,9 @@ func (l *loader) addTyped(src Source, obj runtime.Object) error {
 	if namespaced(kind) && m.GetNamespace() == "" {
 		m.SetNamespace(corev1.NamespaceDefault)
 	}
+	if m.GetUID() == "" {
+		m.SetUID(uidFor(kind, m.GetNamespace(), m.GetName()))
+	}
 	key := objectKey(kind, m.GetNamespace(), m.GetName())
 	if prev, dup := l.set.sources[key]; dup {
 		return &Error{Source: src, Object: key, Err: fmt.Errorf("defined twice (first at %s)", prev)}

@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 )
 
@@ -45,7 +47,14 @@ func WriteJSON(w io.Writer, rep *Report) error {
 func WriteYAML(w io.Writer, rep *Report) error {
 	for i, nc := range rep.claims {
 		s := rep.NodeClaims[i]
-		data, err := yaml.Marshal(nc)
+		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(nc)
+		if err != nil {
+			return fmt.Errorf("encoding NodeClaim: %w", err)
+		}
+		// A NodeClaim is created without status or timestamps.
+		delete(obj, "status")
+		unstructured.RemoveNestedField(obj, "metadata", "creationTimestamp")
+		data, err := yaml.Marshal(obj)
 		if err != nil {
 			return fmt.Errorf("encoding NodeClaim: %w", err)
 		}
@@ -70,14 +79,14 @@ func WriteTable(w io.Writer, rep *Report) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\nTotal: %d nodes, %d pods, $%s/hour, $%s/month\n", rep.TotalNodes, rep.TotalPods,
+	fmt.Fprintf(w, "\nTotal: %s, %s, $%s/hour, $%s/month\n", plural(rep.TotalNodes, "node"), plural(rep.TotalPods, "pod"),
 		price(rep.TotalPricePerHour), strconv.FormatFloat(rep.TotalPricePerMonth, 'f', 2, 64))
 	existing := 0
 	for _, e := range rep.ExistingNodes {
 		existing += len(e.Pods)
 	}
 	if existing > 0 {
-		fmt.Fprintf(w, "%d pods fit on %d existing nodes\n", existing, len(rep.ExistingNodes))
+		fmt.Fprintf(w, "%s fit on %s\n", plural(existing, "pod"), plural(len(rep.ExistingNodes), "existing node"))
 	}
 	writePending(w, rep.Unschedulable)
 	if len(rep.Warnings) > 0 {
@@ -94,7 +103,7 @@ func writePending(w io.Writer, pending []Unschedulable) {
 	if len(pending) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\n%d pods would stay pending:\n", len(pending))
+	fmt.Fprintf(w, "\n%s would stay pending:\n", plural(len(pending), "pod"))
 	type group struct {
 		pods    []string
 		code    string
@@ -113,11 +122,32 @@ func writePending(w io.Writer, pending []Unschedulable) {
 		g.pods = append(g.pods, u.Pod)
 	}
 	for _, g := range groups {
-		fmt.Fprintf(w, "  %s (%s):\n", strings.Join(g.pods, ", "), g.code)
+		shown := g.pods
+		if len(shown) > maxPodsPerGroup {
+			shown = shown[:maxPodsPerGroup]
+		}
+		for _, p := range shown {
+			fmt.Fprintf(w, "  %s\n", p)
+		}
+		if more := len(g.pods) - len(shown); more > 0 {
+			fmt.Fprintf(w, "  ... and %d more pods with the same reasons (-o json lists every pod)\n", more)
+		}
+		fmt.Fprintf(w, "    why (%s):\n", g.code)
 		for _, r := range g.reasons {
-			fmt.Fprintf(w, "    %s\n", r)
+			fmt.Fprintf(w, "      %s\n", r)
 		}
 	}
+}
+
+// maxPodsPerGroup caps the pods named per group of identical reasons.
+const maxPodsPerGroup = 10
+
+// plural returns "1 node" or "2 nodes".
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return strconv.Itoa(n) + " " + word + "s"
 }
 
 // price prints dollars with 4 decimals, trailing zeros kept to 2.

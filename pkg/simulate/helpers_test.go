@@ -1,0 +1,78 @@
+package simulate
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/karp-autoscaler/karp/pkg/catalog"
+	"github.com/karp-autoscaler/karp/pkg/scheduling"
+)
+
+// sharedDir finds ../shared from the repository root (the directory
+// holding go.mod).
+func sharedDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, "..", "shared")
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+var (
+	ec2Once  sync.Once
+	ec2Types []*scheduling.InstanceType
+	ec2Err   error
+)
+
+// ec2Catalog is the 1,364-type EC2 catalog the kwok provider embeds.
+func ec2Catalog(t testing.TB) []*scheduling.InstanceType {
+	t.Helper()
+	ec2Once.Do(func() {
+		ec2Types, ec2Err = catalog.LoadFile(filepath.Join(sharedDir(t), "catalog", "aws-instance-types.json"), catalog.DefaultOptions())
+	})
+	if ec2Err != nil {
+		t.Fatal(ec2Err)
+	}
+	return ec2Types
+}
+
+func seed(t testing.TB, name string) string {
+	return filepath.Join(sharedDir(t), "examples", "seeds", name)
+}
+
+func testdata(name string) string { return filepath.Join("testdata", name) }
+
+// simulateFiles runs the dry-run on files against the EC2 catalog.
+func simulateFiles(t testing.TB, files ...string) *Report {
+	t.Helper()
+	rep, err := Run(context.Background(), Options{Paths: files, InstanceTypes: ec2Catalog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// instanceType finds a catalog type by name.
+func instanceType(t testing.TB, name string) *scheduling.InstanceType {
+	t.Helper()
+	for _, it := range ec2Catalog(t) {
+		if it.Name == name {
+			return it
+		}
+	}
+	t.Fatalf("instance type %s not in the catalog", name)
+	return nil
+}
