@@ -15,8 +15,9 @@ const (
 // Ready.
 //
 //   - node-ready: a managed Node whose Ready condition is not True gets the
-//     standard conditions (Ready=True), addresses, nodeInfo and, if the
-//     creator set none, a default capacity; phase Running.
+//     standard conditions (Ready=True), nodeInfo and, when the creator
+//     set none, a Hostname address (its name) and a default capacity;
+//     phase Running.
 //   - node-heartbeat: keeps the conditions' heartbeat fresh. Liveness comes
 //     mostly from the Node lease kwok renews (--node-lease-duration-seconds).
 //   - pod-running: a Pending Pod bound to a managed Node becomes Running and
@@ -53,9 +54,7 @@ spec:
       {{ with NodeIP }}
       - {type: InternalIP, address: {{ . | Quote }}}
       {{ end }}
-      {{ with NodeName }}
-      - {type: Hostname, address: {{ . | Quote }}}
-      {{ end }}
+      - {type: Hostname, address: {{ .metadata.name | Quote }}}
       {{ end }}
       capacity:
       {{ with .status.capacity }}

@@ -1,0 +1,98 @@
+package cluster
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/localcluster"
+	"github.com/karp-autoscaler/karp/pkg/test/environment"
+	"github.com/karp-autoscaler/karp/test/e2e/framework"
+)
+
+func TestKWOKNodeTurnsReadyAndRunsPod(t *testing.T) {
+	f := framework.Current(t)
+	node, pod := framework.ExpectNodeReadyAndPodRuns(t, f.Client, "kwok-ready")
+	if pod.Status.PodIP == "" {
+		t.Errorf("running pod %s has no IP", pod.Name)
+	}
+	if len(node.Status.Addresses) == 0 {
+		t.Errorf("ready node %s has no addresses", node.Name)
+	}
+}
+
+func TestKWOKLeavesNodesWithoutItsAnnotationAlone(t *testing.T) {
+	f := framework.Current(t)
+	ctx := context.Background()
+	foreign := framework.MakeKWOKNode("not-kwok")
+	foreign.Annotations = nil
+	if err := f.Client.Create(ctx, foreign); err != nil {
+		t.Fatal(err)
+	}
+	// A managed node created afterwards turning Ready shows kwok has
+	// processed the node events; the foreign node must still be untouched.
+	framework.ExpectNodeReadyAndPodRuns(t, f.Client, "kwok-managed")
+	if err := f.Client.Get(ctx, client.ObjectKeyFromObject(foreign), foreign); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range foreign.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+			t.Fatalf("kwok made node %s Ready although it lacks %s", foreign.Name, localcluster.KWOKNodeAnnotationKey)
+		}
+	}
+}
+
+func TestExampleNodePoolsApplyAndList(t *testing.T) {
+	f := framework.Current(t)
+	ctx := context.Background()
+	root, err := environment.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(root, "examples", "nodepool*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no NodePool examples found: %v", err)
+	}
+	var applied []string
+	if err := localcluster.Apply(ctx, f.Config, files, writerFunc(func(p []byte) { applied = append(applied, string(p)) })); err != nil {
+		t.Fatalf("applying %v: %v", files, err)
+	}
+	objs, err := localcluster.ReadManifests(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(applied) != len(objs) {
+		t.Errorf("applied %d objects, the files hold %d", len(applied), len(objs))
+	}
+	var pools karpv1.NodePoolList
+	if err := f.Client.List(ctx, &pools); err != nil {
+		t.Fatal(err)
+	}
+	var classes kwokv1alpha1.KWOKNodeClassList
+	if err := f.Client.List(ctx, &classes); err != nil {
+		t.Fatal(err)
+	}
+	wantPools := 0
+	for _, o := range objs {
+		if o.GetKind() == "NodePool" {
+			wantPools++
+		}
+	}
+	if len(pools.Items) != wantPools || len(classes.Items) == 0 {
+		t.Errorf("cluster has %d NodePools and %d KWOKNodeClasses, want %d and at least 1", len(pools.Items), len(classes.Items), wantPools)
+	}
+	// Applying again is a no-op, not a conflict.
+	if err := localcluster.Apply(ctx, f.Config, files, writerFunc(func([]byte) {})); err != nil {
+		t.Fatalf("re-applying: %v", err)
+	}
+	_ = f.Client.DeleteAllOf(ctx, &karpv1.NodePool{})
+}
+
+type writerFunc func(p []byte)
+
+func (w writerFunc) Write(p []byte) (int, error) { w(p); return len(p), nil }

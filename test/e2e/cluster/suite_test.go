@@ -1,0 +1,43 @@
+// Package cluster holds the foundation end-to-end tests: the local control
+// plane (`karp up` / `karp down` and the framework's cluster) runs pods on
+// kwok nodes and serves the karp APIs.
+package cluster
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/karp-autoscaler/karp/pkg/test/environment"
+	"github.com/karp-autoscaler/karp/test/e2e/framework"
+)
+
+// karpBin is the karp binary built for this package.
+var karpBin string
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "karp-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	karpBin = filepath.Join(dir, "karp")
+	build := exec.Command("go", "build", "-o", karpBin, "github.com/karp-autoscaler/karp/cmd/karp")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "building karp: %v\n", err)
+		return 1
+	}
+	if _, err := environment.EnsureBinaries(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return framework.Run(m)
+}

@@ -1,0 +1,97 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/karp-autoscaler/karp/pkg/localcluster"
+	"github.com/karp-autoscaler/karp/pkg/test/environment"
+)
+
+// Framework is the running cluster of one test package.
+type Framework struct {
+	Cluster *localcluster.Cluster
+	// Config is the admin rest.Config.
+	Config *rest.Config
+	// Client knows the built-in types, karp v1 and kwok v1alpha1.
+	Client client.Client
+	// BinDir holds the control plane binaries, kubectl included.
+	BinDir string
+}
+
+var current *Framework
+
+// Main starts the local cluster, runs the package's tests and stops the
+// cluster, then exits with the tests' status. Call it from TestMain.
+func Main(m *testing.M) {
+	os.Exit(Run(m))
+}
+
+// Run is Main without the exit, for a TestMain with its own set-up and
+// clean-up around it; it returns the exit status.
+func Run(m *testing.M) int {
+	f, dir, err := start()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: starting the local cluster: %v\n", err)
+		if dir != "" {
+			_ = os.RemoveAll(dir)
+		}
+		return 1
+	}
+	current = f
+	code := m.Run()
+	select {
+	case err := <-f.Cluster.Died():
+		fmt.Fprintf(os.Stderr, "e2e: a control plane component died during the run: %v\n", err)
+		code = 1
+	default:
+	}
+	if err := f.Cluster.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: stopping the local cluster: %v\n", err)
+		code = 1
+	}
+	if code == 0 {
+		_ = os.RemoveAll(dir)
+	} else {
+		fmt.Fprintf(os.Stderr, "e2e: cluster logs kept in %s\n", dir)
+	}
+	return code
+}
+
+func start() (*Framework, string, error) {
+	binDir, err := environment.EnsureBinaries()
+	if err != nil {
+		return nil, "", err
+	}
+	dir, err := os.MkdirTemp("", "karp-e2e-")
+	if err != nil {
+		return nil, "", err
+	}
+	cluster, err := localcluster.Start(context.Background(), localcluster.Options{
+		Dir: dir, BinDir: binDir, Timeout: 3 * time.Minute,
+	})
+	if err != nil {
+		return nil, dir, err
+	}
+	cl, err := client.New(cluster.Config, client.Options{Scheme: environment.NewScheme()})
+	if err != nil {
+		return nil, dir, fmt.Errorf("building client: %w; stop: %v", err, cluster.Stop())
+	}
+	return &Framework{Cluster: cluster, Config: cluster.Config, Client: cl, BinDir: binDir}, dir, nil
+}
+
+// Current returns the package's running cluster; it fails the test when
+// TestMain did not call Main.
+func Current(t testing.TB) *Framework {
+	t.Helper()
+	if current == nil {
+		t.Fatal("no local cluster: the package's TestMain must call framework.Main(m)")
+	}
+	return current
+}

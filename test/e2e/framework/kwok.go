@@ -1,0 +1,142 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/karp-autoscaler/karp/pkg/localcluster"
+)
+
+// MakeKWOKNode returns a Node kwok will manage: it carries kwok's
+// annotation, the usual hostname/os/arch labels and a fixed capacity.
+func MakeKWOKNode(name string) *corev1.Node {
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("4"),
+		corev1.ResourceMemory: resource.MustParse("16Gi"),
+		corev1.ResourcePods:   resource.MustParse("110"),
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Annotations: map[string]string{localcluster.KWOKNodeAnnotationKey: localcluster.KWOKNodeAnnotationValue},
+			Labels: map[string]string{
+				corev1.LabelHostname:   name,
+				corev1.LabelOSStable:   "linux",
+				corev1.LabelArchStable: "amd64",
+			},
+		},
+		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
+	}
+}
+
+// MakePodOn returns a small pod whose node selector pins it to nodeName,
+// so the kube-scheduler (not the test) places it.
+func MakePodOn(namespace, name, nodeName string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{corev1.LabelHostname: nodeName},
+			Containers: []corev1.Container{{
+				Name:  "app",
+				Image: "registry.k8s.io/pause:3.10",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceCPU:    resource.MustParse("100m"),
+					corev1.ResourceMemory: resource.MustParse("64Mi"),
+				}},
+			}},
+		},
+	}
+}
+
+// NodeReady reports whether the node's Ready condition is True and the
+// node lifecycle controller has lifted the not-ready taint.
+func NodeReady(node *corev1.Node) bool {
+	ready := false
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			ready = c.Status == corev1.ConditionTrue
+		}
+	}
+	for _, taint := range node.Spec.Taints {
+		if taint.Key == corev1.TaintNodeNotReady || taint.Key == corev1.TaintNodeUnreachable {
+			return false
+		}
+	}
+	return ready
+}
+
+// PodRunning reports whether the pod is bound, Running and Ready.
+func PodRunning(pod *corev1.Pod) bool {
+	if pod.Spec.NodeName == "" || pod.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// Eventually polls cond every 250ms until it returns true or timeout
+// passes, then fails the test with the last description cond gave.
+func Eventually(t testing.TB, timeout time.Duration, cond func(ctx context.Context) (bool, string)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	last := ""
+	for {
+		ok, desc := cond(ctx)
+		if ok {
+			return
+		}
+		last = desc
+		select {
+		case <-ctx.Done():
+			t.Fatalf("condition not met within %s: %s", timeout, last)
+		case <-tick.C:
+		}
+	}
+}
+
+// ExpectNodeReadyAndPodRuns creates a kwok Node, waits until it is Ready
+// with no not-ready taint, then creates a pod pinned to it and waits until
+// the kube-scheduler has bound it and kwok reports it Running. It returns
+// the node and pod.
+func ExpectNodeReadyAndPodRuns(t testing.TB, cl client.Client, nodeName string) (*corev1.Node, *corev1.Pod) {
+	t.Helper()
+	ctx := context.Background()
+	node := MakeKWOKNode(nodeName)
+	if err := cl.Create(ctx, node); err != nil {
+		t.Fatalf("creating node %s: %v", nodeName, err)
+	}
+	Eventually(t, 90*time.Second, func(ctx context.Context) (bool, string) {
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
+			return false, err.Error()
+		}
+		return NodeReady(node), fmt.Sprintf("node %s conditions %v taints %v", nodeName, node.Status.Conditions, node.Spec.Taints)
+	})
+	pod := MakePodOn("default", nodeName+"-pod", nodeName)
+	if err := cl.Create(ctx, pod); err != nil {
+		t.Fatalf("creating pod: %v", err)
+	}
+	Eventually(t, 90*time.Second, func(ctx context.Context) (bool, string) {
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return false, err.Error()
+		}
+		return PodRunning(pod), fmt.Sprintf("pod node %q phase %q conditions %v", pod.Spec.NodeName, pod.Status.Phase, pod.Status.Conditions)
+	})
+	if pod.Spec.NodeName != nodeName {
+		t.Fatalf("pod bound to %q, want %q", pod.Spec.NodeName, nodeName)
+	}
+	return node, pod
+}
