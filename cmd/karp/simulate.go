@@ -8,7 +8,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/karp-autoscaler/karp/pkg/catalog"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok"
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
 	"github.com/karp-autoscaler/karp/pkg/simulate"
 )
@@ -92,19 +92,13 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// loadInstanceTypes reads the catalog file, or the embedded EC2 catalog.
+// loadInstanceTypes reads the instance types the kwok provider would
+// offer: from the catalog file, or its embedded EC2 catalog when path is
+// "" (same labels, zones and spot price model as the provider).
 func loadInstanceTypes(path string) ([]*scheduling.InstanceType, error) {
-	if path == "" {
-		return defaultInstanceTypes()
-	}
-	types, err := catalog.LoadFile(path, catalog.DefaultOptions())
-	if err != nil {
+	types, err := kwok.LoadInstanceTypes(path, nil)
+	if err != nil && path != "" {
 		return nil, fmt.Errorf("--catalog %s: %w", path, err)
 	}
-	return types, nil
-}
-
-// defaultInstanceTypes is the kwok provider's embedded EC2 catalog.
-func defaultInstanceTypes() ([]*scheduling.InstanceType, error) {
-	return nil, errors.New("no embedded instance-type catalog in this build: pass --catalog FILE")
+	return types, err
 }

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/karp-autoscaler/karp/pkg/catalog"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok"
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
 )
 
@@ -37,11 +37,12 @@ var (
 	ec2Err   error
 )
 
-// ec2Catalog is the 1,364-type EC2 catalog the kwok provider embeds.
+// ec2Catalog is the 1,364-type EC2 catalog the kwok provider embeds, as
+// the provider offers it (the default of karp simulate).
 func ec2Catalog(t testing.TB) []*scheduling.InstanceType {
 	t.Helper()
 	ec2Once.Do(func() {
-		ec2Types, ec2Err = catalog.LoadFile(filepath.Join(sharedDir(t), "catalog", "aws-instance-types.json"), catalog.DefaultOptions())
+		ec2Types, ec2Err = kwok.LoadInstanceTypes("", nil)
 	})
 	if ec2Err != nil {
 		t.Fatal(ec2Err)

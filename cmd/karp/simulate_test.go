@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// sharedDir finds ../shared from the repository root (the directory
+// holding go.mod).
+func sharedDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, "..", "shared")
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+func TestSimulateCommand(t *testing.T) {
+	seeds := filepath.Join(sharedDir(t), "examples", "seeds")
+	bench := filepath.Join(sharedDir(t), "bench")
+	badPool := filepath.Join(t.TempDir(), "pool.yaml")
+	if err := os.WriteFile(badPool, []byte("apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: x}\nspec:\n  weight: 0\n  template:\n    spec:\n      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}\n      requirements: []\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	noToleration := filepath.Join("..", "..", "pkg", "simulate", "testdata", "gpu-without-toleration.yaml")
+	tests := map[string]struct {
+		args       []string
+		wantCode   int
+		wantStdout []string
+		wantStderr []string
+	}{
+		"every pod placed exits 0 (embedded EC2 catalog)": {
+			args:     []string{"simulate", "-f", filepath.Join(seeds, "nodepool-gpu.yaml"), "-f", filepath.Join(seeds, "deployment-inflate-gpu.yaml")},
+			wantCode: 0, wantStdout: []string{"gpu       p3.8xlarge", "Total: 1 node, 3 pods, $12.24/hour, $8935.20/month"},
+		},
+		"a pending pod exits 3 and says why": {
+			args:     []string{"simulate", "-f", filepath.Join(seeds, "nodepool-gpu.yaml"), "-f", noToleration},
+			wantCode: 3, wantStdout: []string{"1 pod would stay pending:", "default/gpu-no-toleration", "NodePool gpu: taint nvidia.com/gpu=true:NoSchedule not tolerated"},
+		},
+		"another catalog with --catalog": {
+			args:     []string{"simulate", "-f", filepath.Join(bench, "pods-diverse-1000.json"), "-f", filepath.Join(bench, "nodepool.yaml"), "--catalog", filepath.Join(bench, "instance-types-400.json")},
+			wantCode: 0, wantStdout: []string{"bench-it-", "1000 pods"},
+		},
+		"invalid NodePool exits 1 naming file, document and field": {
+			args:     []string{"simulate", "-f", badPool},
+			wantCode: 1, wantStderr: []string{"karp simulate: " + badPool + ": document 1 (NodePool x): ", "spec.weight", "should be greater than or equal to 1"},
+		},
+		"missing catalog exits 1": {
+			args:     []string{"simulate", "-f", seeds, "--catalog", "/nonexistent.json"},
+			wantCode: 1, wantStderr: []string{"--catalog /nonexistent.json"},
+		},
+		"no manifests exits 1":   {args: []string{"simulate"}, wantCode: 1, wantStderr: []string{"pass at least one -f PATH"}},
+		"bad output exits 1":     {args: []string{"simulate", "-f", seeds, "-o", "xml"}, wantCode: 1, wantStderr: []string{`-o "xml"`}},
+		"stray argument exits 1": {args: []string{"simulate", seeds}, wantCode: 1, wantStderr: []string{"manifests are passed with -f"}},
+		"help exits 0":           {args: []string{"simulate", "-h"}, wantCode: 0, wantStderr: []string{"Usage: karp simulate", "Exit status: 0 all pods placed, 3"}},
+		"yaml prints NodeClaims": {
+			args:     []string{"simulate", "-f", filepath.Join(seeds, "nodepool-gpu.yaml"), "-f", filepath.Join(seeds, "deployment-inflate-gpu.yaml"), "-o", "yaml"},
+			wantCode: 0, wantStdout: []string{"kind: NodeClaim", "generateName: gpu-", "karpenter.sh/nodepool: gpu"},
+		},
+		"listed in usage": {args: nil, wantCode: 0, wantStdout: []string{"simulate"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(tc.args, &stdout, &stderr)
+			if code != tc.wantCode {
+				t.Fatalf("exit code = %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.wantCode, stdout.String(), stderr.String())
+			}
+			for _, w := range tc.wantStdout {
+				if !strings.Contains(stdout.String(), w) {
+					t.Errorf("stdout does not contain %q:\n%s", w, stdout.String())
+				}
+			}
+			for _, w := range tc.wantStderr {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr does not contain %q:\n%s", w, stderr.String())
+				}
+			}
+		})
+	}
+}
+
+func TestSimulateJSON(t *testing.T) {
+	seeds := filepath.Join(sharedDir(t), "examples", "seeds")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"simulate", "-o", "json", "-f", seeds, "-f", filepath.Join("..", "..", "pkg", "simulate", "testdata", "oversized-pod.yaml")}, &stdout, &stderr)
+	if code != 3 {
+		t.Fatalf("exit code = %d, want 3; stderr:\n%s", code, stderr.String())
+	}
+	var got struct {
+		NodeClaims []struct {
+			NodePool, InstanceType, Zone, CapacityType string
+			PricePerHour                               float64
+			Pods                                       []string
+		} `json:"nodeClaims"`
+		Unschedulable []struct {
+			Pod     string   `json:"pod"`
+			Reasons []string `json:"reasons"`
+		} `json:"unschedulable"`
+		TotalPricePerHour float64 `json:"totalPricePerHour"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+		t.Fatalf("stdout is not one JSON document: %v", err)
+	}
+	pods, sum := 0, 0.0
+	for _, nc := range got.NodeClaims {
+		if nc.NodePool == "" || nc.InstanceType == "" || nc.Zone == "" || nc.CapacityType == "" || nc.PricePerHour <= 0 {
+			t.Errorf("incomplete NodeClaim %+v", nc)
+		}
+		pods += len(nc.Pods)
+		sum += nc.PricePerHour
+	}
+	if pods != 206 {
+		t.Errorf("%d pods on NodeClaims, want the seeds' 206", pods)
+	}
+	if d := sum - got.TotalPricePerHour; d > 1e-4 || d < -1e-4 {
+		t.Errorf("totalPricePerHour %v, NodeClaims sum to %v", got.TotalPricePerHour, sum)
+	}
+	if len(got.Unschedulable) != 1 || got.Unschedulable[0].Pod != "batch/oversized" || len(got.Unschedulable[0].Reasons) == 0 {
+		t.Errorf("unschedulable = %+v, want batch/oversized with reasons", got.Unschedulable)
+	}
+}
