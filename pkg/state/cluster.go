@@ -1,0 +1,247 @@
+package state
+
+import (
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+)
+
+// Cluster is the in-memory cluster view. All methods are safe for
+// concurrent use. The zero value is not usable; call NewCluster.
+type Cluster struct {
+	clock      clock.Clock
+	kubeClient client.Reader
+
+	mu          sync.RWMutex
+	nodeClaims  map[string]*karpv1.NodeClaim // by name
+	nodes       map[string]*corev1.Node      // by name
+	pods        map[types.NamespacedName]*corev1.Pod
+	podsByNode  map[string]map[types.NamespacedName]*corev1.Pod // by spec.nodeName
+	daemonSets  map[types.NamespacedName]*appsv1.DaemonSet
+	nodePools   map[string]*karpv1.NodePool
+	pdbs        map[types.NamespacedName]*policyv1.PodDisruptionBudget
+	nominations map[types.NamespacedName]nomination
+	marked      map[string]bool // StateNode IDs marked for deletion
+}
+
+// NewCluster returns an empty view. kubeClient is what Synced compares the
+// view against; pass the manager's (cached) client.
+func NewCluster(clk clock.Clock, kubeClient client.Reader) *Cluster {
+	return &Cluster{
+		clock:       clk,
+		kubeClient:  kubeClient,
+		nodeClaims:  map[string]*karpv1.NodeClaim{},
+		nodes:       map[string]*corev1.Node{},
+		pods:        map[types.NamespacedName]*corev1.Pod{},
+		podsByNode:  map[string]map[types.NamespacedName]*corev1.Pod{},
+		daemonSets:  map[types.NamespacedName]*appsv1.DaemonSet{},
+		nodePools:   map[string]*karpv1.NodePool{},
+		pdbs:        map[types.NamespacedName]*policyv1.PodDisruptionBudget{},
+		nominations: map[types.NamespacedName]nomination{},
+		marked:      map[string]bool{},
+	}
+}
+
+// Clock is the clock the view reads.
+func (c *Cluster) Clock() clock.Clock { return c.clock }
+
+// UpdateNodeClaim records the NodeClaim (a copy).
+func (c *Cluster) UpdateNodeClaim(nc *karpv1.NodeClaim) {
+	nc = nc.DeepCopy()
+	nc.ManagedFields = nil
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.nodeClaims[nc.Name]; ok && old.UID != "" && nc.UID != "" && old.UID != nc.UID {
+		delete(c.marked, nodeClaimID(old.Name))
+	}
+	c.nodeClaims[nc.Name] = nc
+}
+
+// DeleteNodeClaim forgets the NodeClaim.
+func (c *Cluster) DeleteNodeClaim(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.nodeClaims, name)
+	delete(c.marked, nodeClaimID(name))
+}
+
+// UpdateNode records the Node (a copy).
+func (c *Cluster) UpdateNode(node *corev1.Node) {
+	node = node.DeepCopy()
+	node.ManagedFields = nil
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nodes[node.Name] = node
+}
+
+// DeleteNode forgets the Node.
+func (c *Cluster) DeleteNode(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.nodes, name)
+	delete(c.marked, nodeID(name))
+}
+
+// UpdatePod records the pod. Terminal pods are forgotten: they hold no
+// capacity and need no node.
+func (c *Cluster) UpdatePod(pod *corev1.Pod) {
+	key := client.ObjectKeyFromObject(pod)
+	if isTerminal(pod) {
+		c.DeletePod(key)
+		return
+	}
+	pod = pod.DeepCopy()
+	pod.ManagedFields = nil
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.pods[key]; ok && old.Spec.NodeName == "" && pod.Spec.NodeName != "" {
+		// The pod just got bound: its nomination has done its job.
+		delete(c.nominations, key)
+	}
+	c.unbind(key)
+	c.pods[key] = pod
+	if pod.Spec.NodeName != "" {
+		byNode := c.podsByNode[pod.Spec.NodeName]
+		if byNode == nil {
+			byNode = map[types.NamespacedName]*corev1.Pod{}
+			c.podsByNode[pod.Spec.NodeName] = byNode
+		}
+		byNode[key] = pod
+	}
+}
+
+// DeletePod forgets the pod and its nomination.
+func (c *Cluster) DeletePod(key types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.unbind(key)
+	delete(c.pods, key)
+	delete(c.nominations, key)
+}
+
+func (c *Cluster) unbind(key types.NamespacedName) {
+	old, ok := c.pods[key]
+	if !ok || old.Spec.NodeName == "" {
+		return
+	}
+	if byNode := c.podsByNode[old.Spec.NodeName]; byNode != nil {
+		delete(byNode, key)
+		if len(byNode) == 0 {
+			delete(c.podsByNode, old.Spec.NodeName)
+		}
+	}
+}
+
+// UpdateDaemonSet records the DaemonSet (a copy).
+func (c *Cluster) UpdateDaemonSet(ds *appsv1.DaemonSet) {
+	ds = ds.DeepCopy()
+	ds.ManagedFields = nil
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.daemonSets[client.ObjectKeyFromObject(ds)] = ds
+}
+
+// DeleteDaemonSet forgets the DaemonSet.
+func (c *Cluster) DeleteDaemonSet(key types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.daemonSets, key)
+}
+
+// DaemonSets returns copies of every DaemonSet, in key order.
+func (c *Cluster) DaemonSets() []*appsv1.DaemonSet {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make([]*appsv1.DaemonSet, 0, len(c.daemonSets))
+	for _, key := range sortedKeys(c.daemonSets) {
+		out = append(out, c.daemonSets[key].DeepCopy())
+	}
+	return out
+}
+
+// UpdateNodePool records the NodePool (a copy).
+func (c *Cluster) UpdateNodePool(np *karpv1.NodePool) {
+	np = np.DeepCopy()
+	np.ManagedFields = nil
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nodePools[np.Name] = np
+}
+
+// DeleteNodePool forgets the NodePool.
+func (c *Cluster) DeleteNodePool(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.nodePools, name)
+}
+
+// NodePools returns copies of every NodePool, by name.
+func (c *Cluster) NodePools() []*karpv1.NodePool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make([]*karpv1.NodePool, 0, len(c.nodePools))
+	for _, name := range sortedKeys(c.nodePools) {
+		out = append(out, c.nodePools[name].DeepCopy())
+	}
+	return out
+}
+
+// UpdatePDB records the PodDisruptionBudget (a copy).
+func (c *Cluster) UpdatePDB(pdb *policyv1.PodDisruptionBudget) {
+	pdb = pdb.DeepCopy()
+	pdb.ManagedFields = nil
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pdbs[client.ObjectKeyFromObject(pdb)] = pdb
+}
+
+// DeletePDB forgets the PodDisruptionBudget.
+func (c *Cluster) DeletePDB(key types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.pdbs, key)
+}
+
+// PDBs returns copies of every PodDisruptionBudget, in key order.
+func (c *Cluster) PDBs() []*policyv1.PodDisruptionBudget {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make([]*policyv1.PodDisruptionBudget, 0, len(c.pdbs))
+	for _, key := range sortedKeys(c.pdbs) {
+		out = append(out, c.pdbs[key].DeepCopy())
+	}
+	return out
+}
+
+// MarkForDeletion marks the StateNodes with the given IDs: they lend no
+// capacity and their reschedulable pods are placed again.
+func (c *Cluster) MarkForDeletion(ids ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ids {
+		c.marked[id] = true
+	}
+}
+
+// UnmarkForDeletion clears MarkForDeletion.
+func (c *Cluster) UnmarkForDeletion(ids ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ids {
+		delete(c.marked, id)
+	}
+}
+
+func isTerminal(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
+func (c *Cluster) now() time.Time { return c.clock.Now() }

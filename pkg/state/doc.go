@@ -1,0 +1,25 @@
+// Package state is karp's in-memory view of the cluster: Nodes, NodeClaims,
+// Pods, DaemonSets, NodePools and PodDisruptionBudgets, fed by the informer
+// controllers in pkg/controllers/state.
+//
+// A NodeClaim and the Node it launched are joined into one StateNode by
+// provider ID; a NodeClaim with no Node yet is an in-flight StateNode, and a
+// Node no NodeClaim claims is an unmanaged one. Per node the view knows the
+// bound pods, their requests, the DaemonSet pods' requests, host ports, the
+// pods nominated to it (in memory, with an expiry) and whether it is marked
+// for deletion.
+//
+// Invariants:
+//   - Nothing returned aliases the internal maps: StateNode values, pod
+//     lists and Snapshot nodes are owned copies the caller may mutate.
+//   - Synced reports false until every NodeClaim and Node the API (through
+//     the client given to NewCluster, normally the manager's cache) holds is
+//     in the view, and every launched NodeClaim is known with its provider
+//     ID. Provisioning and disruption act only on a synced view; that is
+//     what keeps a restarted controller from launching twice.
+//   - Time comes from the injected clock only.
+//
+// The package imports the Kubernetes API types, controller-runtime's client
+// (for Synced) and karp's pkg/apis, pkg/scheduling and pkg/simulation; it
+// never imports pkg/controllers.
+package state

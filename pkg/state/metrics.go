@@ -1,0 +1,110 @@
+package state
+
+import (
+	"context"
+	"sort"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+)
+
+const metricsNamespace = "karpenter"
+
+// nodeLabelNames maps the well-known node labels to the metric label names
+// upstream uses (the part after "/", snake_case), so its dashboards keep
+// working; node_name and resource_type come first.
+var nodeLabelNames, nodeLabelKeys = wellKnownMetricLabels()
+
+func wellKnownMetricLabels() ([]string, []string) {
+	keys := karpv1.WellKnownLabels.UnsortedList()
+	sort.Strings(keys)
+	names := []string{"node_name", "resource_type"}
+	var labelKeys []string
+	for _, k := range keys {
+		_, name, ok := strings.Cut(k, "/")
+		if !ok {
+			continue
+		}
+		names = append(names, strings.ReplaceAll(strings.ToLower(name), "-", "_"))
+		labelKeys = append(labelKeys, k)
+	}
+	return names, labelKeys
+}
+
+var (
+	nodeAllocatableDesc = prometheus.NewDesc(metricsNamespace+"_nodes_allocatable",
+		"Node allocatable are the resources allocatable by nodes.", nodeLabelNames, nil)
+	nodePodRequestsDesc = prometheus.NewDesc(metricsNamespace+"_nodes_total_pod_requests",
+		"Node total pod requests are the resources requested by pods bound to nodes, including the DaemonSet pods.", nodeLabelNames, nil)
+	nodeDaemonRequestsDesc = prometheus.NewDesc(metricsNamespace+"_nodes_total_daemon_requests",
+		"Node total daemon requests are the resource requested by DaemonSet pods bound to nodes.", nodeLabelNames, nil)
+	nodeCountDesc = prometheus.NewDesc(metricsNamespace+"_cluster_state_node_count",
+		"Current count of nodes in cluster state", nil, nil)
+	syncedDesc = prometheus.NewDesc(metricsNamespace+"_cluster_state_synced",
+		"Returns 1 if cluster state is synced and 0 otherwise. Synced checks that nodeclaims and nodes that are stored in the APIServer have the same representation as Karpenter's cluster state", nil, nil)
+)
+
+// Collector exports the view as the upstream node gauges at scrape time,
+// so series of deleted nodes disappear with them. node_name is a label, as
+// upstream has it, because its dashboards group by it; the series count is
+// bounded by the node count.
+type Collector struct {
+	cluster *Cluster
+}
+
+// Register registers the view's metrics with reg.
+func Register(reg prometheus.Registerer, cluster *Cluster) error {
+	return reg.Register(&Collector{cluster: cluster})
+}
+
+// Describe implements prometheus.Collector.
+func (m *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{nodeAllocatableDesc, nodePodRequestsDesc, nodeDaemonRequestsDesc, nodeCountDesc, syncedDesc} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (m *Collector) Collect(ch chan<- prometheus.Metric) {
+	nodes := m.cluster.Nodes()
+	registered := 0
+	for _, sn := range nodes {
+		if sn.Node == nil {
+			continue
+		}
+		registered++
+		emit(ch, nodeAllocatableDesc, sn, sn.Allocatable())
+		emit(ch, nodePodRequestsDesc, sn, sn.PodRequests())
+		emit(ch, nodeDaemonRequestsDesc, sn, sn.DaemonRequests())
+	}
+	ch <- prometheus.MustNewConstMetric(nodeCountDesc, prometheus.GaugeValue, float64(registered))
+	synced := 0.0
+	if ok, err := m.cluster.Synced(context.Background()); err == nil && ok {
+		synced = 1
+	}
+	ch <- prometheus.MustNewConstMetric(syncedDesc, prometheus.GaugeValue, synced)
+}
+
+func emit(ch chan<- prometheus.Metric, desc *prometheus.Desc, sn *StateNode, resources corev1.ResourceList) {
+	labels := sn.Node.Labels
+	for name, q := range resources {
+		values := []string{sn.Node.Name, resourceTypeLabel(name)}
+		for _, k := range nodeLabelKeys {
+			values = append(values, labels[k])
+		}
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, quantityValue(q), values...)
+	}
+}
+
+// resourceTypeLabel renders a resource name as upstream does (cpu, memory,
+// pods, nvidia_com_gpu...).
+func resourceTypeLabel(name corev1.ResourceName) string {
+	return strings.NewReplacer("/", "_", ".", "_", "-", "_").Replace(string(name))
+}
+
+// quantityValue is cores for cpu, bytes for memory, the count otherwise.
+func quantityValue(q resource.Quantity) float64 { return q.AsApproximateFloat64() }

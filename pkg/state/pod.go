@@ -1,0 +1,80 @@
+package state
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// IsProvisionable reports whether karp should find a node for the pod, by
+// upstream's rule: the kube-scheduler marked it PodScheduled=False with
+// reason Unschedulable, it is not bound, the scheduler has not nominated a
+// node for it (preemption), it is not terminating, and it is neither a
+// DaemonSet pod nor a mirror pod (owned by a Node): those follow their node.
+func IsProvisionable(pod *corev1.Pod) bool {
+	return pod.Spec.NodeName == "" &&
+		pod.Status.NominatedNodeName == "" &&
+		pod.DeletionTimestamp == nil &&
+		!isTerminal(pod) &&
+		failedToSchedule(pod) &&
+		!IsOwnedBy(pod, "DaemonSet") &&
+		!IsOwnedBy(pod, "Node")
+}
+
+func failedToSchedule(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
+		}
+	}
+	return false
+}
+
+// IsOwnedBy reports whether an owner reference of the pod has the kind.
+func IsOwnedBy(pod *corev1.Pod, kind string) bool {
+	for _, ref := range pod.OwnerReferences {
+		if ref.Kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// IsReschedulable reports whether a pod of a node being deleted must be
+// placed elsewhere: not terminal, not terminating, not a DaemonSet or
+// mirror pod.
+func IsReschedulable(pod *corev1.Pod) bool {
+	return !isTerminal(pod) && pod.DeletionTimestamp == nil &&
+		!IsOwnedBy(pod, "DaemonSet") && !IsOwnedBy(pod, "Node")
+}
+
+// ProvisionablePods returns copies of the provisionable pods that have no
+// unexpired nomination, in namespace/name order.
+func (c *Cluster) ProvisionablePods() []*corev1.Pod {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var out []*corev1.Pod
+	for _, key := range sortedKeys(c.pods) {
+		pod := c.pods[key]
+		if pod.Spec.NodeName != "" || !IsProvisionable(pod) || c.activeNomination(key) != "" {
+			continue
+		}
+		out = append(out, pod.DeepCopy())
+	}
+	return out
+}
+
+// PodCount returns how many non-terminal pods the view holds and how many
+// of them are bound.
+func (c *Cluster) PodCount() (total, bound int) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, byNode := range c.podsByNode {
+		bound += len(byNode)
+	}
+	return len(c.pods), bound
+}
+
+// IsNominated reports whether the pod has an unexpired nomination.
+func (c *Cluster) IsNominated(pod *corev1.Pod) bool {
+	return c.NominatedNode(client.ObjectKeyFromObject(pod)) != ""
+}

@@ -1,0 +1,122 @@
+package state
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/scheduling"
+	"github.com/karp-autoscaler/karp/pkg/simulation"
+)
+
+// Snapshot returns every StateNode as simulator input (owned copies),
+// along with the StateNode each came from, index for index. A node's Pods
+// are its bound pods plus the pods nominated to it. Pods of a node marked
+// for deletion that are already nominated elsewhere are left out, so they
+// are not placed twice.
+func (c *Cluster) Snapshot() ([]*simulation.Node, []*StateNode) {
+	stateNodes := c.Nodes()
+	out := make([]*simulation.Node, 0, len(stateNodes))
+	for _, sn := range stateNodes {
+		out = append(out, c.toSimulation(sn))
+	}
+	return out, stateNodes
+}
+
+func (c *Cluster) toSimulation(sn *StateNode) *simulation.Node {
+	n := &simulation.Node{
+		Name:              sn.Name(),
+		Labels:            sn.Labels(),
+		Capacity:          sn.Capacity(),
+		Allocatable:       sn.Allocatable(),
+		Initialized:       sn.Initialized(),
+		MarkedForDeletion: sn.MarkedForDeletion,
+	}
+	switch {
+	case sn.Node != nil:
+		n.Taints = sn.Node.Spec.Taints
+	default:
+		// In flight: the node will carry the template's taints and its
+		// startup taints; the solver ignores the latter until it starts.
+		n.Taints = append(append([]corev1.Taint{}, sn.NodeClaim.Spec.Taints...), sn.NodeClaim.Spec.StartupTaints...)
+		n.Requirements = NodeClaimRequirements(sn.NodeClaim)
+	}
+	if sn.NodeClaim != nil {
+		n.StartupTaints = sn.NodeClaim.Spec.StartupTaints
+	}
+	for _, p := range sn.Pods {
+		if sn.MarkedForDeletion && c.IsNominated(p) {
+			continue
+		}
+		n.Pods = append(n.Pods, p)
+	}
+	n.Pods = append(n.Pods, sn.Nominated...)
+	return n
+}
+
+// NodeClaimRequirements are the NodeClaim's spec requirements.
+func NodeClaimRequirements(nc *karpv1.NodeClaim) scheduling.Requirements {
+	nsrs := make([]corev1.NodeSelectorRequirement, 0, len(nc.Spec.Requirements))
+	for _, r := range nc.Spec.Requirements {
+		nsrs = append(nsrs, corev1.NodeSelectorRequirement{Key: r.Key, Operator: r.Operator, Values: r.Values})
+	}
+	return scheduling.NewNodeSelectorRequirements(nsrs...)
+}
+
+// Synced reports whether the view holds every NodeClaim and Node that
+// kubeClient lists, and every launched NodeClaim with its provider ID.
+// While it is false, provisioning and disruption must not act: a NodeClaim
+// missing from the view is capacity the solver would launch again.
+//
+// It also forgets NodeClaims the view holds that the API no longer lists
+// and that are older than a grace period: a NodeClaim the provisioner
+// recorded right after creating it can miss its own delete event when it
+// is deleted before the informer delivered its creation.
+func (c *Cluster) Synced(ctx context.Context) (bool, error) {
+	var fullClaims karpv1.NodeClaimList
+	if err := c.kubeClient.List(ctx, &fullClaims); err != nil {
+		return false, fmt.Errorf("listing nodeclaims: %w", err)
+	}
+	var nodes corev1.NodeList
+	if err := c.kubeClient.List(ctx, &nodes); err != nil {
+		return false, fmt.Errorf("listing nodes: %w", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seen := map[string]bool{}
+	synced := true
+	for i := range fullClaims.Items {
+		nc := &fullClaims.Items[i]
+		seen[nc.Name] = true
+		have, ok := c.nodeClaims[nc.Name]
+		if !ok || (nc.Status.ProviderID != "" && have.Status.ProviderID != nc.Status.ProviderID) {
+			synced = false
+		}
+	}
+	for i := range nodes.Items {
+		if _, ok := c.nodes[nodes.Items[i].Name]; !ok {
+			synced = false
+		}
+	}
+	c.forgetVanished(seen)
+	return synced, nil
+}
+
+// stateNodeClaimGrace is how long a NodeClaim may be in the view without
+// the API listing it (informer lag) before the view forgets it.
+const stateNodeClaimGrace = 15 // seconds
+
+func (c *Cluster) forgetVanished(listed map[string]bool) {
+	now := c.now()
+	for name, nc := range c.nodeClaims {
+		if listed[name] {
+			continue
+		}
+		if now.Sub(nc.CreationTimestamp.Time).Seconds() > stateNodeClaimGrace {
+			delete(c.nodeClaims, name)
+			delete(c.marked, nodeClaimID(name))
+		}
+	}
+}
