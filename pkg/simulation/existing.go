@@ -37,7 +37,7 @@ func (s *solver) addExisting() {
 		}
 		t.used = make(scheduling.Vector, s.idx.Len())
 		for _, p := range n.Pods {
-			if counted(p) {
+			if !terminal(p) {
 				t.used.Add(s.idx.Vector(scheduling.PodRequests(scheduling.WithLimitRangeDefaults(p, s.in.LimitRanges))))
 				t.ports = append(t.ports, scheduling.PodHostPorts(p)...)
 			}

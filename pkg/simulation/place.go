@@ -419,13 +419,18 @@ func (s *solver) fitReason(e *entry, v *variant) (string, bool) {
 		}
 	}
 	for _, i := range e.order {
-		if s.fitsAt(e, i, zero, req) && s.portsFree(e, i, v) {
-			if r := s.limitReason(e.pool, e.pool.types[i].capacity); r != "" {
-				return r, true
-			}
-			if len(e.pool.minValues) > 0 {
-				return "minValues not satisfied by the instance types that fit", false
-			}
+		if !s.fitsAt(e, i, zero, req) {
+			continue
+		}
+		if !s.portsFree(e, i, v) {
+			port, _ := scheduling.HostPortConflict(e.ports[i], v.class.ports)
+			return fmt.Sprintf("host port %s is taken by a DaemonSet", port), false
+		}
+		if r := s.limitReason(e.pool, e.pool.types[i].capacity); r != "" {
+			return r, true
+		}
+		if len(e.pool.minValues) > 0 {
+			return "minValues not satisfied by the instance types that fit", false
 		}
 	}
 	list := s.idx.List(req)

@@ -209,7 +209,7 @@ func (s *solver) pendingPods() []*podInfo {
 // reschedulable reports whether a pod of a deleting node must be placed
 // again: not terminal, not a DaemonSet or mirror pod.
 func reschedulable(p *corev1.Pod) bool {
-	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+	if terminal(p) {
 		return false
 	}
 	for _, ref := range p.OwnerReferences {
@@ -220,9 +220,15 @@ func reschedulable(p *corev1.Pod) bool {
 	return true
 }
 
-// counted reports whether a bound pod counts for topology.
+// counted reports whether a bound pod counts for topology: not terminal and
+// not terminating.
 func counted(p *corev1.Pod) bool {
-	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+	return p.DeletionTimestamp == nil && !terminal(p)
+}
+
+// terminal reports whether a pod finished; only such pods free their requests.
+func terminal(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
 
 // poolFor caches the variant's pool check.
