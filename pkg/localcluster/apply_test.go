@@ -1,0 +1,77 @@
+package localcluster
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestReadManifestsOrdersDependenciesFirst(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"a.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+---
+# a comment-only document is skipped
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+`,
+		"b.yml": `apiVersion: karpenter.kwok.sh/v1alpha1
+kind: KWOKNodeClass
+metadata: {name: default}
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high}
+`,
+		"c.json":     `{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}`,
+		"ignored.md": "not a manifest",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	objs, err := ReadManifests([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sortForApply(objs)
+	var got []string
+	for _, o := range objs {
+		got = append(got, o.GetKind()+"/"+o.GetName())
+	}
+	want := []string{"Namespace/team", "PriorityClass/high", "KWOKNodeClass/default", "NodePool/default", "Deployment/web"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("apply order (-want +got):\n%s", diff)
+	}
+}
+
+func TestReadManifestsRejectsObjectsWithoutKind(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(path, []byte("metadata: {name: x}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadManifests([]string{path}); err == nil {
+		t.Fatal("want an error for an object without apiVersion/kind")
+	}
+}
+
+func TestExamplesDecode(t *testing.T) {
+	root, ok := repoRoot()
+	if !ok {
+		t.Fatal("repository root not found")
+	}
+	objs, err := ReadManifests([]string{filepath.Join(root, "examples")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) == 0 {
+		t.Fatal("no objects in examples/")
+	}
+}
