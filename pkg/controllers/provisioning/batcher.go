@@ -1,0 +1,71 @@
+package provisioning
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+)
+
+// Batcher collects provisioning triggers into windows: the first trigger
+// opens a window, which closes after IdleDuration without a new trigger or
+// after MaxDuration in total. Triggers are deduplicated by UID within a
+// window, so one pod's repeated updates do not keep it open.
+type Batcher struct {
+	clock        clock.Clock
+	idleDuration time.Duration
+	maxDuration  time.Duration
+	triggers     chan types.UID
+}
+
+// NewBatcher returns a Batcher with the given window durations.
+func NewBatcher(clk clock.Clock, idle, maxDuration time.Duration) *Batcher {
+	return &Batcher{clock: clk, idleDuration: idle, maxDuration: maxDuration, triggers: make(chan types.UID, 1000)}
+}
+
+// Trigger asks for a provisioning pass on behalf of the object with the
+// UID. It never blocks: when the buffer is full a window is certainly open
+// or about to open.
+func (b *Batcher) Trigger(uid types.UID) {
+	select {
+	case b.triggers <- uid:
+	default:
+	}
+}
+
+// Wait blocks until a window closes and returns true, or returns false
+// when no trigger arrived within one idle duration (the caller comes back)
+// or the context ended first.
+func (b *Batcher) Wait(ctx context.Context) bool {
+	var first types.UID
+	select {
+	case first = <-b.triggers:
+	case <-b.clock.After(b.idleDuration):
+		return false
+	case <-ctx.Done():
+		return false
+	}
+	seen := map[types.UID]bool{first: true}
+	maxTimer := b.clock.NewTimer(b.maxDuration)
+	defer maxTimer.Stop()
+	idleTimer := b.clock.NewTimer(b.idleDuration)
+	defer func() { idleTimer.Stop() }()
+	for {
+		select {
+		case uid := <-b.triggers:
+			if seen[uid] {
+				continue
+			}
+			seen[uid] = true
+			idleTimer.Stop()
+			idleTimer = b.clock.NewTimer(b.idleDuration)
+		case <-idleTimer.C():
+			return true
+		case <-maxTimer.C():
+			return true
+		case <-ctx.Done():
+			return true
+		}
+	}
+}

@@ -1,0 +1,163 @@
+package provisioning
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/metrics"
+	"github.com/karp-autoscaler/karp/pkg/simulation"
+	"github.com/karp-autoscaler/karp/pkg/state"
+)
+
+// act carries out the solver's decision: it nominates pods placed on
+// existing or in-flight nodes, creates the new NodeClaims (recording each
+// in state and nominating its pods at once, so the next batch does not
+// provision for them again), and explains every pod left behind.
+func (p *Provisioner) act(ctx context.Context, in *simulation.Input, res *simulation.Result, ids map[*simulation.Node]string) ([]string, error) {
+	ttl := p.opts.NominationTTL()
+	// 1. Pods that fit capacity that exists or is launching.
+	for _, ep := range res.ExistingNodes {
+		id := ids[ep.Node]
+		for _, pod := range ep.Pods {
+			p.cluster.Nominate(pod, id, ttl)
+			p.recorder.Nominated(pod, id)
+		}
+	}
+	// 2. New NodeClaims, re-checked against the limits of the NodePool as
+	// it is now.
+	if len(res.NodeClaims) > 0 {
+		log.FromContext(ctx).Info("computed new nodeclaim(s) to fit pod(s)", "nodeclaims", len(res.NodeClaims), "pods", podCount(res))
+	}
+	limits := newLimitTracker(p.cluster, in)
+	var created []string
+	var errs []error
+	for _, nc := range res.NodeClaims {
+		name, err := p.create(ctx, nc, limits, ttl)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if name != "" {
+			created = append(created, name)
+		}
+	}
+	// 3. Pods karp cannot help.
+	for _, pe := range res.PodErrors {
+		p.recorder.FailedScheduling(pe.Pod, pe.Status.Message())
+	}
+	unschedulablePods.Set(float64(len(res.PodErrors)))
+	return created, errors.Join(errs...)
+}
+
+// create creates one NodeClaim unless its NodePool's limits no longer
+// allow it, and returns its name ("" when refused).
+func (p *Provisioner) create(ctx context.Context, nc *simulation.NodeClaim, limits *limitTracker, ttl time.Duration) (string, error) {
+	nodePool := limits.current(nc.NodePool)
+	if reason := limits.exceededBy(nodePool, nc); reason != "" {
+		for _, pod := range nc.Pods {
+			p.recorder.FailedScheduling(pod, fmt.Sprintf("nodepool %q: %s", nodePool.Name, reason))
+		}
+		return "", nil
+	}
+	obj := newNodeClaim(nc, nodePool, providerLabelKeys(nc))
+	if err := p.kubeClient.Create(ctx, obj); err != nil {
+		return "", fmt.Errorf("creating nodeclaim for nodepool %s: %w", nodePool.Name, err)
+	}
+	limits.add(nodePool.Name, nc)
+	p.cluster.UpdateNodeClaim(obj)
+	metrics.NodeClaimsCreatedTotal.WithLabelValues(metrics.ReasonProvisioned, nodePool.Name,
+		strconv.FormatBool(nc.MinValuesRelaxed)).Inc()
+	log.FromContext(ctx).Info("created nodeclaim", "NodeClaim", obj.Name, "NodePool", nodePool.Name,
+		"requests", obj.Spec.Resources.Requests, "instanceTypes", len(nc.InstanceTypes), "pods", len(nc.Pods))
+	id := state.NodeClaimID(obj.Name)
+	for _, pod := range nc.Pods {
+		p.cluster.Nominate(pod, id, ttl)
+		p.recorder.Nominated(pod, id)
+	}
+	return obj.Name, nil
+}
+
+func podCount(res *simulation.Result) int {
+	n := 0
+	for _, nc := range res.NodeClaims {
+		n += len(nc.Pods)
+	}
+	return n
+}
+
+// limitTracker checks new NodeClaims against each NodePool's limits as
+// state shows it now, counting what this pass already created.
+type limitTracker struct {
+	pools map[string]*karpv1.NodePool
+	usage map[string]*usage
+}
+
+func newLimitTracker(cluster *state.Cluster, in *simulation.Input) *limitTracker {
+	t := &limitTracker{pools: map[string]*karpv1.NodePool{}, usage: map[string]*usage{}}
+	for _, np := range cluster.NodePools() {
+		t.pools[np.Name] = np
+	}
+	for _, n := range in.Nodes {
+		pool := n.Labels[karpv1.NodePoolLabelKey]
+		if pool == "" {
+			continue
+		}
+		u := t.usage[pool]
+		if u == nil {
+			u = &usage{resources: corev1.ResourceList{}}
+			t.usage[pool] = u
+		}
+		u.add(n.Capacity)
+	}
+	return t
+}
+
+// current is the NodePool as state has it now (limits may have changed
+// while solving), or the solver's copy when state lost it.
+func (t *limitTracker) current(np *karpv1.NodePool) *karpv1.NodePool {
+	if cur, ok := t.pools[np.Name]; ok {
+		return cur
+	}
+	return np
+}
+
+// exceededBy says which limit launching nc would break, or "".
+func (t *limitTracker) exceededBy(np *karpv1.NodePool, nc *simulation.NodeClaim) string {
+	if len(np.Spec.Limits) == 0 {
+		return ""
+	}
+	u := t.usage[np.Name]
+	if u == nil {
+		u = &usage{resources: corev1.ResourceList{}}
+	}
+	next := u.resources.DeepCopy()
+	addTo(next, nc.InstanceType.Capacity)
+	next["nodes"] = *resource.NewQuantity(u.nodes+1, resource.DecimalSI)
+	for name, limit := range np.Spec.Limits {
+		if used, ok := next[name]; ok && used.Cmp(limit) > 0 {
+			inUse := u.resources.Name(name, resource.DecimalSI)
+			if name == "nodes" {
+				inUse = resource.NewQuantity(u.nodes, resource.DecimalSI)
+			}
+			return fmt.Sprintf("limit %s=%s would be exceeded (%s in use)", name, limit.String(), inUse.String())
+		}
+	}
+	return ""
+}
+
+func (t *limitTracker) add(pool string, nc *simulation.NodeClaim) {
+	u := t.usage[pool]
+	if u == nil {
+		u = &usage{resources: corev1.ResourceList{}}
+		t.usage[pool] = u
+	}
+	u.add(nc.InstanceType.Capacity)
+}

@@ -1,0 +1,231 @@
+package provisioning
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/scheduling"
+	"github.com/karp-autoscaler/karp/pkg/simulation"
+	"github.com/karp-autoscaler/karp/pkg/state"
+)
+
+// gather builds the solver input. Pods whose volumes cannot be resolved
+// are left out and returned with the reason.
+func (p *Provisioner) gather(ctx context.Context, pods []*corev1.Pod, nodes []*simulation.Node,
+	stateNodes []*state.StateNode) (*simulation.Input, []simulation.PodError, error) {
+	pools, typesByPool := p.nodePools(ctx)
+	usage := poolUsage(stateNodes, typesByPool)
+	for _, np := range pools {
+		np.NodePool = withRemainingLimits(np.NodePool, usage[np.NodePool.Name])
+	}
+	fillInFlight(nodes, stateNodes, typesByPool)
+	in := &simulation.Input{Nodes: nodes, NodePools: pools, DaemonSets: p.cluster.DaemonSets(),
+		Options: simulation.Options{PreferencePolicy: p.opts.PreferencePolicy, MinValuesPolicy: p.opts.MinValuesPolicy}}
+	var limitRanges corev1.LimitRangeList
+	if err := p.kubeClient.List(ctx, &limitRanges); err != nil {
+		return nil, nil, fmt.Errorf("listing limitranges: %w", err)
+	}
+	in.LimitRanges = limitRanges.Items
+	var namespaces corev1.NamespaceList
+	if err := p.kubeClient.List(ctx, &namespaces); err != nil {
+		return nil, nil, fmt.Errorf("listing namespaces: %w", err)
+	}
+	for i := range namespaces.Items {
+		in.Namespaces = append(in.Namespaces, &namespaces.Items[i])
+	}
+	volumes, ignored, err := p.volumeRequirements(ctx, append(pods, reschedulablePods(nodes)...))
+	if err != nil {
+		return nil, nil, err
+	}
+	in.VolumeRequirements = volumes
+	for _, pod := range pods {
+		if _, bad := ignored[pod.UID]; !bad {
+			in.Pods = append(in.Pods, pod)
+		}
+	}
+	var errs []simulation.PodError
+	for _, pe := range ignored {
+		errs = append(errs, pe)
+	}
+	return in, errs, nil
+}
+
+// nodePools returns the NodePools that may launch (Ready, not deleting,
+// not static) with their instance types. A NodePool whose instance types
+// cannot be read is skipped for this pass.
+func (p *Provisioner) nodePools(ctx context.Context) ([]*simulation.NodePool, map[string][]*scheduling.InstanceType) {
+	var out []*simulation.NodePool
+	typesByPool := map[string][]*scheduling.InstanceType{}
+	for _, np := range p.cluster.NodePools() {
+		if np.DeletionTimestamp != nil || np.Spec.Replicas != nil || !np.StatusConditions().IsTrue(karpv1.ConditionTypeReady) {
+			continue
+		}
+		types, err := p.cloudProvider.GetInstanceTypes(ctx, np)
+		if err != nil {
+			log.FromContext(ctx).Error(err, "skipping nodepool, listing instance types", "NodePool", np.Name)
+			continue
+		}
+		typesByPool[np.Name] = types
+		out = append(out, &simulation.NodePool{NodePool: np, InstanceTypes: types})
+	}
+	return out, typesByPool
+}
+
+// usage is what a NodePool's nodes hold: capacity and node count.
+type usage struct {
+	resources corev1.ResourceList
+	nodes     int64
+}
+
+// poolUsage sums the capacity of each NodePool's nodes; a NodeClaim that
+// has not launched yet counts as its cheapest listed instance type, which
+// is what the provider launches unless that offering is out of capacity.
+func poolUsage(stateNodes []*state.StateNode, typesByPool map[string][]*scheduling.InstanceType) map[string]*usage {
+	out := map[string]*usage{}
+	for _, sn := range stateNodes {
+		pool := sn.NodePool()
+		if pool == "" || !sn.Managed() {
+			continue
+		}
+		u := out[pool]
+		if u == nil {
+			u = &usage{resources: corev1.ResourceList{}}
+			out[pool] = u
+		}
+		capacity := sn.Capacity()
+		if len(capacity) == 0 {
+			if it := cheapestListed(state.NodeClaimRequirements(sn.NodeClaim), typesByPool[pool]); it != nil {
+				capacity = it.Capacity
+			}
+		}
+		u.add(capacity)
+	}
+	return out
+}
+
+func (u *usage) add(capacity corev1.ResourceList) {
+	addTo(u.resources, capacity)
+	u.nodes++
+}
+
+func addTo(sum, more corev1.ResourceList) {
+	for name, q := range more {
+		total := sum[name]
+		total.Add(q)
+		sum[name] = total
+	}
+}
+
+// withRemainingLimits returns a copy of the NodePool whose limits are what
+// is left after usage: the solver counts only the capacity it adds.
+func withRemainingLimits(np *karpv1.NodePool, u *usage) *karpv1.NodePool {
+	if len(np.Spec.Limits) == 0 || u == nil {
+		return np
+	}
+	np = np.DeepCopy()
+	for name, limit := range np.Spec.Limits {
+		used := u.resources[name]
+		if name == "nodes" {
+			used = *resource.NewQuantity(u.nodes, resource.DecimalSI)
+		}
+		left := limit.DeepCopy()
+		left.Sub(used)
+		if left.Sign() < 0 {
+			left = resource.Quantity{Format: limit.Format}
+		}
+		np.Spec.Limits[name] = left
+	}
+	return np
+}
+
+// cheapestListed returns the first instance type (the NodeClaim's list is
+// cheapest first) named by the requirements' instance-type values.
+func cheapestListed(reqs scheduling.Requirements, types []*scheduling.InstanceType) *scheduling.InstanceType {
+	req := reqs.Get(corev1.LabelInstanceTypeStable)
+	if req == nil {
+		return nil
+	}
+	byName := map[string]*scheduling.InstanceType{}
+	for _, it := range types {
+		byName[it.Name] = it
+	}
+	for _, name := range req.Values() {
+		if it, ok := byName[name]; ok {
+			return it
+		}
+	}
+	return nil
+}
+
+// fillInFlight gives NodeClaims that have not launched yet the capacity
+// every instance type they list guarantees (the element-wise minimum), so
+// pods nominated to them, or pods pending again after a restart, are
+// counted against capacity that will exist instead of launching more.
+func fillInFlight(nodes []*simulation.Node, stateNodes []*state.StateNode, typesByPool map[string][]*scheduling.InstanceType) {
+	for i, n := range nodes {
+		sn := stateNodes[i]
+		if len(n.Allocatable) > 0 || sn.NodeClaim == nil {
+			continue
+		}
+		listed := listedTypes(state.NodeClaimRequirements(sn.NodeClaim), typesByPool[sn.NodePool()])
+		if len(listed) == 0 {
+			continue
+		}
+		n.Allocatable = minimum(listed, func(it *scheduling.InstanceType) corev1.ResourceList { return it.Allocatable })
+		n.Capacity = minimum(listed, func(it *scheduling.InstanceType) corev1.ResourceList { return it.Capacity })
+	}
+}
+
+func listedTypes(reqs scheduling.Requirements, types []*scheduling.InstanceType) []*scheduling.InstanceType {
+	req := reqs.Get(corev1.LabelInstanceTypeStable)
+	if req == nil {
+		return nil
+	}
+	var out []*scheduling.InstanceType
+	for _, it := range types {
+		if req.Has(it.Name) {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+func minimum(types []*scheduling.InstanceType, get func(*scheduling.InstanceType) corev1.ResourceList) corev1.ResourceList {
+	out := get(types[0]).DeepCopy()
+	for _, it := range types[1:] {
+		list := get(it)
+		for name, q := range out {
+			other, ok := list[name]
+			if !ok {
+				delete(out, name)
+				continue
+			}
+			if other.Cmp(q) < 0 {
+				out[name] = other.DeepCopy()
+			}
+		}
+	}
+	return out
+}
+
+// reschedulablePods are the pods of nodes being deleted that the solver
+// places again.
+func reschedulablePods(nodes []*simulation.Node) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, n := range nodes {
+		if !n.MarkedForDeletion {
+			continue
+		}
+		for _, pod := range n.Pods {
+			if state.IsReschedulable(pod) {
+				out = append(out, pod)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,124 @@
+package provisioning
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/simulation"
+)
+
+// MinValuesRelaxedAnnotationKey records whether minValues had to be
+// relaxed for a NodeClaim (upstream's annotation).
+const MinValuesRelaxedAnnotationKey = karpv1.Group + "/nodeclaim-min-values-relaxed"
+
+// newNodeClaim renders the NodeClaim to create for a solver decision:
+// generateName <nodepool>-, owned by the NodePool (blocking its deletion),
+// labeled with the template labels, the NodePool, the NodeClass and every
+// single-valued requirement the provider will not set itself, carrying the
+// template's annotations and hash, the narrowed requirements (instance
+// types cheapest first, capacity types), the pods' requests plus DaemonSet
+// overhead, and the template's nodeClassRef, taints, expiry and
+// termination grace period.
+func newNodeClaim(nc *simulation.NodeClaim, nodePool *karpv1.NodePool, providerKeys sets.Set[string]) *karpv1.NodeClaim {
+	tmpl := nodePool.Spec.Template
+	labels := map[string]string{}
+	for k, v := range nc.Requirements.Labels() {
+		if !karpv1.WellKnownLabels.Has(k) && !providerKeys.Has(k) {
+			labels[k] = v
+		}
+	}
+	for k, v := range tmpl.ObjectMeta.Labels {
+		labels[k] = v
+	}
+	labels[karpv1.NodePoolLabelKey] = nodePool.Name
+	if ref := tmpl.Spec.NodeClassRef; ref != nil {
+		labels[ref.Group+"/"+strings.ToLower(ref.Kind)] = ref.Name
+	}
+	annotations := map[string]string{}
+	for k, v := range tmpl.ObjectMeta.Annotations {
+		annotations[k] = v
+	}
+	for _, k := range []string{karpv1.NodePoolHashAnnotationKey, karpv1.NodePoolHashVersionAnnotationKey} {
+		if v, ok := nodePool.Annotations[k]; ok {
+			annotations[k] = v
+		}
+	}
+	if nc.MinValuesRelaxed {
+		annotations[MinValuesRelaxedAnnotationKey] = strconv.FormatBool(true)
+	}
+	blockOwnerDeletion := true
+	return &karpv1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: nodePool.Name + "-",
+			Labels:       labels,
+			Annotations:  annotations,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: karpv1.SchemeGroupVersion.String(), Kind: "NodePool",
+				Name: nodePool.Name, UID: nodePool.UID, BlockOwnerDeletion: &blockOwnerDeletion}},
+		},
+		Spec: karpv1.NodeClaimSpec{
+			Taints:                 tmpl.Spec.Taints,
+			StartupTaints:          tmpl.Spec.StartupTaints,
+			Requirements:           requirements(nc),
+			Resources:              karpv1.ResourceRequirements{Requests: nc.Requests},
+			NodeClassRef:           tmpl.Spec.NodeClassRef,
+			TerminationGracePeriod: tmpl.Spec.TerminationGracePeriod,
+			ExpireAfter:            tmpl.Spec.ExpireAfter,
+		},
+	}
+}
+
+// requirements renders the solver's requirements in key order, keeping
+// minValues. The instance-type values keep the solver's price order.
+func requirements(nc *simulation.NodeClaim) []karpv1.NodeSelectorRequirementWithMinValues {
+	keys := nc.Requirements.Keys()
+	sort.Strings(keys)
+	var out []karpv1.NodeSelectorRequirementWithMinValues
+	for _, k := range keys {
+		r := nc.Requirements[k]
+		for _, nsr := range r.NodeSelectorRequirements() {
+			if k == karpv1.LabelInstanceTypeStable && nsr.Operator == "In" {
+				nsr.Values = priceOrdered(nc, nsr.Values)
+			}
+			out = append(out, karpv1.NodeSelectorRequirementWithMinValues{Key: nsr.Key, Operator: nsr.Operator,
+				Values: nsr.Values, MinValues: r.MinValues})
+		}
+	}
+	return out
+}
+
+// priceOrdered orders instance-type names as the solver listed the types
+// (cheapest first); names it did not list keep their order after them.
+func priceOrdered(nc *simulation.NodeClaim, values []string) []string {
+	allowed := sets.New(values...)
+	out := make([]string, 0, len(values))
+	seen := sets.New[string]()
+	for _, it := range nc.InstanceTypes {
+		if allowed.Has(it.Name) && !seen.Has(it.Name) {
+			out = append(out, it.Name)
+			seen.Insert(it.Name)
+		}
+	}
+	for _, v := range values {
+		if !seen.Has(v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// providerLabelKeys are the label keys the instance types define; the
+// provider sets them at launch, so they are not copied onto the NodeClaim.
+func providerLabelKeys(nc *simulation.NodeClaim) sets.Set[string] {
+	keys := sets.New[string]()
+	for _, it := range nc.InstanceTypes {
+		for k := range it.Requirements {
+			keys.Insert(k)
+		}
+	}
+	return keys
+}

@@ -1,0 +1,182 @@
+package provisioning
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/simulation"
+	"github.com/karp-autoscaler/karp/pkg/state"
+)
+
+// Options tune the provisioner; the operator fills them from its flags.
+type Options struct {
+	// BatchIdleDuration closes a batch window after this long without a
+	// new trigger (upstream default 1s).
+	BatchIdleDuration time.Duration
+	// BatchMaxDuration closes a batch window after this long in total
+	// (upstream default 10s).
+	BatchMaxDuration time.Duration
+	// PreferencePolicy and MinValuesPolicy are passed to the solver.
+	PreferencePolicy simulation.PreferencePolicy
+	MinValuesPolicy  simulation.MinValuesPolicy
+}
+
+// DefaultOptions are upstream's defaults.
+func DefaultOptions() Options {
+	return Options{BatchIdleDuration: time.Second, BatchMaxDuration: 10 * time.Second,
+		PreferencePolicy: simulation.PreferencePolicyRespect, MinValuesPolicy: simulation.MinValuesPolicyStrict}
+}
+
+// NominationTTL is how long a nomination keeps a pod out of the next
+// batches: twice the longest batch window, at least 10s, as upstream.
+func (o Options) NominationTTL() time.Duration {
+	return max(2*o.BatchMaxDuration, 10*time.Second)
+}
+
+// Provisioner is the singleton loop that waits for a batch window, solves
+// and creates NodeClaims for the pods the cluster cannot hold.
+type Provisioner struct {
+	kubeClient    client.Client
+	cloudProvider cloudprovider.CloudProvider
+	cluster       *state.Cluster
+	recorder      *Recorder
+	clock         clock.Clock
+	opts          Options
+	batcher       *Batcher
+
+	// retry is set when a closed window could not be acted on (state not
+	// synced); the next pass runs without waiting for a new trigger.
+	retry bool
+}
+
+// NewProvisioner builds the provisioner. The Batcher is shared with the
+// trigger controllers (NewPodController, NewNodeController).
+func NewProvisioner(kubeClient client.Client, cloudProvider cloudprovider.CloudProvider, cluster *state.Cluster,
+	recorder EventRecorder, clk clock.Clock, opts Options) *Provisioner {
+	return &Provisioner{kubeClient: kubeClient, cloudProvider: cloudProvider, cluster: cluster,
+		recorder: NewRecorder(recorder, clk), clock: clk, opts: opts,
+		batcher: NewBatcher(clk, opts.BatchIdleDuration, opts.BatchMaxDuration)}
+}
+
+// Batcher is the batcher the triggers feed.
+func (p *Provisioner) Batcher() *Batcher { return p.batcher }
+
+// Name is the controller's name.
+func (p *Provisioner) Name() string { return "provisioner" }
+
+// Register runs the provisioner as a singleton: one request is queued at
+// start and every pass requeues it.
+func (p *Provisioner) Register(_ context.Context, mgr manager.Manager) error {
+	singleton := source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		q.Add(reconcile.Request{})
+		return nil
+	})
+	err := builder.ControllerManagedBy(mgr).
+		Named(p.Name()).
+		WatchesRawSource(singleton).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		Complete(reconcile.Func(func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+			return p.Reconcile(ctx)
+		}))
+	if err != nil {
+		return fmt.Errorf("registering provisioner: %w", err)
+	}
+	return nil
+}
+
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=create
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims;persistentvolumes;limitranges;namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile waits for a batch window to close, then provisions. Waiting on
+// the batcher is the loop's pacing (it blocks on triggers, never sleeps
+// blindly), so the pass requeues itself immediately.
+func (p *Provisioner) Reconcile(ctx context.Context) (reconcile.Result, error) {
+	if !p.retry && !p.batcher.Wait(ctx) {
+		return reconcile.Result{RequeueAfter: time.Nanosecond}, nil
+	}
+	synced, err := p.cluster.Synced(ctx)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if !synced {
+		p.retry = true
+		log.FromContext(ctx).V(1).Info("waiting on cluster sync")
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
+	p.retry = false
+	if _, err := p.Schedule(ctx); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: time.Nanosecond}, nil
+}
+
+// Results is what one provisioning pass did.
+type Results struct {
+	// Solve is the solver's decision.
+	Solve *simulation.Result
+	// Created are the NodeClaims created, in order.
+	Created []string
+}
+
+// Schedule runs one provisioning pass over the current state (which the
+// caller checked is synced): gather, solve, act.
+func (p *Provisioner) Schedule(ctx context.Context) (*Results, error) {
+	// 1. Pending pods; the pods of nodes being deleted come with the snapshot.
+	pods := p.cluster.ProvisionablePods()
+	nodes, stateNodes := p.cluster.Snapshot()
+	if len(pods) == 0 && !anyReschedulable(nodes) {
+		queueDepth.Set(0)
+		return &Results{}, nil
+	}
+	queueDepth.Set(float64(len(pods)))
+	// 2. Gather everything else the solver needs.
+	in, ignored, err := p.gather(ctx, pods, nodes, stateNodes)
+	if err != nil {
+		return nil, err
+	}
+	for _, pe := range ignored {
+		p.recorder.FailedScheduling(pe.Pod, pe.Status.Message())
+	}
+	if len(in.Pods) > 0 {
+		log.FromContext(ctx).Info("found provisionable pod(s)", "count", len(in.Pods))
+	}
+	// 3. Solve.
+	start := p.clock.Now()
+	res := simulation.Solve(ctx, *in)
+	schedulingDuration.Observe(p.clock.Since(start).Seconds())
+	// 4. Act: create NodeClaims, nominate, explain the rest.
+	ids := make(map[*simulation.Node]string, len(nodes))
+	for i, n := range nodes {
+		ids[n] = stateNodes[i].ID()
+	}
+	created, err := p.act(ctx, in, res, ids)
+	return &Results{Solve: res, Created: created}, err
+}
+
+func anyReschedulable(nodes []*simulation.Node) bool {
+	for _, n := range nodes {
+		if !n.MarkedForDeletion {
+			continue
+		}
+		for _, pod := range n.Pods {
+			if state.IsReschedulable(pod) {
+				return true
+			}
+		}
+	}
+	return false
+}

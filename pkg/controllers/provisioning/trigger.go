@@ -1,0 +1,109 @@
+package provisioning
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/state"
+)
+
+// triggerRequeue is how often a trigger looks again at an object that
+// still needs provisioning (a nomination may have expired meanwhile).
+const triggerRequeue = 10 * time.Second
+
+// PodController triggers a provisioning pass for every provisionable pod
+// that has no nomination.
+type PodController struct {
+	kubeClient client.Client
+	cluster    *state.Cluster
+	batcher    *Batcher
+}
+
+var _ reconcile.ObjectReconciler[*corev1.Pod] = (*PodController)(nil)
+
+// NewPodController returns the pod trigger feeding the batcher.
+func NewPodController(kubeClient client.Client, cluster *state.Cluster, batcher *Batcher) *PodController {
+	return &PodController{kubeClient: kubeClient, cluster: cluster, batcher: batcher}
+}
+
+// Name is the controller's name.
+func (c *PodController) Name() string { return "provisioner.trigger.pod" }
+
+// Register registers the controller with the manager.
+func (c *PodController) Register(_ context.Context, mgr manager.Manager) error {
+	err := builder.ControllerManagedBy(mgr).
+		Named(c.Name()).
+		For(&corev1.Pod{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
+		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
+	if err != nil {
+		return fmt.Errorf("registering %s: %w", c.Name(), err)
+	}
+	return nil
+}
+
+// Reconcile triggers a pass while the pod is provisionable and not
+// nominated, and looks again later while it stays provisionable.
+func (c *PodController) Reconcile(_ context.Context, pod *corev1.Pod) (reconcile.Result, error) {
+	if !state.IsProvisionable(pod) {
+		return reconcile.Result{}, nil
+	}
+	if !c.cluster.IsNominated(pod) {
+		c.batcher.Trigger(pod.UID)
+	}
+	return reconcile.Result{RequeueAfter: triggerRequeue}, nil
+}
+
+// NodeController triggers a provisioning pass for nodes being disrupted or
+// deleted, whose pods must be placed elsewhere.
+type NodeController struct {
+	batcher *Batcher
+}
+
+var _ reconcile.ObjectReconciler[*corev1.Node] = (*NodeController)(nil)
+
+// NewNodeController returns the node trigger feeding the batcher.
+func NewNodeController(batcher *Batcher) *NodeController {
+	return &NodeController{batcher: batcher}
+}
+
+// Name is the controller's name.
+func (c *NodeController) Name() string { return "provisioner.trigger.node" }
+
+// Register registers the controller with the manager.
+func (c *NodeController) Register(_ context.Context, mgr manager.Manager) error {
+	err := builder.ControllerManagedBy(mgr).
+		Named(c.Name()).
+		For(&corev1.Node{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
+		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
+	if err != nil {
+		return fmt.Errorf("registering %s: %w", c.Name(), err)
+	}
+	return nil
+}
+
+// Reconcile triggers a pass while the node carries the disrupted taint or
+// is being deleted.
+func (c *NodeController) Reconcile(_ context.Context, node *corev1.Node) (reconcile.Result, error) {
+	deleting := node.DeletionTimestamp != nil
+	for _, t := range node.Spec.Taints {
+		if t.Key == karpv1.DisruptedTaintKey {
+			deleting = true
+		}
+	}
+	if !deleting {
+		return reconcile.Result{}, nil
+	}
+	c.batcher.Trigger(node.UID)
+	return reconcile.Result{RequeueAfter: triggerRequeue}, nil
+}
