@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -257,3 +258,9 @@ func list(ps ...[]*corev1.Pod) []*corev1.Pod {
 func req(key string, op corev1.NodeSelectorOperator, values ...string) corev1.NodeSelectorRequirement {
 	return test.NodeSelectorRequirement(key, op, values...)
 }
+
+// appsDaemonSet shortens table literals.
+type appsDaemonSet = appsv1.DaemonSet
+
+// testNow is a fixed time for timestamps in fixtures.
+var testNow = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

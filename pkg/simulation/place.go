@@ -405,16 +405,18 @@ func (s *solver) fitReason(e *entry, v *variant) (string, bool) {
 		if req[k] == 0 {
 			continue
 		}
-		any := false
+		fits, alone := false, false
 		for _, i := range e.order {
-			if req[k]+s.overhead(e, i)[k] <= e.pool.types[i].alloc[k] {
-				any = true
-				break
-			}
+			alloc := e.pool.types[i].alloc[k]
+			fits = fits || req[k]+s.overhead(e, i)[k] <= alloc
+			alone = alone || req[k] <= alloc
 		}
-		if !any {
+		if !fits {
 			name := s.idx.Name(k)
 			q := scheduling.UnitsQuantity(name, req[k])
+			if alone {
+				return fmt.Sprintf("no instance type has room for %s %s next to its DaemonSets", q.String(), name), false
+			}
 			return fmt.Sprintf("no instance type has %s %s", q.String(), name), false
 		}
 	}
