@@ -1,0 +1,76 @@
+// Package controllers lists every controller the karp controller process
+// runs. pkg/operator builds the Deps once and registers the list with its
+// manager; only pkg/operator and cmd import this package.
+//
+// Each controller is its own package with one concern (STYLE.md §0, §2).
+// Add a controller by appending it to NewControllers with a one-line
+// comment saying what it owns.
+package controllers
+
+import (
+	"context"
+
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/garbagecollection"
+	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/lifecycle"
+	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/termination"
+	"github.com/karp-autoscaler/karp/pkg/controllers/nodepool/counter"
+	"github.com/karp-autoscaler/karp/pkg/controllers/nodepool/hash"
+	"github.com/karp-autoscaler/karp/pkg/controllers/nodepool/readiness"
+	"github.com/karp-autoscaler/karp/pkg/controllers/nodepool/validation"
+	"github.com/karp-autoscaler/karp/pkg/operator/options"
+)
+
+// Controller is one reconciler the manager runs.
+type Controller interface {
+	// Name is "<resource>.<concern>", e.g. "nodeclaim.lifecycle".
+	Name() string
+	// Register adds the controller and its watches to mgr.
+	Register(ctx context.Context, mgr manager.Manager) error
+}
+
+// Deps are what controllers are built from. Every field is set by
+// pkg/operator before NewControllers is called.
+type Deps struct {
+	// KubeClient reads from the manager's cache and writes to the API server.
+	KubeClient client.Client
+	// APIReader reads straight from the API server, for decisions a stale
+	// cache must not drive (garbage collection).
+	APIReader client.Reader
+	// CloudProvider launches and terminates instances (already decorated
+	// with metrics).
+	CloudProvider cloudprovider.CloudProvider
+	// Clock is the time source; tests pass a fake clock.
+	Clock clock.Clock
+	// Recorder publishes Kubernetes events.
+	Recorder events.EventRecorder
+	// Options are the process settings.
+	Options *options.Options
+}
+
+// NewControllers returns every controller, in registration order.
+func NewControllers(deps Deps) []Controller {
+	return []Controller{
+		// Launches, registers and initializes NodeClaims; deletes the ones
+		// that cannot launch or never register.
+		lifecycle.NewController(deps.KubeClient, deps.CloudProvider, deps.Clock, deps.Recorder),
+		// Deletes a deleting NodeClaim's Node and instance, then lets it go.
+		termination.NewController(deps.KubeClient, deps.CloudProvider, deps.Clock, deps.Recorder),
+		// Deletes NodeClaims whose instance vanished and instances no
+		// NodeClaim owns.
+		garbagecollection.NewController(deps.KubeClient, deps.APIReader, deps.CloudProvider, deps.Clock),
+		// Sums each NodePool's nodes into status.resources and status.nodes.
+		counter.NewController(deps.KubeClient),
+		// Mirrors the NodeClass's readiness into NodeClassReady.
+		readiness.NewController(deps.KubeClient, deps.CloudProvider, deps.Clock),
+		// Runs the runtime validation into ValidationSucceeded.
+		validation.NewController(deps.KubeClient, deps.Clock),
+		// Stamps the template hash used for drift.
+		hash.NewController(deps.KubeClient),
+	}
+}

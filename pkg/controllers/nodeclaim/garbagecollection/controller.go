@@ -1,0 +1,179 @@
+package garbagecollection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/metrics"
+	"github.com/karp-autoscaler/karp/pkg/operator/index"
+)
+
+const (
+	// LeakedInstanceAge is how old an instance without a NodeClaim must be
+	// before it is deleted.
+	LeakedInstanceAge = 30 * time.Second
+	// fastInterval is the period of the first fastRuns passes (catching
+	// leaks from a crash soon after start), interval the period after.
+	fastInterval = 10 * time.Second
+	fastRuns     = 20
+	interval     = time.Minute
+)
+
+// Controller is the singleton garbage collector.
+type Controller struct {
+	kubeClient    client.Client
+	apiReader     client.Reader
+	cloudProvider cloudprovider.CloudProvider
+	clock         clock.Clock
+	runs          int
+}
+
+// NewController builds the garbage collector. apiReader reads uncached.
+func NewController(kubeClient client.Client, apiReader client.Reader, cp cloudprovider.CloudProvider, clk clock.Clock) *Controller {
+	return &Controller{kubeClient: kubeClient, apiReader: apiReader, cloudProvider: cp, clock: clk}
+}
+
+// Name is the controller's name.
+func (c *Controller) Name() string { return "nodeclaim.garbagecollection" }
+
+// Register runs the singleton loop under the manager (leader only).
+func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
+	return builder.ControllerManagedBy(mgr).
+		Named(c.Name()).
+		WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: c.Name()}})
+			return nil
+		})).
+		Complete(c)
+}
+
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch;delete
+
+// Reconcile runs one collection pass and schedules the next.
+func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	ctx = metrics.WithController(ctx, c.Name())
+	c.runs++
+	next := interval
+	if c.runs <= fastRuns {
+		next = fastInterval
+	}
+	return reconcile.Result{RequeueAfter: next}, c.Collect(ctx)
+}
+
+// Collect runs one pass: 1. list instances and NodeClaims; 2. delete
+// leaked instances; 3. delete NodeClaims whose instance is gone.
+func (c *Controller) Collect(ctx context.Context) error {
+	instances, err := c.cloudProvider.List(ctx)
+	if err != nil {
+		return fmt.Errorf("listing instances: %w", err)
+	}
+	var nodeClaims karpv1.NodeClaimList
+	if err := c.apiReader.List(ctx, &nodeClaims); err != nil {
+		return fmt.Errorf("listing nodeclaims: %w", err)
+	}
+	claimed := sets.New[string]()
+	for i := range nodeClaims.Items {
+		claimed.Insert(nodeClaims.Items[i].Status.ProviderID)
+	}
+	live := sets.New[string]()
+	var errs []error
+	for _, instance := range instances {
+		live.Insert(instance.Status.ProviderID)
+		if claimed.Has(instance.Status.ProviderID) || c.clock.Since(instance.CreationTimestamp.Time) < LeakedInstanceAge {
+			continue
+		}
+		errs = append(errs, c.deleteLeakedInstance(ctx, instance))
+	}
+	for i := range nodeClaims.Items {
+		errs = append(errs, c.collectNodeClaim(ctx, &nodeClaims.Items[i], live))
+	}
+	return errors.Join(errs...)
+}
+
+// deleteLeakedInstance terminates an instance no NodeClaim names and
+// deletes its Node.
+func (c *Controller) deleteLeakedInstance(ctx context.Context, instance *karpv1.NodeClaim) error {
+	if err := c.cloudProvider.Delete(ctx, instance); cloudprovider.IgnoreNodeClaimNotFoundError(err) != nil {
+		return fmt.Errorf("deleting leaked instance %s: %w", instance.Status.ProviderID, err)
+	}
+	log.FromContext(ctx).Info("garbage collected instance without nodeclaim", "providerID", instance.Status.ProviderID)
+	var nodes corev1.NodeList
+	if err := c.kubeClient.List(ctx, &nodes, client.MatchingFields{index.NodeProviderID: instance.Status.ProviderID}); err != nil {
+		return fmt.Errorf("listing nodes of leaked instance: %w", err)
+	}
+	var errs []error
+	for i := range nodes.Items {
+		errs = append(errs, c.deleteNode(ctx, &nodes.Items[i]))
+	}
+	return errors.Join(errs...)
+}
+
+// deleteNode deletes a Node no NodeClaim owns and releases karp's finalizer
+// (nothing else would).
+func (c *Controller) deleteNode(ctx context.Context, node *corev1.Node) error {
+	if controllerutil.ContainsFinalizer(node, karpv1.TerminationFinalizer) {
+		stored := node.DeepCopy()
+		controllerutil.RemoveFinalizer(node, karpv1.TerminationFinalizer)
+		if err := c.kubeClient.Patch(ctx, node, client.MergeFrom(stored)); err != nil {
+			return client.IgnoreNotFound(fmt.Errorf("removing finalizer of node %s: %w", node.Name, err))
+		}
+	}
+	if err := c.kubeClient.Delete(ctx, node); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting node %s: %w", node.Name, err)
+	}
+	log.FromContext(ctx).Info("deleted node of leaked instance", "Node", klog.KObj(node))
+	return nil
+}
+
+// collectNodeClaim deletes a Registered NodeClaim whose instance is not
+// live any more, unless its Node is still Ready (the instance list may lag).
+func (c *Controller) collectNodeClaim(ctx context.Context, nodeClaim *karpv1.NodeClaim, live sets.Set[string]) error {
+	if !nodeClaim.DeletionTimestamp.IsZero() || nodeClaim.Status.ProviderID == "" || live.Has(nodeClaim.Status.ProviderID) ||
+		!nodeClaim.StatusConditions().IsTrue(karpv1.ConditionTypeRegistered) {
+		return nil
+	}
+	var nodes corev1.NodeList
+	if err := c.kubeClient.List(ctx, &nodes, client.MatchingFields{index.NodeProviderID: nodeClaim.Status.ProviderID}); err != nil {
+		return fmt.Errorf("listing nodes of nodeclaim: %w", err)
+	}
+	for i := range nodes.Items {
+		if nodeReady(&nodes.Items[i]) {
+			return nil
+		}
+	}
+	if err := c.kubeClient.Delete(ctx, nodeClaim); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting nodeclaim %s: %w", nodeClaim.Name, err)
+	}
+	log.FromContext(ctx).Info("garbage collected nodeclaim whose instance is gone", "NodeClaim", klog.KObj(nodeClaim),
+		"providerID", nodeClaim.Status.ProviderID, "reason", metrics.ReasonGarbageCollected)
+	return nil
+}
+
+func nodeReady(node *corev1.Node) bool {
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

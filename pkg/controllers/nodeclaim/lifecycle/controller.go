@@ -1,0 +1,190 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/metrics"
+	"github.com/karp-autoscaler/karp/pkg/operator/index"
+)
+
+// maxConcurrentReconciles bounds parallel launches; launches are I/O bound.
+const maxConcurrentReconciles = 100
+
+// phase is one step of the lifecycle. It mutates the NodeClaim in memory
+// and reports whether it deleted the NodeClaim (later phases then skip).
+type phase interface {
+	reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim) (result reconcile.Result, deleted bool, err error)
+}
+
+// Controller runs the NodeClaim lifecycle phases.
+type Controller struct {
+	kubeClient client.Client
+	clock      clock.Clock
+	phases     []phase
+}
+
+var _ reconcile.ObjectReconciler[*karpv1.NodeClaim] = (*Controller)(nil)
+
+// NewController builds the lifecycle controller.
+func NewController(kubeClient client.Client, cp cloudprovider.CloudProvider, clk clock.Clock, recorder events.EventRecorder) *Controller {
+	return &Controller{
+		kubeClient: kubeClient,
+		clock:      clk,
+		// Phases, in order; each needs the previous one's result.
+		phases: []phase{
+			// Create the instance and hydrate the status.
+			&launch{kubeClient: kubeClient, cloudProvider: cp, recorder: recorder},
+			// Join the Node to the NodeClaim.
+			&registration{kubeClient: kubeClient, cloudProvider: cp, recorder: recorder},
+			// Wait for the Node to be usable.
+			&initialization{kubeClient: kubeClient, recorder: recorder},
+			// Give up on NodeClaims stuck before registration.
+			&liveness{kubeClient: kubeClient, clock: clk, recorder: recorder},
+		},
+	}
+}
+
+// Name is the controller's name.
+func (c *Controller) Name() string { return "nodeclaim.lifecycle" }
+
+// Register watches NodeClaims and the Nodes that join them.
+func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
+	return builder.ControllerManagedBy(mgr).
+		Named(c.Name()).
+		For(&karpv1.NodeClaim{}).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(NodeClaimsForNode(c.kubeClient))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
+		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
+}
+
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims;nodeclaims/status,verbs=get;list;watch;patch;update;delete
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch;update
+
+// Reconcile adds the finalizer, then runs the phases and patches the result.
+func (c *Controller) Reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim) (reconcile.Result, error) {
+	if !nodeClaim.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, nil
+	}
+	ctx = metrics.WithController(ctx, c.Name())
+	// 1. The finalizer goes on before anything is launched, so an instance
+	// never exists without a NodeClaim that will clean it up.
+	if !controllerutil.ContainsFinalizer(nodeClaim, karpv1.TerminationFinalizer) {
+		stored := nodeClaim.DeepCopy()
+		controllerutil.AddFinalizer(nodeClaim, karpv1.TerminationFinalizer)
+		if err := c.kubeClient.Patch(ctx, nodeClaim, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("adding finalizer: %w", err))
+		}
+	}
+	// 2. Run the phases on a copy in memory.
+	before := nodeClaim.DeepCopy()
+	nodeClaim.StatusConditions().WithClock(c.clock).Initialize()
+	var results []reconcile.Result
+	var errs []error
+	for _, p := range c.phases {
+		res, deleted, err := p.reconcile(ctx, nodeClaim)
+		if deleted {
+			return reconcile.Result{}, err
+		}
+		results = append(results, res)
+		errs = append(errs, err)
+	}
+	// 3. Write back once.
+	if err := c.patch(ctx, before, nodeClaim); err != nil {
+		errs = append(errs, err)
+	}
+	return soonest(results...), errors.Join(errs...)
+}
+
+// patch writes metadata and status changes, each with optimistic locking.
+func (c *Controller) patch(ctx context.Context, before, nodeClaim *karpv1.NodeClaim) error {
+	if !equality.Semantic.DeepEqual(before.ObjectMeta, nodeClaim.ObjectMeta) {
+		// Patch a copy: the response carries the stored (old) status.
+		patched := nodeClaim.DeepCopy()
+		if err := c.kubeClient.Patch(ctx, patched, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+			return client.IgnoreNotFound(fmt.Errorf("patching nodeclaim: %w", err))
+		}
+		nodeClaim.ResourceVersion = patched.ResourceVersion
+	}
+	if !equality.Semantic.DeepEqual(before.Status, nodeClaim.Status) {
+		base := before.DeepCopy()
+		base.ResourceVersion = nodeClaim.ResourceVersion
+		if err := c.kubeClient.Status().Patch(ctx, nodeClaim, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+			return client.IgnoreNotFound(fmt.Errorf("patching nodeclaim status: %w", err))
+		}
+	}
+	return nil
+}
+
+// soonest returns the result that requeues soonest (zero: no requeue).
+func soonest(results ...reconcile.Result) reconcile.Result {
+	var out reconcile.Result
+	for _, r := range results {
+		if r.RequeueAfter > 0 && (out.RequeueAfter == 0 || r.RequeueAfter < out.RequeueAfter) {
+			out.RequeueAfter = r.RequeueAfter
+		}
+	}
+	return out
+}
+
+// NodeClaimsForNode maps a Node to the NodeClaims with its providerID.
+func NodeClaimsForNode(kubeClient client.Client) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		node, ok := o.(*corev1.Node)
+		if !ok || node.Spec.ProviderID == "" {
+			return nil
+		}
+		var list karpv1.NodeClaimList
+		if err := kubeClient.List(ctx, &list, client.MatchingFields{index.NodeClaimProviderID: node.Spec.ProviderID}); err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(list.Items))
+		for i := range list.Items {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
+		}
+		return out
+	}
+}
+
+// nodesFor lists the Nodes with the NodeClaim's providerID.
+func nodesFor(ctx context.Context, kubeClient client.Client, nodeClaim *karpv1.NodeClaim) ([]corev1.Node, error) {
+	if nodeClaim.Status.ProviderID == "" {
+		return nil, nil
+	}
+	var list corev1.NodeList
+	if err := kubeClient.List(ctx, &list, client.MatchingFields{index.NodeProviderID: nodeClaim.Status.ProviderID}); err != nil {
+		return nil, fmt.Errorf("listing nodes by providerID: %w", err)
+	}
+	return list.Items, nil
+}
+
+// deleteNodeClaim deletes the NodeClaim; already gone is fine.
+func deleteNodeClaim(ctx context.Context, kubeClient client.Client, nodeClaim *karpv1.NodeClaim) error {
+	if err := kubeClient.Delete(ctx, nodeClaim); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting nodeclaim: %w", err)
+	}
+	return nil
+}
+
+// requeueAt returns a result requeueing after d, at least a second.
+func requeueAt(d time.Duration) reconcile.Result {
+	return reconcile.Result{RequeueAfter: max(d, time.Second)}
+}

@@ -1,0 +1,250 @@
+package termination
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/metrics"
+	"github.com/karp-autoscaler/karp/pkg/operator/index"
+)
+
+const (
+	maxConcurrentReconciles = 100
+	// instanceRecheck is how soon an instance still shutting down is asked about again.
+	instanceRecheck = 5 * time.Second
+	// nodeRecheck backs up the Node watch while Nodes are going away.
+	nodeRecheck = 5 * time.Second
+)
+
+// ReasonTerminated is the event published when a NodeClaim is let go.
+const ReasonTerminated = "Terminated"
+
+// step is one stage of finalization. done=false stops the pass (with the
+// result telling when to come back).
+type step func(ctx context.Context, nodeClaim *karpv1.NodeClaim) (done bool, res reconcile.Result, err error)
+
+// Controller finalizes NodeClaims.
+type Controller struct {
+	kubeClient    client.Client
+	cloudProvider cloudprovider.CloudProvider
+	clock         clock.Clock
+	recorder      events.EventRecorder
+	steps         []step
+}
+
+var _ reconcile.ObjectReconciler[*karpv1.NodeClaim] = (*Controller)(nil)
+
+// NewController builds the termination controller.
+func NewController(kubeClient client.Client, cp cloudprovider.CloudProvider, clk clock.Clock, recorder events.EventRecorder) *Controller {
+	c := &Controller{kubeClient: kubeClient, cloudProvider: cp, clock: clk, recorder: recorder}
+	// Steps, in order.
+	c.steps = []step{
+		// Delete the Nodes with the NodeClaim's providerID and release
+		// their finalizer (a drain step will gate the release).
+		c.terminateNodes,
+		// Terminate the instance and wait until the provider says it is gone.
+		c.terminateInstance,
+	}
+	return c
+}
+
+// Name is the controller's name.
+func (c *Controller) Name() string { return "nodeclaim.termination" }
+
+// Register watches NodeClaims and their Nodes.
+func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
+	return builder.ControllerManagedBy(mgr).
+		Named(c.Name()).
+		For(&karpv1.NodeClaim{}).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.nodeClaimsForNode), builder.WithPredicates(nodeGoing)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
+		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
+}
+
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims;nodeclaims/status,verbs=get;list;watch;patch;update;delete
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch;update;delete
+
+// Reconcile finalizes a deleting NodeClaim, or deletes a live one whose
+// Node is being deleted.
+func (c *Controller) Reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim) (reconcile.Result, error) {
+	ctx = metrics.WithController(ctx, c.Name())
+	if nodeClaim.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, c.followNodeDeletion(ctx, nodeClaim)
+	}
+	if !controllerutil.ContainsFinalizer(nodeClaim, karpv1.TerminationFinalizer) {
+		return reconcile.Result{}, nil
+	}
+	for _, s := range c.steps {
+		done, res, err := s(ctx, nodeClaim)
+		if err != nil || !done {
+			return res, err
+		}
+	}
+	return reconcile.Result{}, c.removeFinalizer(ctx, nodeClaim)
+}
+
+// followNodeDeletion deletes the NodeClaim when one of its Nodes is being
+// deleted: the user asked for the node to go, and the instance with it.
+func (c *Controller) followNodeDeletion(ctx context.Context, nodeClaim *karpv1.NodeClaim) error {
+	nodes, err := c.nodes(ctx, nodeClaim)
+	if err != nil {
+		return err
+	}
+	for i := range nodes {
+		node := &nodes[i]
+		if !node.DeletionTimestamp.IsZero() && controllerutil.ContainsFinalizer(node, karpv1.TerminationFinalizer) {
+			log.FromContext(ctx).Info("deleting nodeclaim: its node is being deleted", "Node", klog.KObj(node))
+			if err := c.kubeClient.Delete(ctx, nodeClaim); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("deleting nodeclaim: %w", err)
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+// terminateNodes deletes the NodeClaim's Nodes and releases them.
+func (c *Controller) terminateNodes(ctx context.Context, nodeClaim *karpv1.NodeClaim) (bool, reconcile.Result, error) {
+	nodes, err := c.nodes(ctx, nodeClaim)
+	if err != nil {
+		return false, reconcile.Result{}, err
+	}
+	var errs []error
+	for i := range nodes {
+		errs = append(errs, c.terminateNode(ctx, nodeClaim, &nodes[i]))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return false, reconcile.Result{}, err
+	}
+	if len(nodes) > 0 {
+		// The Node watch brings us back once they are gone.
+		return false, reconcile.Result{RequeueAfter: nodeRecheck}, nil
+	}
+	return true, reconcile.Result{}, nil
+}
+
+func (c *Controller) terminateNode(ctx context.Context, nodeClaim *karpv1.NodeClaim, node *corev1.Node) error {
+	if node.DeletionTimestamp.IsZero() {
+		if err := c.kubeClient.Delete(ctx, node); err != nil {
+			return client.IgnoreNotFound(fmt.Errorf("deleting node %s: %w", node.Name, err))
+		}
+	}
+	// A drain step (evict pods, respecting PodDisruptionBudgets) belongs
+	// here: the finalizer stays until it reports the Node drained.
+	if !controllerutil.ContainsFinalizer(node, karpv1.TerminationFinalizer) {
+		return nil
+	}
+	stored := node.DeepCopy()
+	controllerutil.RemoveFinalizer(node, karpv1.TerminationFinalizer)
+	if err := c.kubeClient.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("removing node finalizer: %w", err))
+	}
+	metrics.NodesTerminatedTotal.WithLabelValues(nodeClaim.Labels[karpv1.NodePoolLabelKey], node.Labels[corev1.LabelTopologyZone]).Inc()
+	log.FromContext(ctx).Info("deleted node", "Node", klog.KObj(node))
+	return nil
+}
+
+// terminateInstance deletes the instance and confirms it is gone.
+func (c *Controller) terminateInstance(ctx context.Context, nodeClaim *karpv1.NodeClaim) (bool, reconcile.Result, error) {
+	if nodeClaim.Status.ProviderID == "" {
+		// Never launched (or the launch was never recorded: garbage
+		// collection reclaims such an instance once it has no NodeClaim).
+		return true, reconcile.Result{}, nil
+	}
+	if err := c.cloudProvider.Delete(ctx, nodeClaim); err != nil {
+		if cloudprovider.IsNodeClaimNotFoundError(err) {
+			return true, reconcile.Result{}, nil
+		}
+		return false, reconcile.Result{}, fmt.Errorf("terminating instance: %w", err)
+	}
+	if _, err := c.cloudProvider.Get(ctx, nodeClaim.Status.ProviderID); cloudprovider.IsNodeClaimNotFoundError(err) {
+		return true, reconcile.Result{}, nil
+	}
+	if err := c.markInstanceTerminating(ctx, nodeClaim); err != nil {
+		return false, reconcile.Result{}, err
+	}
+	return false, reconcile.Result{RequeueAfter: instanceRecheck}, nil
+}
+
+func (c *Controller) markInstanceTerminating(ctx context.Context, nodeClaim *karpv1.NodeClaim) error {
+	stored := nodeClaim.DeepCopy()
+	nodeClaim.StatusConditions().WithClock(c.clock).SetTrue(karpv1.ConditionTypeInstanceTerminating)
+	if equality.Semantic.DeepEqual(stored.Status, nodeClaim.Status) {
+		return nil
+	}
+	if err := c.kubeClient.Status().Patch(ctx, nodeClaim, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("patching nodeclaim status: %w", err))
+	}
+	return nil
+}
+
+func (c *Controller) removeFinalizer(ctx context.Context, nodeClaim *karpv1.NodeClaim) error {
+	stored := nodeClaim.DeepCopy()
+	controllerutil.RemoveFinalizer(nodeClaim, karpv1.TerminationFinalizer)
+	if err := c.kubeClient.Patch(ctx, nodeClaim, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("removing nodeclaim finalizer: %w", err))
+	}
+	metrics.NodeClaimsTerminatedTotal.WithLabelValues(nodeClaim.Labels[karpv1.NodePoolLabelKey],
+		nodeClaim.Labels[karpv1.CapacityTypeLabelKey], nodeClaim.Labels[corev1.LabelTopologyZone]).Inc()
+	log.FromContext(ctx).Info("deleted nodeclaim", "providerID", nodeClaim.Status.ProviderID)
+	c.recorder.Eventf(nodeClaim, nil, corev1.EventTypeNormal, ReasonTerminated, "Terminate", "Instance and Node are gone")
+	return nil
+}
+
+func (c *Controller) nodes(ctx context.Context, nodeClaim *karpv1.NodeClaim) ([]corev1.Node, error) {
+	if nodeClaim.Status.ProviderID == "" {
+		return nil, nil
+	}
+	var list corev1.NodeList
+	if err := c.kubeClient.List(ctx, &list, client.MatchingFields{index.NodeProviderID: nodeClaim.Status.ProviderID}); err != nil {
+		return nil, fmt.Errorf("listing nodes by providerID: %w", err)
+	}
+	return list.Items, nil
+}
+
+// nodeGoing passes only Node events that matter here: deletion started or done.
+var nodeGoing = predicate.Funcs{
+	CreateFunc:  func(e event.CreateEvent) bool { return !e.Object.GetDeletionTimestamp().IsZero() },
+	UpdateFunc:  func(e event.UpdateEvent) bool { return !e.ObjectNew.GetDeletionTimestamp().IsZero() },
+	DeleteFunc:  func(event.DeleteEvent) bool { return true },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// nodeClaimsForNode maps a Node to the NodeClaims with its providerID.
+func (c *Controller) nodeClaimsForNode(ctx context.Context, o client.Object) []reconcile.Request {
+	node, ok := o.(*corev1.Node)
+	if !ok || node.Spec.ProviderID == "" {
+		return nil
+	}
+	var list karpv1.NodeClaimList
+	if err := c.kubeClient.List(ctx, &list, client.MatchingFields{index.NodeClaimProviderID: node.Spec.ProviderID}); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
+	}
+	return out
+}

@@ -1,0 +1,138 @@
+package readiness
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/operator/index"
+)
+
+// NodeClassReady reasons.
+const (
+	ReasonNodeClassNotFound    = "NodeClassNotFound"
+	ReasonNodeClassTerminating = "NodeClassTerminating"
+	ReasonNodeClassNotReady    = "NodeClassNotReady"
+)
+
+// Controller mirrors NodeClass readiness onto NodePools.
+type Controller struct {
+	kubeClient    client.Client
+	cloudProvider cloudprovider.CloudProvider
+	clock         clock.Clock
+}
+
+var _ reconcile.ObjectReconciler[*karpv1.NodePool] = (*Controller)(nil)
+
+// NewController builds the readiness controller.
+func NewController(kubeClient client.Client, cp cloudprovider.CloudProvider, clk clock.Clock) *Controller {
+	return &Controller{kubeClient: kubeClient, cloudProvider: cp, clock: clk}
+}
+
+// Name is the controller's name.
+func (c *Controller) Name() string { return "nodepool.readiness" }
+
+// Register watches NodePools and every supported NodeClass kind.
+func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
+	b := builder.ControllerManagedBy(mgr).Named(c.Name()).For(&karpv1.NodePool{})
+	for _, nc := range c.cloudProvider.GetSupportedNodeClasses() {
+		b = b.Watches(nc, handler.EnqueueRequestsFromMapFunc(c.nodePoolsFor))
+	}
+	return b.Complete(reconcile.AsReconciler(mgr.GetClient(), c))
+}
+
+// nodePoolsFor maps a NodeClass to the NodePools referencing it by name.
+func (c *Controller) nodePoolsFor(ctx context.Context, o client.Object) []reconcile.Request {
+	var list karpv1.NodePoolList
+	if err := c.kubeClient.List(ctx, &list, client.MatchingFields{index.NodePoolNodeClassName: o.GetName()}); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
+	}
+	return out
+}
+
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools;nodepools/status,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=karpenter.kwok.sh,resources=kwoknodeclasses,verbs=get;list;watch
+
+// Reconcile sets NodeClassReady.
+func (c *Controller) Reconcile(ctx context.Context, nodePool *karpv1.NodePool) (reconcile.Result, error) {
+	stored := nodePool.DeepCopy()
+	conditions := nodePool.StatusConditions().WithClock(c.clock)
+	conditions.Initialize()
+	nodeClass, err := c.nodeClass(ctx, nodePool.Spec.Template.Spec.NodeClassRef)
+	switch {
+	case err != nil:
+		return reconcile.Result{}, err
+	case nodeClass == nil:
+		conditions.SetFalse(karpv1.ConditionTypeNodeClassReady, ReasonNodeClassNotFound, "NodeClass not found on cluster")
+	case !nodeClass.GetDeletionTimestamp().IsZero():
+		conditions.SetFalse(karpv1.ConditionTypeNodeClassReady, ReasonNodeClassTerminating, "NodeClass is terminating")
+	default:
+		mirror(conditions, nodeClass.StatusConditions().Root())
+	}
+	if equality.Semantic.DeepEqual(stored.Status, nodePool.Status) {
+		return reconcile.Result{}, nil
+	}
+	if err := c.kubeClient.Status().Patch(ctx, nodePool, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("patching nodepool status: %w", err))
+	}
+	return reconcile.Result{}, nil
+}
+
+// mirror copies the NodeClass's Ready condition into NodeClassReady.
+func mirror(conditions karpv1.ConditionSet, ready *metav1.Condition) {
+	switch {
+	case ready == nil:
+		conditions.SetUnknownWithReason(karpv1.ConditionTypeNodeClassReady, ReasonNodeClassNotReady, "NodeClass has no Ready condition yet")
+	case ready.Status == metav1.ConditionTrue:
+		conditions.SetTrue(karpv1.ConditionTypeNodeClassReady)
+	case ready.Status == metav1.ConditionFalse:
+		conditions.SetFalse(karpv1.ConditionTypeNodeClassReady, ReasonNodeClassNotReady, "NodeClass not ready: "+ready.Message)
+	default:
+		conditions.SetUnknownWithReason(karpv1.ConditionTypeNodeClassReady, ReasonNodeClassNotReady, "NodeClass readiness unknown: "+ready.Message)
+	}
+}
+
+// nodeClass fetches the referenced NodeClass, or nil when it does not
+// exist or is of a kind the provider does not support.
+func (c *Controller) nodeClass(ctx context.Context, ref *karpv1.NodeClassReference) (cloudprovider.NodeClass, error) {
+	if ref == nil {
+		return nil, nil
+	}
+	want := schema.GroupKind{Group: ref.Group, Kind: ref.Kind}
+	for _, supported := range c.cloudProvider.GetSupportedNodeClasses() {
+		gvk, err := apiutil.GVKForObject(supported, c.kubeClient.Scheme())
+		if err != nil {
+			return nil, fmt.Errorf("resolving nodeclass kind: %w", err)
+		}
+		if gvk.GroupKind() != want {
+			continue
+		}
+		obj := supported.DeepCopyObject().(cloudprovider.NodeClass)
+		if err := c.kubeClient.Get(ctx, client.ObjectKey{Name: ref.Name}, obj); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("getting nodeclass %s: %w", ref.Name, err)
+		}
+		return obj, nil
+	}
+	return nil, nil
+}

@@ -1,0 +1,69 @@
+package validation
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+)
+
+// ReasonNodePoolValidationFailed is ValidationSucceeded's reason when False.
+const ReasonNodePoolValidationFailed = "NodePoolValidationFailed"
+
+// Controller validates NodePools.
+type Controller struct {
+	kubeClient client.Client
+	clock      clock.Clock
+	// wellKnown are provider label keys users may constrain on.
+	wellKnown []sets.Set[string]
+}
+
+var _ reconcile.ObjectReconciler[*karpv1.NodePool] = (*Controller)(nil)
+
+// NewController builds the validation controller. The kwok provider's
+// instance labels are accepted as well known.
+func NewController(kubeClient client.Client, clk clock.Clock) *Controller {
+	return &Controller{kubeClient: kubeClient, clock: clk, wellKnown: []sets.Set[string]{kwokv1alpha1.WellKnownLabels}}
+}
+
+// Name is the controller's name.
+func (c *Controller) Name() string { return "nodepool.validation" }
+
+// Register watches NodePool spec changes.
+func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
+	return builder.ControllerManagedBy(mgr).
+		Named(c.Name()).
+		For(&karpv1.NodePool{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
+}
+
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools;nodepools/status,verbs=get;list;watch;patch
+
+// Reconcile sets ValidationSucceeded.
+func (c *Controller) Reconcile(ctx context.Context, nodePool *karpv1.NodePool) (reconcile.Result, error) {
+	stored := nodePool.DeepCopy()
+	conditions := nodePool.StatusConditions().WithClock(c.clock)
+	conditions.Initialize()
+	if err := nodePool.RuntimeValidate(c.wellKnown...); err != nil {
+		conditions.SetFalse(karpv1.ConditionTypeValidationSucceeded, ReasonNodePoolValidationFailed, err.Error())
+	} else {
+		conditions.SetTrue(karpv1.ConditionTypeValidationSucceeded)
+	}
+	if equality.Semantic.DeepEqual(stored.Status, nodePool.Status) {
+		return reconcile.Result{}, nil
+	}
+	if err := c.kubeClient.Status().Patch(ctx, nodePool, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("patching nodepool status: %w", err))
+	}
+	return reconcile.Result{}, nil
+}

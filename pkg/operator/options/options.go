@@ -1,0 +1,198 @@
+package options
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Preference policies (--preference-policy).
+const (
+	// PreferencePolicyRespect treats preferred affinities and
+	// ScheduleAnyway spreads as requirements first, relaxing them one by one.
+	PreferencePolicyRespect = "Respect"
+	// PreferencePolicyIgnore drops preferences before scheduling.
+	PreferencePolicyIgnore = "Ignore"
+)
+
+// MinValues policies (--min-values-policy).
+const (
+	// MinValuesPolicyStrict never launches a NodeClaim that breaks minValues.
+	MinValuesPolicyStrict = "Strict"
+	// MinValuesPolicyBestEffort relaxes minValues when they cannot be met.
+	MinValuesPolicyBestEffort = "BestEffort"
+)
+
+// Log levels (--log-level).
+const (
+	LogLevelDebug = "debug"
+	LogLevelInfo  = "info"
+	LogLevelError = "error"
+)
+
+// Cloud providers a production controller may run (--cloud-provider).
+const (
+	CloudProviderKWOK = "kwok"
+)
+
+// SelectableCloudProviders are the values --cloud-provider accepts. The
+// in-memory fake provider is for tests only and is deliberately absent.
+var SelectableCloudProviders = []string{CloudProviderKWOK}
+
+// Options are the karp controller's settings.
+type Options struct {
+	// Kubeconfig is the kubeconfig to use; empty means in-cluster, then
+	// $KUBECONFIG and ~/.kube/config.
+	Kubeconfig string
+	// CloudProvider names the provider (see SelectableCloudProviders).
+	CloudProvider string
+	// InstanceTypesFilePath is the kwok provider's catalog file; empty
+	// means the embedded EC2 catalog.
+	InstanceTypesFilePath string
+
+	KarpenterService        string
+	MetricsPort             int
+	HealthProbePort         int
+	KubeClientQPS           int
+	KubeClientBurst         int
+	EnableProfiling         bool
+	DisableLeaderElection   bool
+	LeaderElectionName      string
+	LeaderElectionNamespace string
+	MemoryLimit             int64
+	CPURequests             int64
+	LogLevel                string
+	LogOutputPaths          string
+	LogErrorOutputPaths     string
+	BatchMaxDuration        time.Duration
+	BatchIdleDuration       time.Duration
+	PreferencePolicy        string
+	MinValuesPolicy         string
+	IgnoreDRARequests       bool
+	FeatureGates            FeatureGates
+}
+
+// AddFlags registers every option on fs, defaulting each from its
+// environment variable when set, else from karp's default. The returned
+// Options is filled when fs is parsed; call Validate afterwards.
+func AddFlags(fs *flag.FlagSet) *Options {
+	o := &Options{}
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty uses the in-cluster config, then $KUBECONFIG and ~/.kube/config.")
+	fs.StringVar(&o.CloudProvider, "cloud-provider", env("CLOUD_PROVIDER", CloudProviderKWOK), "The cloud provider that launches nodes: "+strings.Join(SelectableCloudProviders, ", ")+".")
+	fs.StringVar(&o.InstanceTypesFilePath, "instance-types-file-path", env("INSTANCE_TYPES_FILE_PATH", ""), "kwok provider: instance-type catalog file; empty uses the embedded EC2 catalog.")
+	fs.StringVar(&o.KarpenterService, "karpenter-service", env("KARPENTER_SERVICE", ""), "The Karpenter Service name for the dynamic webhook certificate.")
+	fs.IntVar(&o.MetricsPort, "metrics-port", envInt("METRICS_PORT", 8080), "The port the metric endpoint binds to for operating metrics about the controller itself.")
+	fs.IntVar(&o.HealthProbePort, "health-probe-port", envInt("HEALTH_PROBE_PORT", 8081), "The port the health probe endpoint binds to for reporting controller health.")
+	fs.IntVar(&o.KubeClientQPS, "kube-client-qps", envInt("KUBE_CLIENT_QPS", 200), "The smoothed rate of qps to kube-apiserver.")
+	fs.IntVar(&o.KubeClientBurst, "kube-client-burst", envInt("KUBE_CLIENT_BURST", 300), "The maximum allowed burst of queries to the kube-apiserver.")
+	fs.BoolVar(&o.EnableProfiling, "enable-profiling", envBool("ENABLE_PROFILING", false), "Enable the profiling on the metric endpoint.")
+	fs.BoolVar(&o.DisableLeaderElection, "disable-leader-election", envBool("DISABLE_LEADER_ELECTION", false), "Disable the leader election client before executing the main loop. Disable when running replicated components for high availability is not desired.")
+	fs.StringVar(&o.LeaderElectionName, "leader-election-name", env("LEADER_ELECTION_NAME", "karpenter-leader-election"), "Leader election name to create and monitor the lease if running outside the cluster.")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", env("LEADER_ELECTION_NAMESPACE", ""), "Leader election namespace to create and monitor the lease if running outside the cluster (default: the pod's namespace, else kube-system).")
+	fs.Int64Var(&o.MemoryLimit, "memory-limit", envInt64("MEMORY_LIMIT", -1), "Memory limit on the container running the controller; GOMEMLIMIT is set to 90% of it. -1 leaves it unset.")
+	fs.Int64Var(&o.CPURequests, "cpu-requests", envInt64("CPU_REQUESTS", 1000), "CPU requests in millicores on the container running the controller.")
+	fs.StringVar(&o.LogLevel, "log-level", env("LOG_LEVEL", LogLevelInfo), "Log verbosity level: debug, info or error.")
+	fs.StringVar(&o.LogOutputPaths, "log-output-paths", env("LOG_OUTPUT_PATHS", "stdout"), "Comma-separated URLs or paths log output is written to.")
+	fs.StringVar(&o.LogErrorOutputPaths, "log-error-output-paths", env("LOG_ERROR_OUTPUT_PATHS", "stderr"), "Comma-separated URLs or paths internal logging errors are written to.")
+	fs.DurationVar(&o.BatchMaxDuration, "batch-max-duration", envDuration("BATCH_MAX_DURATION", 10*time.Second), "The maximum length of a batch window. The longer this is, the more pods we can consider for provisioning at one time which usually results in fewer but larger nodes.")
+	fs.DurationVar(&o.BatchIdleDuration, "batch-idle-duration", envDuration("BATCH_IDLE_DURATION", time.Second), "The maximum amount of time with no new pending pods that if exceeded ends the current batching window.")
+	fs.StringVar(&o.PreferencePolicy, "preference-policy", env("PREFERENCE_POLICY", PreferencePolicyRespect), "How to treat preferences (preferred affinities, ScheduleAnyway spreads): Respect or Ignore.")
+	fs.StringVar(&o.MinValuesPolicy, "min-values-policy", env("MIN_VALUES_POLICY", MinValuesPolicyStrict), "How to treat minValues: Strict or BestEffort.")
+	fs.BoolVar(&o.IgnoreDRARequests, "ignore-dra-requests", envBool("IGNORE_DRA_REQUESTS", true), "Ignore pods' dynamic resource claims when provisioning.")
+	o.FeatureGates = DefaultFeatureGates()
+	fs.Var(&o.FeatureGates, "feature-gates", "Optional features: comma-separated key=value pairs. Defaults: "+DefaultFeatureGates().String()+".")
+	if v, ok := os.LookupEnv("FEATURE_GATES"); ok {
+		// A malformed environment value is reported by Validate.
+		o.FeatureGates.envErr = o.FeatureGates.Set(v)
+	}
+	return o
+}
+
+// Parse parses args into fresh Options and validates them.
+func Parse(fs *flag.FlagSet, args []string) (*Options, error) {
+	o := AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	return o, o.Validate()
+}
+
+// Validate reports every invalid option.
+func (o *Options) Validate() error {
+	var errs []error
+	if !slices.Contains(SelectableCloudProviders, o.CloudProvider) {
+		errs = append(errs, fmt.Errorf("--cloud-provider %q is not one of %s", o.CloudProvider, strings.Join(SelectableCloudProviders, ", ")))
+	}
+	if !slices.Contains([]string{LogLevelDebug, LogLevelInfo, LogLevelError}, o.LogLevel) {
+		errs = append(errs, fmt.Errorf("--log-level %q is not one of debug, info, error", o.LogLevel))
+	}
+	if !slices.Contains([]string{PreferencePolicyRespect, PreferencePolicyIgnore}, o.PreferencePolicy) {
+		errs = append(errs, fmt.Errorf("--preference-policy %q is not one of Respect, Ignore", o.PreferencePolicy))
+	}
+	if !slices.Contains([]string{MinValuesPolicyStrict, MinValuesPolicyBestEffort}, o.MinValuesPolicy) {
+		errs = append(errs, fmt.Errorf("--min-values-policy %q is not one of Strict, BestEffort", o.MinValuesPolicy))
+	}
+	if o.BatchIdleDuration <= 0 || o.BatchMaxDuration <= 0 {
+		errs = append(errs, errors.New("--batch-idle-duration and --batch-max-duration must be positive"))
+	}
+	if o.BatchIdleDuration > o.BatchMaxDuration {
+		errs = append(errs, fmt.Errorf("--batch-idle-duration %s exceeds --batch-max-duration %s", o.BatchIdleDuration, o.BatchMaxDuration))
+	}
+	if o.KubeClientQPS <= 0 || o.KubeClientBurst <= 0 {
+		errs = append(errs, errors.New("--kube-client-qps and --kube-client-burst must be positive"))
+	}
+	if !validPort(o.MetricsPort) || !validPort(o.HealthProbePort) {
+		errs = append(errs, errors.New("--metrics-port and --health-probe-port must be between 0 and 65535 (0 disables)"))
+	}
+	if o.LeaderElectionName == "" {
+		errs = append(errs, errors.New("--leader-election-name must not be empty"))
+	}
+	if o.FeatureGates.envErr != nil {
+		errs = append(errs, fmt.Errorf("FEATURE_GATES: %w", o.FeatureGates.envErr))
+	}
+	return errors.Join(errs...)
+}
+
+func validPort(p int) bool { return p >= 0 && p <= 65535 }
+
+func env(key, def string) string {
+	if v, ok := os.LookupEnv(key); ok {
+		return v
+	}
+	return def
+}
+
+// The typed env helpers fall back to the default when the variable does
+// not parse; the flag's own value still wins when given.
+func envInt(key string, def int) int {
+	if v, err := strconv.Atoi(env(key, "")); err == nil {
+		return v
+	}
+	return def
+}
+
+func envInt64(key string, def int64) int64 {
+	if v, err := strconv.ParseInt(env(key, ""), 10, 64); err == nil {
+		return v
+	}
+	return def
+}
+
+func envBool(key string, def bool) bool {
+	if v, err := strconv.ParseBool(env(key, "")); err == nil {
+		return v
+	}
+	return def
+}
+
+func envDuration(key string, def time.Duration) time.Duration {
+	if v, err := time.ParseDuration(env(key, "")); err == nil {
+		return v
+	}
+	return def
+}
