@@ -132,7 +132,11 @@ func Apply(ctx context.Context, cfg *rest.Config, paths []string, out io.Writer)
 		if err != nil {
 			return fmt.Errorf("applying %s %s: %w", u.GetKind(), client.ObjectKeyFromObject(u), err)
 		}
-		fmt.Fprintf(out, "applied %s %s\n", strings.ToLower(u.GetKind()), client.ObjectKeyFromObject(u))
+		name := u.GetName()
+		if u.GetNamespace() != "" {
+			name = u.GetNamespace() + "/" + name
+		}
+		fmt.Fprintf(out, "applied %s %s\n", strings.ToLower(u.GetKind()), name)
 	}
 	return nil
 }

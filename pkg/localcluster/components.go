@@ -88,6 +88,11 @@ func apiServerArgs(l layout, p Ports) []string {
 		"--service-cluster-ip-range=" + serviceClusterIPRange,
 		"--allow-privileged=true",
 		"--enable-priority-and-fairness=false",
+		// Endpoints may not hold a loopback address, so the API server
+		// cannot publish itself behind the kubernetes Service; nothing in
+		// a kwok cluster dials it, so skip the reconciler instead of
+		// logging a failure every ten seconds.
+		"--endpoint-reconciler-type=none",
 	}
 }
 
