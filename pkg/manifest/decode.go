@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
-	sigsjson "sigs.k8s.io/json"
 
 	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
@@ -52,6 +51,7 @@ func Load(paths ...string) (*Set, error) {
 // loader decodes documents into a Set.
 type loader struct {
 	set     *Set
+	scheme  *runtime.Scheme
 	decoder runtime.Decoder
 	crds    map[schema.GroupVersionKind]*crdValidator
 }
@@ -65,7 +65,7 @@ func newLoader() (*loader, error) {
 		}
 	}
 	decoder := kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme, scheme, kjson.SerializerOptions{Strict: true})
-	return &loader{set: &Set{sources: map[string]Source{}}, decoder: decoder}, nil
+	return &loader{set: &Set{sources: map[string]Source{}}, scheme: scheme, decoder: decoder}, nil
 }
 
 // addFile decodes every document of one file.
@@ -102,10 +102,17 @@ func (l *loader) addDocument(src Source, data []byte) error {
 // addObject decodes one object; items of a typed list (PodList, ...) may
 // leave apiVersion and kind to the list (inherit).
 func (l *loader) addObject(src Source, data []byte, inherit typeMeta) error {
-	var tm typeMeta
-	if err := json.Unmarshal(data, &tm); err != nil {
-		return &Error{Source: src, Err: fmt.Errorf("not a Kubernetes object: %w", err)}
+	// One pass reads the type and, for a List, its items.
+	var lst list
+	if err := json.Unmarshal(data, &lst); err != nil {
+		// Not a List (e.g. an object whose items field is no array).
+		var tm typeMeta
+		if err := json.Unmarshal(data, &tm); err != nil {
+			return &Error{Source: src, Err: fmt.Errorf("not a Kubernetes object: %w", err)}
+		}
+		lst = list{APIVersion: tm.APIVersion, Kind: tm.Kind}
 	}
+	tm := typeMeta{APIVersion: lst.APIVersion, Kind: lst.Kind}
 	if tm.Kind == "" && tm.APIVersion == "" && inherit.Kind != "" {
 		var err error
 		if data, err = withTypeMeta(data, inherit); err != nil {
@@ -122,16 +129,19 @@ func (l *loader) addObject(src Source, data []byte, inherit typeMeta) error {
 		if src.Item >= 0 {
 			return &Error{Source: src, Err: fmt.Errorf("kind: a %s inside a List is not supported", tm.Kind)}
 		}
-		var lst list
-		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, &lst); err != nil {
-			return &Error{Source: src, Err: fmt.Errorf("decoding %s: %w", tm.Kind, err)}
-		}
 		var inherit typeMeta
 		if tm.Kind != "List" {
 			inherit = typeMeta{APIVersion: tm.APIVersion, Kind: strings.TrimSuffix(tm.Kind, "List")}
 		}
+		decoded := l.decodeItems(lst.Items, inherit)
 		for i, item := range lst.Items {
-			if err := l.addObject(src.item(i), item, inherit); err != nil {
+			var err error
+			if decoded[i] != nil {
+				err = l.addTyped(src.item(i), decoded[i])
+			} else {
+				err = l.addObject(src.item(i), item, inherit)
+			}
+			if err != nil {
 				return err
 			}
 		}
