@@ -14,6 +14,10 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
 )
 
+// checkNamespaces holds namespace labels for the checker's
+// namespaceSelector evaluation; set by checkInvariants.
+var checkNamespaces = map[string]map[string]string{}
+
 // checkNode is a node as the invariant checker sees it, built from the
 // Result independently of the solver's internals.
 type checkNode struct {
@@ -35,6 +39,10 @@ func checkInvariants(t *testing.T, in Input, res *Result) {
 	var errs []string
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
 	nodes, claimNodes := checkNodes(in, res)
+	checkNamespaces = map[string]map[string]string{}
+	for _, ns := range in.Namespaces {
+		checkNamespaces[ns.Name] = ns.Labels
+	}
 
 	// 1. Every pod is placed exactly once or explained.
 	seen := map[*corev1.Pod]int{}
@@ -236,9 +244,13 @@ func termMatcher(owner *corev1.Pod, term corev1.PodAffinityTerm) func(*corev1.Po
 	if len(ns) == 0 && term.NamespaceSelector == nil {
 		ns.Insert(owner.Namespace)
 	}
-	all := term.NamespaceSelector != nil && len(term.NamespaceSelector.MatchLabels) == 0 && len(term.NamespaceSelector.MatchExpressions) == 0
+	nsSel := labels.Nothing()
+	if term.NamespaceSelector != nil {
+		nsSel, _ = metav1.LabelSelectorAsSelector(term.NamespaceSelector)
+	}
 	return func(q *corev1.Pod) bool {
-		return (all || ns.Has(q.Namespace)) && sel.Matches(labels.Set(q.Labels))
+		inNS := ns.Has(q.Namespace) || nsSel.Empty() && term.NamespaceSelector != nil || nsSel.Matches(labels.Set(checkNamespaces[q.Namespace]))
+		return inNS && sel.Matches(labels.Set(q.Labels))
 	}
 }
 
@@ -283,7 +295,13 @@ func affinityOK(nodes map[string]*checkNode, n *checkNode, p *corev1.Pod, term c
 }
 
 func checkSpread(in Input, nodes map[string]*checkNode, n *checkNode, p *corev1.Pod, tsc corev1.TopologySpreadConstraint) string {
-	sel, _ := metav1.LabelSelectorAsSelector(tsc.LabelSelector)
+	ls := tsc.LabelSelector.DeepCopy()
+	for _, k := range tsc.MatchLabelKeys {
+		if v, ok := p.Labels[k]; ok {
+			ls.MatchExpressions = append(ls.MatchExpressions, metav1.LabelSelectorRequirement{Key: k, Operator: metav1.LabelSelectorOpIn, Values: []string{v}})
+		}
+	}
+	sel, _ := metav1.LabelSelectorAsSelector(ls)
 	match := func(q *corev1.Pod) bool { return q.Namespace == p.Namespace && sel.Matches(labels.Set(q.Labels)) }
 	self := 0
 	if match(p) {
@@ -346,18 +364,33 @@ func spreadUniverse(in Input, nodes map[string]*checkNode, key string, terms []s
 			if honor && !anyIntersects(terms, poolReqs.Intersection(it.Requirements)) {
 				continue
 			}
+			var vals []string
 			if key == corev1.LabelTopologyZone {
 				for _, o := range it.Offerings {
 					if o.Available && o.CompatibleWith(poolReqs) {
-						u.Insert(o.Zone)
+						vals = append(vals, o.Zone)
 					}
 				}
 			} else if r := poolReqs.Intersection(it.Requirements)[key]; r != nil {
-				u.Insert(r.Values()...)
+				vals = r.Values()
+			}
+			for _, v := range vals {
+				if !honor || anyAllows(terms, key, v) {
+					u.Insert(v)
+				}
 			}
 		}
 	}
 	return u
+}
+
+func anyAllows(terms []scheduling.Requirements, key, value string) bool {
+	for _, t := range terms {
+		if r := t[key]; r == nil || r.Has(value) {
+			return true
+		}
+	}
+	return false
 }
 
 func anyIntersects(terms []scheduling.Requirements, reqs scheduling.Requirements) bool {

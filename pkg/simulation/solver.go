@@ -166,6 +166,17 @@ func (s *solver) buildPools() {
 		p := s.newPool(np)
 		p.index = len(s.pools)
 		p.root = s.entryFor(p, p.reqs)
+		for _, n := range s.in.Nodes {
+			if n.Labels[karpv1.NodePoolLabelKey] != p.name {
+				continue
+			}
+			c := n.Capacity
+			if len(c) == 0 {
+				c = n.Allocatable
+			}
+			p.used.Add(s.idx.Vector(c))
+			p.nodesUsed++
+		}
 		s.pools = append(s.pools, p)
 		if p.taints.HasPreferNoSchedule() {
 			s.anyPNS = true
