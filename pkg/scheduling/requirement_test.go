@@ -146,8 +146,8 @@ func TestRequirementsCompatible(t *testing.T) {
 			wantErr: "requires cpu Gte 5",
 		},
 		"beta label normalized": {
-			node: NewLabelRequirements(map[string]string{"failure-domain.beta.kubernetes.io/zone": "a"}),
-			pod:  NewNodeSelectorRequirements(corev1.NodeSelectorRequirement{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"b"}}),
+			node:    NewLabelRequirements(map[string]string{"failure-domain.beta.kubernetes.io/zone": "a"}),
+			pod:     NewNodeSelectorRequirements(corev1.NodeSelectorRequirement{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"b"}}),
 			wantErr: "requires topology.kubernetes.io/zone In [b]",
 		},
 	}

@@ -54,14 +54,18 @@ func TestSolveDaemonSets(t *testing.T) {
 		"a DaemonSet tolerating everything lands on tainted nodes": {
 			pools:      []*NodePool{taintedPool("gpu", gpuTaint)},
 			daemonSets: []*appsDaemonSet{ds("agent").Toleration(corev1.Toleration{Operator: corev1.TolerationOpExists}).Obj()},
-			pods:       onePod(func(w *test.PodWrapper) *test.PodWrapper { return w.Requests("cpu", "1500m").Toleration(corev1.Toleration{Operator: corev1.TolerationOpExists}) }),
-			onType:     map[string]string{"p": "arm-medium"}, check: wantOverhead("cpu", "1", "pods", "1"),
+			pods: onePod(func(w *test.PodWrapper) *test.PodWrapper {
+				return w.Requests("cpu", "1500m").Toleration(corev1.Toleration{Operator: corev1.TolerationOpExists})
+			}),
+			onType: map[string]string{"p": "arm-medium"}, check: wantOverhead("cpu", "1", "pods", "1"),
 		},
 		"a DaemonSet not tolerating the taint stays off": {
 			pools:      []*NodePool{taintedPool("gpu", gpuTaint)},
 			daemonSets: []*appsDaemonSet{ds("agent").Obj()},
-			pods:       onePod(func(w *test.PodWrapper) *test.PodWrapper { return w.Requests("cpu", "1500m").Toleration(corev1.Toleration{Operator: corev1.TolerationOpExists}) }),
-			onType:     map[string]string{"p": "general-small"}, check: wantOverhead(),
+			pods: onePod(func(w *test.PodWrapper) *test.PodWrapper {
+				return w.Requests("cpu", "1500m").Toleration(corev1.Toleration{Operator: corev1.TolerationOpExists})
+			}),
+			onType: map[string]string{"p": "general-small"}, check: wantOverhead(),
 		},
 		"a DaemonSet with limits only": {
 			daemonSets: []*appsDaemonSet{test.MakeDaemonSet("agent").Limits("cpu", "1").Obj()}, pods: pod,

@@ -21,11 +21,15 @@ func TestSolveRequirements(t *testing.T) {
 	zoneIs := func(z string) map[string]string { return map[string]string{"p": z} }
 	runCases(t, map[string]solveCase{
 		"nodeSelector on arch": {
-			pods:   onePod(func(w *test.PodWrapper) *test.PodWrapper { return w.NodeSelector(map[string]string{corev1.LabelArchStable: "arm64"}) }),
+			pods: onePod(func(w *test.PodWrapper) *test.PodWrapper {
+				return w.NodeSelector(map[string]string{corev1.LabelArchStable: "arm64"})
+			}),
 			onType: map[string]string{"p": "arm-medium"},
 		},
 		"nodeSelector on zone": {
-			pods:   onePod(func(w *test.PodWrapper) *test.PodWrapper { return w.NodeSelector(map[string]string{corev1.LabelTopologyZone: zoneB}) }),
+			pods: onePod(func(w *test.PodWrapper) *test.PodWrapper {
+				return w.NodeSelector(map[string]string{corev1.LabelTopologyZone: zoneB})
+			}),
 			inZone: zoneIs(zoneB),
 		},
 		"deprecated zone label is normalized": {
@@ -71,19 +75,27 @@ func TestSolveRequirements(t *testing.T) {
 			onType: map[string]string{"p": "general-medium"},
 		},
 		"DoesNotExist on a label nobody defines": {
-			pods:   onePod(func(w *test.PodWrapper) *test.PodWrapper { return w.NodeAffinityTerm(req("team", corev1.NodeSelectorOpDoesNotExist)) }),
+			pods: onePod(func(w *test.PodWrapper) *test.PodWrapper {
+				return w.NodeAffinityTerm(req("team", corev1.NodeSelectorOpDoesNotExist))
+			}),
 			claims: n(1),
 		},
 		"Exists on a label nobody defines": {
-			pods:    onePod(func(w *test.PodWrapper) *test.PodWrapper { return w.NodeAffinityTerm(req("team", corev1.NodeSelectorOpExists)) }),
+			pods: onePod(func(w *test.PodWrapper) *test.PodWrapper {
+				return w.NodeAffinityTerm(req("team", corev1.NodeSelectorOpExists))
+			}),
 			reasons: map[string]string{"p": "NodePool default: incompatible requirements: label team is not defined by the NodePool (requires team Exists)"},
 		},
 		"Gt on an instance label": {
-			pods:   onePod(func(w *test.PodWrapper) *test.PodWrapper { return w.NodeAffinityTerm(req(labelCPU, corev1.NodeSelectorOpGt, "4")) }),
+			pods: onePod(func(w *test.PodWrapper) *test.PodWrapper {
+				return w.NodeAffinityTerm(req(labelCPU, corev1.NodeSelectorOpGt, "4"))
+			}),
 			onType: map[string]string{"p": "general-large"},
 		},
 		"Lt on an instance label": {
-			pods:   onePod(func(w *test.PodWrapper) *test.PodWrapper { return w.NodeAffinityTerm(req(labelCPU, corev1.NodeSelectorOpLt, "3")) }),
+			pods: onePod(func(w *test.PodWrapper) *test.PodWrapper {
+				return w.NodeAffinityTerm(req(labelCPU, corev1.NodeSelectorOpLt, "3"))
+			}),
 			onType: map[string]string{"p": "general-small"},
 		},
 		"Gte and Lte on an instance label": {
@@ -93,7 +105,9 @@ func TestSolveRequirements(t *testing.T) {
 			onType: map[string]string{"p": "arm-medium"},
 		},
 		"Gt beyond every type": {
-			pods: onePod(func(w *test.PodWrapper) *test.PodWrapper { return w.NodeAffinityTerm(req(labelCPU, corev1.NodeSelectorOpGt, "64")) }),
+			pods: onePod(func(w *test.PodWrapper) *test.PodWrapper {
+				return w.NodeAffinityTerm(req(labelCPU, corev1.NodeSelectorOpGt, "64"))
+			}),
 			reasons: map[string]string{"p": "NodePool default: no instance type satisfies " + labelCPU + " Gte 65"},
 		},
 		"a NodePool restricted to arm64": {
@@ -103,7 +117,9 @@ func TestSolveRequirements(t *testing.T) {
 		},
 		"a pod asking amd64 from an arm64 NodePool": {
 			pools: []*NodePool{withTypes(test.MakeNodePool("default").Requirement(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "arm64").Obj())},
-			pods:  onePod(func(w *test.PodWrapper) *test.PodWrapper { return w.NodeSelector(map[string]string{corev1.LabelArchStable: "amd64"}) }),
+			pods: onePod(func(w *test.PodWrapper) *test.PodWrapper {
+				return w.NodeSelector(map[string]string{corev1.LabelArchStable: "amd64"})
+			}),
 			reasons: map[string]string{"p": "NodePool default: incompatible requirements: requires kubernetes.io/arch In [amd64], NodePool allows kubernetes.io/arch In [arm64]"},
 		},
 		"an on-demand NodePool": {
@@ -128,7 +144,9 @@ func TestSolveRequirements(t *testing.T) {
 			},
 		},
 		"a zone no type offers": {
-			pods:    onePod(func(w *test.PodWrapper) *test.PodWrapper { return w.NodeSelector(map[string]string{corev1.LabelTopologyZone: "zone-z"}) }),
+			pods: onePod(func(w *test.PodWrapper) *test.PodWrapper {
+				return w.NodeSelector(map[string]string{corev1.LabelTopologyZone: "zone-z"})
+			}),
 			reasons: map[string]string{"p": "NodePool default: no instance type satisfies topology.kubernetes.io/zone In [zone-z]"},
 		},
 		"the NodeClaim lists the fitting types cheapest first": {
@@ -181,8 +199,8 @@ func TestSolveRequirements(t *testing.T) {
 			},
 		},
 		"unavailable offerings are skipped": {
-			pools: []*NodePool{withTypes(test.MakeNodePool("default").Obj(), unavailable(testTypes(), "general-small")...)},
-			pods:  onePod(func(w *test.PodWrapper) *test.PodWrapper { return w }),
+			pools:  []*NodePool{withTypes(test.MakeNodePool("default").Obj(), unavailable(testTypes(), "general-small")...)},
+			pods:   onePod(func(w *test.PodWrapper) *test.PodWrapper { return w }),
 			onType: map[string]string{"p": "arm-medium"},
 		},
 		"a NodePool without instance types": {
@@ -206,7 +224,9 @@ func TestSolveRequirements(t *testing.T) {
 			inZone:  zoneIs(zoneC),
 		},
 		"volume topology and nodeSelector disagree": {
-			pods:    onePod(func(w *test.PodWrapper) *test.PodWrapper { return w.NodeSelector(map[string]string{corev1.LabelTopologyZone: zoneA}) }),
+			pods: onePod(func(w *test.PodWrapper) *test.PodWrapper {
+				return w.NodeSelector(map[string]string{corev1.LabelTopologyZone: zoneA})
+			}),
 			volumes: map[types.UID][]scheduling.Requirements{"uid-p": {zoneReqs(zoneB)}},
 			reasons: map[string]string{"p": "NodePool default: no instance type satisfies topology.kubernetes.io/zone In []"},
 		},
@@ -248,7 +268,9 @@ func TestSolveNodePoolOrder(t *testing.T) {
 		"an incompatible heavier NodePool is skipped": {
 			pools: []*NodePool{withTypes(weighted("low", 1)),
 				withTypes(test.MakeNodePool("high").Weight(50).Requirement(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "arm64").Obj())},
-			pods:   onePod(func(w *test.PodWrapper) *test.PodWrapper { return w.NodeSelector(map[string]string{corev1.LabelArchStable: "amd64"}) }),
+			pods: onePod(func(w *test.PodWrapper) *test.PodWrapper {
+				return w.NodeSelector(map[string]string{corev1.LabelArchStable: "amd64"})
+			}),
 			inPool: map[string]string{"p": "low"},
 		},
 		"a heavier NodePool wins even when pricier": {
@@ -257,8 +279,8 @@ func TestSolveNodePoolOrder(t *testing.T) {
 			pods: pod, inPool: map[string]string{"p": "pricey"}, onType: map[string]string{"p": "general-xl"},
 		},
 		"reasons list every NodePool in order": {
-			pools: []*NodePool{withTypes(weighted("a", 1)), withTypes(weighted("b", 2))},
-			pods:  onePod(func(w *test.PodWrapper) *test.PodWrapper { return w.Requests("cpu", "64") }),
+			pools:   []*NodePool{withTypes(weighted("a", 1)), withTypes(weighted("b", 2))},
+			pods:    onePod(func(w *test.PodWrapper) *test.PodWrapper { return w.Requests("cpu", "64") }),
 			reasons: map[string]string{"p": "NodePool b: no instance type has 64 cpu; NodePool a: no instance type has 64 cpu"},
 		},
 	})

@@ -78,8 +78,8 @@ func TestSolveTaints(t *testing.T) {
 			pods:  pod(), inPool: map[string]string{"p": "general"},
 		},
 		"two taints, one tolerated": {
-			pools: []*NodePool{taintedPool("two", gpuTaint, corev1.Taint{Key: "team", Value: "ml", Effect: corev1.TaintEffectNoSchedule})},
-			pods:  pod(corev1.Toleration{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists}),
+			pools:   []*NodePool{taintedPool("two", gpuTaint, corev1.Taint{Key: "team", Value: "ml", Effect: corev1.TaintEffectNoSchedule})},
+			pods:    pod(corev1.Toleration{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists}),
 			reasons: map[string]string{"p": "NodePool two: taint team=ml:NoSchedule not tolerated"},
 		},
 	})
@@ -116,8 +116,10 @@ func TestSolveExistingNodes(t *testing.T) {
 			pods:  pod, claims: n(1),
 		},
 		"a node without the selected label": {
-			nodes:  []*Node{existingNode(free("n"))},
-			pods:   onePod(func(w *test.PodWrapper) *test.PodWrapper { return w.NodeSelector(map[string]string{corev1.LabelArchStable: "arm64"}) }),
+			nodes: []*Node{existingNode(free("n"))},
+			pods: onePod(func(w *test.PodWrapper) *test.PodWrapper {
+				return w.NodeSelector(map[string]string{corev1.LabelArchStable: "arm64"})
+			}),
 			onType: map[string]string{"p": "arm-medium"},
 		},
 		"pods of a deleting node move, its capacity is not used": {
@@ -138,8 +140,10 @@ func TestSolveExistingNodes(t *testing.T) {
 			nodes: []*Node{inflight}, pods: pod, claims: n(0), onNode: map[string]string{"p": "inflight"},
 		},
 		"an in-flight NodeClaim in another zone": {
-			nodes:  []*Node{inflight},
-			pods:   onePod(func(w *test.PodWrapper) *test.PodWrapper { return w.NodeSelector(map[string]string{corev1.LabelTopologyZone: zoneA}) }),
+			nodes: []*Node{inflight},
+			pods: onePod(func(w *test.PodWrapper) *test.PodWrapper {
+				return w.NodeSelector(map[string]string{corev1.LabelTopologyZone: zoneA})
+			}),
 			claims: n(1),
 		},
 		"initialized nodes are tried first": {
@@ -160,8 +164,8 @@ func TestSolveExistingNodes(t *testing.T) {
 			pods:       pod, claims: n(0), onNode: map[string]string{"p": "n"},
 		},
 		"a host port taken on the node": {
-			nodes: []*Node{existingNode(free("n"), test.MakePod("web").HostPort(8080).Obj())},
-			pods:  onePod(func(w *test.PodWrapper) *test.PodWrapper { return w.HostPort(8080) }),
+			nodes:  []*Node{existingNode(free("n"), test.MakePod("web").HostPort(8080).Obj())},
+			pods:   onePod(func(w *test.PodWrapper) *test.PodWrapper { return w.HostPort(8080) }),
 			claims: n(1),
 		},
 		"bound pods count for topology": {

@@ -39,7 +39,9 @@ func wantZones(want map[string]int) func(t *testing.T, res *Result) {
 }
 
 func webPods(count int, build func(*test.PodWrapper) *test.PodWrapper) []*corev1.Pod {
-	return pods("web", count, func(w *test.PodWrapper) *test.PodWrapper { return build(w.Labels(map[string]string{"app": "web"}).Requests("cpu", "100m")) })
+	return pods("web", count, func(w *test.PodWrapper) *test.PodWrapper {
+		return build(w.Labels(map[string]string{"app": "web"}).Requests("cpu", "100m"))
+	})
 }
 
 func zoneNode(name, zone string, bound ...*corev1.Pod) *Node {
@@ -189,7 +191,9 @@ func TestSolvePodAffinity(t *testing.T) {
 			reasons: map[string]string{"app": "NodePool default: pod affinity on topology.kubernetes.io/zone not satisfied"},
 		},
 		"self affinity keeps a group in one zone": {
-			pods: webPods(3, func(w *test.PodWrapper) *test.PodWrapper { return w.PodAffinity(corev1.LabelTopologyZone, web).Requests("cpu", "1500m") }),
+			pods: webPods(3, func(w *test.PodWrapper) *test.PodWrapper {
+				return w.PodAffinity(corev1.LabelTopologyZone, web).Requests("cpu", "1500m")
+			}),
 			check: func(t *testing.T, res *Result) {
 				if len(zoneCounts(res)) != 1 {
 					t.Fatalf("zones %v, want one", zoneCounts(res))
@@ -245,12 +249,12 @@ func TestSolvePodAntiAffinity(t *testing.T) {
 	guard := test.MakePod("guard").PodAntiAffinity(corev1.LabelHostname, web).Obj()
 	runCases(t, map[string]solveCase{
 		"hostname anti-affinity": {
-			pods: webPods(3, func(w *test.PodWrapper) *test.PodWrapper { return w.PodAntiAffinity(corev1.LabelHostname, web) }),
+			pods:   webPods(3, func(w *test.PodWrapper) *test.PodWrapper { return w.PodAntiAffinity(corev1.LabelHostname, web) }),
 			claims: n(3), apart: [][]string{names("web", 3)},
 		},
 		"zone anti-affinity runs out of zones": {
-			pods: webPods(4, func(w *test.PodWrapper) *test.PodWrapper { return w.PodAntiAffinity(corev1.LabelTopologyZone, web) }),
-			claims: n(3),
+			pods:    webPods(4, func(w *test.PodWrapper) *test.PodWrapper { return w.PodAntiAffinity(corev1.LabelTopologyZone, web) }),
+			claims:  n(3),
 			reasons: map[string]string{"web-3": "NodePool default: pod anti-affinity on topology.kubernetes.io/zone not satisfied"},
 		},
 		"an existing pod's anti-affinity keeps new pods off its node": {
@@ -260,7 +264,9 @@ func TestSolvePodAntiAffinity(t *testing.T) {
 		},
 		"an existing pod's zone anti-affinity keeps new pods out of its zone": {
 			nodes: []*Node{zoneNode("n", zoneA, test.MakePod("guard").PodAntiAffinity(corev1.LabelTopologyZone, web).Obj())},
-			pods:  webPods(3, func(w *test.PodWrapper) *test.PodWrapper { return w.Spread(corev1.LabelTopologyZone, 3, corev1.DoNotSchedule, web) }),
+			pods: webPods(3, func(w *test.PodWrapper) *test.PodWrapper {
+				return w.Spread(corev1.LabelTopologyZone, 3, corev1.DoNotSchedule, web)
+			}),
 			check: wantZones(map[string]int{zoneA: 0}),
 		},
 		"a pending pod's anti-affinity keeps others off its NodeClaim": {
@@ -274,12 +280,16 @@ func TestSolvePodAntiAffinity(t *testing.T) {
 			together: [][]string{{"a", "b"}},
 		},
 		"preferred anti-affinity is honoured": {
-			pods: webPods(2, func(w *test.PodWrapper) *test.PodWrapper { return w.PreferredPodAntiAffinity(10, corev1.LabelHostname, web) }),
+			pods: webPods(2, func(w *test.PodWrapper) *test.PodWrapper {
+				return w.PreferredPodAntiAffinity(10, corev1.LabelHostname, web)
+			}),
 			apart: [][]string{names("web", 2)},
 		},
 		"preferred anti-affinity is relaxed by the node limit": {
 			pools: []*NodePool{withTypes(test.MakeNodePool("default").Limits(test.ResourceList("nodes", "1")).Obj())},
-			pods:  webPods(2, func(w *test.PodWrapper) *test.PodWrapper { return w.PreferredPodAntiAffinity(10, corev1.LabelHostname, web) }),
+			pods: webPods(2, func(w *test.PodWrapper) *test.PodWrapper {
+				return w.PreferredPodAntiAffinity(10, corev1.LabelHostname, web)
+			}),
 			together: [][]string{names("web", 2)},
 		},
 		"anti-affinity between namespaces only when listed": {
@@ -299,7 +309,7 @@ func TestSolveHostPorts(t *testing.T) {
 			apart: [][]string{names("p", 2)}, claims: n(2),
 		},
 		"different host ports": {
-			pods: []*corev1.Pod{test.MakePod("a").Requests("cpu", "100m").HostPort(80).Obj(), test.MakePod("b").Requests("cpu", "100m").HostPort(443).Obj()},
+			pods:     []*corev1.Pod{test.MakePod("a").Requests("cpu", "100m").HostPort(80).Obj(), test.MakePod("b").Requests("cpu", "100m").HostPort(443).Obj()},
 			together: [][]string{{"a", "b"}},
 		},
 		"the same port over another protocol": {
@@ -317,13 +327,13 @@ func TestSolveLimits(t *testing.T) {
 		Allocatable("cpu", "4", "memory", "8Gi", "pods", "20").Obj())
 	runCases(t, map[string]solveCase{
 		"a cpu limit stops the second node": {
-			pools: limited("cpu", "2"),
-			pods:  pods("p", 2, func(w *test.PodWrapper) *test.PodWrapper { return w.Requests("cpu", "1500m") }),
+			pools:   limited("cpu", "2"),
+			pods:    pods("p", 2, func(w *test.PodWrapper) *test.PodWrapper { return w.Requests("cpu", "1500m") }),
 			reasons: map[string]string{"p-1": "NodePool default: limit cpu=2 reached (2 in use)"},
 		},
 		"a node limit": {
-			pools: limited("nodes", "1"),
-			pods:  webPods(2, func(w *test.PodWrapper) *test.PodWrapper { return w.PodAntiAffinity(corev1.LabelHostname, web) }),
+			pools:   limited("nodes", "1"),
+			pods:    webPods(2, func(w *test.PodWrapper) *test.PodWrapper { return w.PodAntiAffinity(corev1.LabelHostname, web) }),
 			reasons: map[string]string{"web-1": "NodePool default: limit nodes=1 reached (1 in use)"},
 		},
 		"limits count existing nodes": {
