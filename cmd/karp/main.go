@@ -38,10 +38,11 @@ type subcommand struct {
 // subcommands lists every `karp` subcommand, one entry per concern.
 func subcommands() map[string]subcommand {
 	return map[string]subcommand{
-		"version":  {summary: "print the karp version", run: runVersion},
-		"up":       {summary: "start a local control plane (etcd, kube-apiserver, scheduler, controller-manager, kwok)", run: runUp},
-		"down":     {summary: "stop the local control plane started by `karp up`", run: runDown},
-		"simulate": {summary: "dry-run: the nodes karp would launch for manifests, their cost, and why pods stay pending", run: runSimulate},
+		"version":    {summary: "print the karp version", run: runVersion},
+		"up":         {summary: "start a local control plane (etcd, kube-apiserver, scheduler, controller-manager, kwok)", run: runUp},
+		"down":       {summary: "stop the local control plane started by `karp up`", run: runDown},
+		"simulate":   {summary: "dry-run: the nodes karp would launch for manifests, their cost, and why pods stay pending", run: runSimulate},
+		"controller": {summary: "run the karp controller (leader-elected; provisions and manages nodes)", run: runController},
 	}
 }
 

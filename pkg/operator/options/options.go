@@ -105,7 +105,7 @@ func AddFlags(fs *flag.FlagSet) *Options {
 	fs.StringVar(&o.MinValuesPolicy, "min-values-policy", env("MIN_VALUES_POLICY", MinValuesPolicyStrict), "How to treat minValues: Strict or BestEffort.")
 	fs.BoolVar(&o.IgnoreDRARequests, "ignore-dra-requests", envBool("IGNORE_DRA_REQUESTS", true), "Ignore pods' dynamic resource claims when provisioning.")
 	o.FeatureGates = DefaultFeatureGates()
-	fs.Var(&o.FeatureGates, "feature-gates", "Optional features: comma-separated key=value pairs. Defaults: "+DefaultFeatureGates().String()+".")
+	fs.Var(&o.FeatureGates, "feature-gates", "Optional features: comma-separated Name=true|false pairs.")
 	if v, ok := os.LookupEnv("FEATURE_GATES"); ok {
 		// A malformed environment value is reported by Validate.
 		o.FeatureGates.envErr = o.FeatureGates.Set(v)

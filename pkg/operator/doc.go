@@ -1,0 +1,11 @@
+// Package operator builds the karp controller process: the scheme, the
+// controller-runtime manager (cache with karp's field indexes, leader
+// election on a Lease, /healthz and /readyz probes, the Prometheus metrics
+// endpoint), the structured logger, the cloud provider named by the
+// options, and registers the controller list from pkg/controllers.
+//
+// It is the only package (with cmd) that imports pkg/controllers. Options
+// come in explicitly (pkg/operator/options); nothing is read from context
+// or package-level state except controller-runtime's metrics registry,
+// which the metrics endpoint serves.
+package operator

@@ -1,0 +1,252 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/controllers"
+	"github.com/karp-autoscaler/karp/pkg/metrics"
+	"github.com/karp-autoscaler/karp/pkg/operator/index"
+	"github.com/karp-autoscaler/karp/pkg/operator/options"
+)
+
+// Component is the name karp uses as its user agent, event source and
+// logger name.
+const Component = "karpenter"
+
+// inClusterNamespaceFile holds the pod's namespace when running in a cluster.
+const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// fallbackLeaseNamespace holds the Lease when karp runs outside a cluster
+// and no --leader-election-namespace is given.
+const fallbackLeaseNamespace = "kube-system"
+
+// Operator is a built, not yet started, karp controller process.
+type Operator struct {
+	Manager    manager.Manager
+	Options    *options.Options
+	Clock      clock.Clock
+	KubeClient client.Client
+	Recorder   events.EventRecorder
+}
+
+// LeaderElectionTimings tune the Lease; zero fields keep
+// controller-runtime's defaults (15s lease, 10s renew deadline, 2s retry).
+type LeaderElectionTimings struct {
+	LeaseDuration time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
+}
+
+type config struct {
+	clock      clock.Clock
+	leader     LeaderElectionTimings
+	metricsReg prometheus.Registerer
+}
+
+// Option adjusts New for tests and embedders.
+type Option func(*config)
+
+// WithClock sets the controllers' clock (default: the real clock).
+func WithClock(clk clock.Clock) Option { return func(c *config) { c.clock = clk } }
+
+// WithLeaderElectionTimings overrides the Lease timings.
+func WithLeaderElectionTimings(t LeaderElectionTimings) Option {
+	return func(c *config) { c.leader = t }
+}
+
+// NewScheme returns the scheme of every type karp reads or writes.
+func NewScheme() *runtime.Scheme {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(karpv1.AddToScheme(scheme))
+	utilruntime.Must(kwokv1alpha1.AddToScheme(scheme))
+	return scheme
+}
+
+// New builds the manager from restConfig and opts: field indexes, probes,
+// metrics. Nothing runs until Start.
+func New(ctx context.Context, restConfig *rest.Config, opts *options.Options, extra ...Option) (*Operator, error) {
+	cfg := config{clock: clock.RealClock{}, metricsReg: crmetrics.Registry}
+	for _, o := range extra {
+		o(&cfg)
+	}
+	restConfig = rest.CopyConfig(restConfig)
+	restConfig.QPS = float32(opts.KubeClientQPS)
+	restConfig.Burst = opts.KubeClientBurst
+	restConfig.UserAgent = Component
+
+	mgr, err := manager.New(restConfig, managerOptions(opts, cfg.leader))
+	if err != nil {
+		return nil, fmt.Errorf("building manager: %w", err)
+	}
+	if err := index.Install(ctx, mgr.GetFieldIndexer()); err != nil {
+		return nil, fmt.Errorf("installing field indexes: %w", err)
+	}
+	if err := addProbes(mgr); err != nil {
+		return nil, err
+	}
+	if err := metrics.Register(cfg.metricsReg); err != nil {
+		return nil, fmt.Errorf("registering metrics: %w", err)
+	}
+	return &Operator{
+		Manager:    mgr,
+		Options:    opts,
+		Clock:      cfg.clock,
+		KubeClient: mgr.GetClient(),
+		Recorder:   mgr.GetEventRecorder(Component),
+	}, nil
+}
+
+func managerOptions(opts *options.Options, leader LeaderElectionTimings) manager.Options {
+	mo := manager.Options{
+		Scheme: NewScheme(),
+		Cache: cache.Options{
+			// Managed fields are never read; dropping them saves memory.
+			DefaultTransform: cache.TransformStripManagedFields(),
+		},
+		Metrics:                       metricsserver.Options{BindAddress: bindAddress(opts.MetricsPort), ExtraHandlers: profilingHandlers(opts.EnableProfiling)},
+		HealthProbeBindAddress:        bindAddress(opts.HealthProbePort),
+		LeaderElection:                !opts.DisableLeaderElection,
+		LeaderElectionID:              opts.LeaderElectionName,
+		LeaderElectionNamespace:       leaseNamespace(opts.LeaderElectionNamespace),
+		LeaderElectionResourceLock:    "leases",
+		LeaderElectionReleaseOnCancel: true,
+		BaseContext:                   context.Background,
+	}
+	if leader.LeaseDuration > 0 {
+		mo.LeaseDuration = &leader.LeaseDuration
+	}
+	if leader.RenewDeadline > 0 {
+		mo.RenewDeadline = &leader.RenewDeadline
+	}
+	if leader.RetryPeriod > 0 {
+		mo.RetryPeriod = &leader.RetryPeriod
+	}
+	return mo
+}
+
+// bindAddress turns a port into a listen address; 0 disables the server.
+func bindAddress(port int) string {
+	if port == 0 {
+		return "0"
+	}
+	return ":" + strconv.Itoa(port)
+}
+
+// leaseNamespace is the configured namespace, else the pod's own, else kube-system.
+func leaseNamespace(configured string) string {
+	if configured != "" {
+		return configured
+	}
+	if raw, err := os.ReadFile(inClusterNamespaceFile); err == nil {
+		if ns := strings.TrimSpace(string(raw)); ns != "" {
+			return ns
+		}
+	}
+	return fallbackLeaseNamespace
+}
+
+// addProbes serves /healthz (the process is alive) and /readyz (the cache
+// has synced and the karp CRDs are served).
+func addProbes(mgr manager.Manager) error {
+	return errors.Join(
+		mgr.AddHealthzCheck("ping", healthz.Ping),
+		mgr.AddReadyzCheck("ping", healthz.Ping),
+		mgr.AddReadyzCheck("cache-sync", cacheSynced(mgr.GetCache())),
+		mgr.AddReadyzCheck("crds", crdsResolvable(mgr)),
+	)
+}
+
+func cacheSynced(c cache.Cache) healthz.Checker {
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+		defer cancel()
+		if !c.WaitForCacheSync(ctx) {
+			return errors.New("informer caches have not synced")
+		}
+		return nil
+	}
+}
+
+func crdsResolvable(mgr manager.Manager) healthz.Checker {
+	kinds := []schema.GroupKind{
+		{Group: karpv1.Group, Kind: "NodePool"},
+		{Group: karpv1.Group, Kind: "NodeClaim"},
+	}
+	return func(*http.Request) error {
+		for _, gk := range kinds {
+			if _, err := mgr.GetRESTMapper().RESTMapping(gk, karpv1.SchemeGroupVersion.Version); err != nil {
+				return fmt.Errorf("resolving %s: %w", gk, err)
+			}
+		}
+		return nil
+	}
+}
+
+// Deps returns the dependencies controllers are built from, with cp
+// decorated with metrics.
+func (o *Operator) Deps(cp cloudprovider.CloudProvider) controllers.Deps {
+	return controllers.Deps{
+		KubeClient:    o.KubeClient,
+		APIReader:     o.Manager.GetAPIReader(),
+		CloudProvider: metrics.Decorate(cp),
+		Clock:         o.Clock,
+		Recorder:      o.Recorder,
+		Options:       o.Options,
+	}
+}
+
+// Register adds controllers to the manager.
+func (o *Operator) Register(ctx context.Context, list ...controllers.Controller) error {
+	for _, c := range list {
+		if err := c.Register(ctx, o.Manager); err != nil {
+			return fmt.Errorf("registering controller %s: %w", c.Name(), err)
+		}
+	}
+	return nil
+}
+
+// Start runs the manager until ctx is done; on cancel it releases the Lease.
+func (o *Operator) Start(ctx context.Context) error {
+	return o.Manager.Start(ctx)
+}
+
+// Elected is closed once this process leads (at once without leader election).
+func (o *Operator) Elected() <-chan struct{} { return o.Manager.Elected() }
+
+// FreePort returns a TCP port that was free a moment ago on 127.0.0.1, for
+// tests and local runs that start several processes.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,58 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/karp-autoscaler/karp/pkg/controllers"
+	"github.com/karp-autoscaler/karp/pkg/operator/options"
+)
+
+// RestConfig loads the API server config: the kubeconfig at path when
+// given, else the in-cluster config, else $KUBECONFIG or ~/.kube/config.
+func RestConfig(path string) (*rest.Config, error) {
+	if path == "" {
+		if cfg, err := rest.InClusterConfig(); err == nil {
+			return cfg, nil
+		}
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = path
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	return cfg, nil
+}
+
+// Run builds the operator and the cloud provider the options name,
+// registers every controller and runs until ctx is done.
+func Run(ctx context.Context, opts *options.Options) error {
+	restConfig, err := RestConfig(opts.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	op, err := New(ctx, restConfig, opts)
+	if err != nil {
+		return err
+	}
+	cp, closeProvider, err := NewCloudProvider(opts, op.KubeClient)
+	if err != nil {
+		return err
+	}
+	defer closeProvider()
+	if err := op.Register(ctx, controllers.NewControllers(op.Deps(cp))...); err != nil {
+		return err
+	}
+	log.FromContext(ctx).Info("starting karp controller", "cloudProvider", cp.Name(), "host", restConfig.Host,
+		"leaderElection", !opts.DisableLeaderElection, "metricsPort", opts.MetricsPort, "healthProbePort", opts.HealthProbePort)
+	if err := op.Start(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("running manager: %w", err)
+	}
+	return nil
+}
