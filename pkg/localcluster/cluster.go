@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
 )
 
 // Options configure a local cluster.
@@ -26,6 +27,8 @@ type Options struct {
 	Timeout time.Duration
 	// Progress receives one line per start-up step; nil discards them.
 	Progress io.Writer
+	// Clock dates the generated certificates. Default the real clock.
+	Clock clock.PassiveClock
 }
 
 // DefaultDir is $HOME/.karp/local.
@@ -72,6 +75,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	if opts.Timeout == 0 {
 		opts.Timeout = 3 * time.Minute
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
 	}
 	if opts.Progress == nil {
 		opts.Progress = io.Discard
@@ -137,7 +143,7 @@ func (c *Cluster) prepare() error {
 
 // writeConfigs writes the PKI, one kubeconfig per client and kwok's stages.
 func (c *Cluster) writeConfigs() error {
-	p, err := newPKI(time.Now())
+	p, err := newPKI(c.opts.Clock.Now())
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package localcluster_test
 
 import (
-	"context"
 	"errors"
 	"os"
 	"strings"
@@ -25,7 +24,7 @@ func startCluster(t *testing.T) *localcluster.Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := localcluster.Start(context.Background(), localcluster.Options{Dir: t.TempDir(), BinDir: binDir, Timeout: 3 * time.Minute})
+	c, err := localcluster.Start(t.Context(), localcluster.Options{Dir: t.TempDir(), BinDir: binDir, Timeout: 3 * time.Minute})
 	if err != nil {
 		t.Fatalf("starting local cluster: %v", err)
 	}
@@ -39,7 +38,7 @@ func startCluster(t *testing.T) *localcluster.Cluster {
 
 func TestClusterStartsServesCRDsAndStopsClean(t *testing.T) {
 	c := startCluster(t)
-	ctx := context.Background()
+	ctx := t.Context()
 
 	state, err := localcluster.ReadState(c.Dir)
 	if err != nil {

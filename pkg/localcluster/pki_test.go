@@ -80,7 +80,7 @@ func TestPKIChainsIdentitiesAndUsages(t *testing.T) {
 }
 
 func TestRenderKubeconfigLoadsWithClientGo(t *testing.T) {
-	p, err := newPKI(time.Now())
+	p, err := newPKI(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package localcluster
 
 import (
-	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -41,7 +40,7 @@ func TestDownKillsRecordedProcessGroups(t *testing.T) {
 	if err := writeState(dir, state); err != nil {
 		t.Fatal(err)
 	}
-	if err := Down(context.Background(), dir, 200*time.Millisecond); err != nil {
+	if err := Down(t.Context(), dir, 200*time.Millisecond); err != nil {
 		t.Fatalf("Down: %v", err)
 	}
 	for _, r := range state.Components {
@@ -52,7 +51,7 @@ func TestDownKillsRecordedProcessGroups(t *testing.T) {
 	if _, err := os.Stat(layout{dir}.state()); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("state file kept: %v", err)
 	}
-	if err := Down(context.Background(), dir, time.Second); !errors.Is(err, ErrNotRunning) {
+	if err := Down(t.Context(), dir, time.Second); !errors.Is(err, ErrNotRunning) {
 		t.Errorf("second Down = %v, want ErrNotRunning", err)
 	}
 }

@@ -95,7 +95,7 @@ func Start(ctx context.Context) (*Environment, error) {
 // A start failure fails the test; it is never skipped.
 func New(t testing.TB) *Environment {
 	t.Helper()
-	e, err := Start(context.Background())
+	e, err := Start(t.Context())
 	if err != nil {
 		t.Fatalf("starting test environment: %v", err)
 	}

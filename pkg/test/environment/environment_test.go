@@ -1,7 +1,6 @@
 package environment_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -16,7 +15,7 @@ import (
 
 func TestEnvironmentServesKarpAPIs(t *testing.T) {
 	env := environment.New(t)
-	ctx := context.Background()
+	ctx := t.Context()
 
 	// Built-in types round-trip through the real API server.
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "env-test"}}

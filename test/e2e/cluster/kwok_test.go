@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"context"
 	"path/filepath"
 	"testing"
 
@@ -28,7 +27,7 @@ func TestKWOKNodeTurnsReadyAndRunsPod(t *testing.T) {
 
 func TestKWOKLeavesNodesWithoutItsAnnotationAlone(t *testing.T) {
 	f := framework.Current(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	foreign := framework.MakeKWOKNode("not-kwok")
 	foreign.Annotations = nil
 	if err := f.Client.Create(ctx, foreign); err != nil {
@@ -49,7 +48,7 @@ func TestKWOKLeavesNodesWithoutItsAnnotationAlone(t *testing.T) {
 
 func TestExampleNodePoolsApplyAndList(t *testing.T) {
 	f := framework.Current(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	root, err := environment.RepoRoot()
 	if err != nil {
 		t.Fatal(err)

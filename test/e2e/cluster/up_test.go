@@ -23,7 +23,7 @@ import (
 // test on a non-zero exit.
 func karp(t *testing.T, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, karpBin, args...)
@@ -46,7 +46,8 @@ func TestUpDetachServesKubectlRunsPodsAndDownLeavesNothing(t *testing.T) {
 	dir := t.TempDir()
 	// Registered after TempDir so it runs first: never leave a cluster
 	// behind a failed assertion.
-	t.Cleanup(func() { _ = localcluster.Down(context.Background(), dir, 30*time.Second) })
+	// t.Context is already canceled when cleanups run.
+	t.Cleanup(func() { _ = localcluster.Down(context.WithoutCancel(t.Context()), dir, 30*time.Second) })
 
 	// 1. karp up --detach returns once ready, with the example NodePools.
 	out := karp(t, "up", "--detach", "--dir", dir, "--bin-dir", binDir,
@@ -109,4 +110,60 @@ func TestUpDetachServesKubectlRunsPodsAndDownLeavesNothing(t *testing.T) {
 	if out := karp(t, "down", "--dir", dir); !strings.Contains(out, "no local cluster running") {
 		t.Errorf("second karp down output: %q", out)
 	}
+}
+
+func TestKilledKarpUpTakesItsComponentsWithIt(t *testing.T) {
+	binDir, err := environment.EnsureBinaries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	t.Cleanup(func() { _ = localcluster.Down(context.WithoutCancel(t.Context()), dir, 30*time.Second) })
+
+	var output bytes.Buffer
+	up := exec.Command(karpBin, "up", "--dir", dir, "--bin-dir", binDir)
+	up.Stdout, up.Stderr = &output, &output
+	if err := up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = up.Wait(); close(exited) }()
+
+	var state *localcluster.State
+	framework.Eventually(t, 4*time.Minute, func(context.Context) (bool, string) {
+		select {
+		case <-exited:
+			t.Fatalf("karp up exited before the cluster was ready:\n%s", output.String())
+		default:
+		}
+		state, err = localcluster.ReadState(dir)
+		if err != nil {
+			return false, err.Error()
+		}
+		return state.Ready, "cluster state not ready"
+	})
+
+	// SIGKILL leaves karp no chance to clean up: the components must die
+	// on their own (parent-death signal), not linger as orphans.
+	if err := up.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-exited
+	framework.Eventually(t, 30*time.Second, func(context.Context) (bool, string) {
+		var alive []string
+		for _, r := range state.Components {
+			if r.Alive() {
+				alive = append(alive, r.Name)
+			}
+		}
+		return len(alive) == 0, "still running: " + strings.Join(alive, ", ")
+	})
+	framework.Eventually(t, 30*time.Second, func(context.Context) (bool, string) {
+		for _, port := range state.Ports.All() {
+			if localcluster.PortInUse(port) {
+				return false, "port still held"
+			}
+		}
+		return true, ""
+	})
 }

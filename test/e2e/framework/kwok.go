@@ -89,7 +89,7 @@ func PodRunning(pod *corev1.Pod) bool {
 // passes, then fails the test with the last description cond gave.
 func Eventually(t testing.TB, timeout time.Duration, cond func(ctx context.Context) (bool, string)) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
 	defer cancel()
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
@@ -114,7 +114,7 @@ func Eventually(t testing.TB, timeout time.Duration, cond func(ctx context.Conte
 // the node and pod.
 func ExpectNodeReadyAndPodRuns(t testing.TB, cl client.Client, nodeName string) (*corev1.Node, *corev1.Pod) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	node := MakeKWOKNode(nodeName)
 	if err := cl.Create(ctx, node); err != nil {
 		t.Fatalf("creating node %s: %v", nodeName, err)
