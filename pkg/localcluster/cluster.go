@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -87,19 +88,41 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, fmt.Errorf("resolving cluster directory: %w", err)
 	}
 	opts.Dir = dir
-	c := &Cluster{Dir: dir, opts: opts, layout: layout{dir}, died: make(chan error, 1)}
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	for attempt := 1; ; attempt++ {
+		c, err := start(ctx, opts)
+		if err == nil || attempt == maxStartAttempts || !portClash(err) {
+			return c, err
+		}
+		fmt.Fprintln(opts.Progress, "a port picked for the cluster was taken meanwhile; retrying with fresh ports")
+	}
+}
+
+// maxStartAttempts bounds retries after a port clash.
+const maxStartAttempts = 3
+
+// portClash reports whether a component died because its port was taken
+// between picking it and binding it (for example by another cluster's
+// outgoing connection).
+func portClash(err error) bool {
+	var exit *ComponentExitError
+	return errors.As(err, &exit) && strings.Contains(exit.LogTail, "address already in use")
+}
+
+// start makes one attempt at starting the cluster.
+func start(ctx context.Context, opts Options) (*Cluster, error) {
+	c := &Cluster{Dir: opts.Dir, opts: opts, layout: layout{opts.Dir}, died: make(chan error, 1)}
 	c.Kubeconfig = c.layout.adminKubeconfig()
 	if err := c.prepare(); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
-	defer cancel()
 	if err := c.startAll(ctx); err != nil {
 		return nil, errors.Join(err, c.Stop())
 	}
 	c.mu.Lock()
 	c.state.Ready = true
-	err = writeState(dir, &c.state)
+	err := writeState(c.Dir, &c.state)
 	c.mu.Unlock()
 	if err != nil {
 		return nil, errors.Join(err, c.Stop())

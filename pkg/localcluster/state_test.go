@@ -2,6 +2,7 @@ package localcluster
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"syscall"
@@ -78,5 +79,26 @@ func TestTailFileKeepsLastLines(t *testing.T) {
 	}
 	if got, want := tailFile(path, 2), "  3\n  4"; got != want {
 		t.Errorf("tail = %q, want %q", got, want)
+	}
+}
+
+func TestPortClashSeesThroughWrapping(t *testing.T) {
+	clash := &ComponentExitError{Component: Etcd, LogTail: "listen tcp 127.0.0.1:2379: bind: address already in use"}
+	other := &ComponentExitError{Component: Etcd, LogTail: "panic: something else"}
+	tests := map[string]struct {
+		err  error
+		want bool
+	}{
+		"wrapped by a readiness wait": {fmt.Errorf("waiting for kube-apiserver /readyz: %w", clash), true},
+		"joined with a stop error":    {errors.Join(fmt.Errorf("waiting: %w", clash), errors.New("stop")), true},
+		"another exit":                {fmt.Errorf("waiting: %w", other), false},
+		"a timeout":                   {errors.New("timed out waiting for kube-apiserver /readyz"), false},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := portClash(tc.err); got != tc.want {
+				t.Errorf("portClash = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
