@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"runtime/debug"
 	"strings"
 
@@ -35,7 +36,7 @@ func parseSimulateFlags(args []string, stderr io.Writer) (*simulateOptions, erro
 	opts := &simulateOptions{}
 	fs := flag.NewFlagSet("karp simulate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Var(&opts.files, "f", "manifest file or directory (repeatable; .yaml, .yml, .json; multi-document and kind: List)")
+	fs.Var(&opts.files, "f", "manifest file or directory, - for stdin (repeatable; .yaml, .yml, .json; multi-document and kind: List)")
 	fs.Var(&opts.files, "filename", "same as -f")
 	fs.StringVar(&opts.catalog, "catalog", "", "instance-type catalog file (default: the embedded EC2 catalog the kwok provider uses)")
 	fs.StringVar(&opts.output, "o", simulate.OutputTable, "output: table, json, or yaml (the NodeClaims karp would create)")
@@ -78,7 +79,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
-	rep, err := simulate.Run(context.Background(), simulate.Options{Paths: opts.files, InstanceTypes: types})
+	rep, err := simulate.Run(context.Background(), simulate.Options{Paths: opts.files, Stdin: os.Stdin, InstanceTypes: types})
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}

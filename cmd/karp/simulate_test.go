@@ -134,3 +134,22 @@ func TestSimulateJSON(t *testing.T) {
 		t.Errorf("unschedulable = %+v, want batch/oversized with reasons", got.Unschedulable)
 	}
 }
+
+func TestSimulateReadsStdin(t *testing.T) {
+	seeds := filepath.Join(sharedDir(t), "examples", "seeds")
+	in, err := os.Open(filepath.Join(seeds, "deployment-inflate-gpu.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	saved := os.Stdin
+	os.Stdin = in
+	defer func() { os.Stdin = saved }()
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"simulate", "-f", filepath.Join(seeds, "nodepool-gpu.yaml"), "-f", "-"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit code = %d; stderr:\n%s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "Total: 1 node, 3 pods") {
+		t.Errorf("stdout:\n%s", stdout.String())
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -25,6 +26,14 @@ import (
 // Load reads every manifest file named by paths (directories are walked
 // recursively for .yaml, .yml and .json files).
 func Load(paths ...string) (*Set, error) {
+	return LoadFrom(nil, paths...)
+}
+
+// StdinPath is the path that stands for standard input, as with kubectl.
+const StdinPath = "-"
+
+// LoadFrom is Load where the path "-" reads stdin (at most once).
+func LoadFrom(stdin io.Reader, paths ...string) (*Set, error) {
 	files, err := expandPaths(paths)
 	if err != nil {
 		return nil, err
@@ -36,8 +45,19 @@ func Load(paths ...string) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
+	stdinRead := false
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		var data []byte
+		var err error
+		switch {
+		case f != StdinPath:
+			data, err = os.ReadFile(f)
+		case stdin == nil || stdinRead:
+			err = errors.New("standard input (-) is not available or was given twice")
+		default:
+			stdinRead = true
+			data, err = io.ReadAll(stdin)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("reading manifests: %w", err)
 		}

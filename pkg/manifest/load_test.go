@@ -235,3 +235,23 @@ func TestLoadWithoutManifestsIsAnError(t *testing.T) {
 		t.Error("loading a missing file succeeded")
 	}
 }
+
+func TestLoadFromStdin(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"np.yaml": nodePool})
+	set, err := LoadFrom(strings.NewReader(deployment), dir, StdinPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.NodePools) != 1 || len(set.Deployments) != 1 {
+		t.Fatalf("read %d NodePools and %d Deployments, want 1 and 1", len(set.NodePools), len(set.Deployments))
+	}
+	if src, _ := set.SourceOf("Deployment default/web"); src.File != "-" || src.Doc != 1 {
+		t.Errorf("source = %v, want -: document 1", src)
+	}
+	if _, err := LoadFrom(strings.NewReader(deployment), StdinPath, StdinPath); err == nil {
+		t.Error("reading stdin twice succeeded")
+	}
+	if _, err := Load(StdinPath); err == nil {
+		t.Error("Load without stdin read -")
+	}
+}

@@ -25,6 +25,10 @@ var manifestExtensions = []string{".yaml", ".yml", ".json"}
 func expandPaths(paths []string) ([]string, error) {
 	var out []string
 	for _, p := range paths {
+		if p == StdinPath {
+			out = append(out, p)
+			continue
+		}
 		info, err := os.Stat(p)
 		if err != nil {
 			return nil, fmt.Errorf("reading manifests: %w", err)

@@ -3,6 +3,7 @@ package simulate
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +22,8 @@ const HoursPerMonth = 730
 type Options struct {
 	// Paths are manifest files or directories.
 	Paths []string
+	// Stdin is read for the path "-" (optional).
+	Stdin io.Reader
 	// InstanceTypes are what every NodePool's NodeClass offers.
 	InstanceTypes []*scheduling.InstanceType
 }
@@ -29,7 +32,7 @@ type Options struct {
 // (a *manifest.Error names the file, document and field); pods that do
 // not fit are not errors but Report.Unschedulable entries.
 func Run(ctx context.Context, opts Options) (*Report, error) {
-	set, err := manifest.Load(opts.Paths...)
+	set, err := manifest.LoadFrom(opts.Stdin, opts.Paths...)
 	if err != nil {
 		return nil, err
 	}
