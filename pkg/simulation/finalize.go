@@ -1,6 +1,7 @@
 package simulation
 
 import (
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -51,30 +52,25 @@ func (s *solver) nodeClaim(t *target) *NodeClaim {
 	zero := s.zero()
 	curCap := p.types[t.cur].capacity
 	var types []*scheduling.InstanceType
-	var names []string
-	capTypes := map[string]bool{}
-	for _, i := range e.order {
+	var positions []int
+	var cts []string
+	for pos, i := range e.order {
 		if len(types) >= s.maxTypes {
 			break
 		}
 		if !s.fitsAt(e, i, t.used, zero) || !s.limitsAllow(p, p.types[i].capacity, curCap) {
 			continue
 		}
-		it := p.types[i].it
-		types = append(types, it)
-		names = append(names, it.Name)
-		for _, o := range it.Offerings {
-			if o.Available && o.CompatibleWith(e.reqs) {
-				capTypes[o.CapacityType] = true
+		types = append(types, p.types[i].it)
+		positions = append(positions, pos)
+		for _, ct := range s.capacityTypes(e, i) {
+			if !slices.Contains(cts, ct) {
+				cts = append(cts, ct)
 			}
 		}
 	}
 	reqs := e.reqs.Copy()
-	reqs.Add(scheduling.NewRequirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, names...))
-	var cts []string
-	for ct := range capTypes {
-		cts = append(cts, ct)
-	}
+	reqs.Add(s.typeRequirement(e, positions, types))
 	reqs.Add(scheduling.NewRequirement(scheduling.LabelCapacityType, corev1.NodeSelectorOpIn, cts...))
 	it := p.types[t.cur].it
 	offering, _ := it.CheapestOffering(e.reqs)
@@ -87,4 +83,44 @@ func (s *solver) nodeClaim(t *target) *NodeClaim {
 		nc.Pods = append(nc.Pods, pi.pod)
 	}
 	return nc
+}
+
+// capacityTypes lists the capacity types of type i's available offerings
+// compatible with e, cached per entry.
+func (s *solver) capacityTypes(e *entry, i int) []string {
+	if e.cts == nil {
+		e.cts = make([][]string, len(e.pool.types))
+	}
+	if e.cts[i] == nil {
+		out := []string{}
+		for _, o := range e.pool.types[i].it.Offerings {
+			if o.Available && o.CompatibleWith(e.reqs) && !slices.Contains(out, o.CapacityType) {
+				out = append(out, o.CapacityType)
+			}
+		}
+		e.cts[i] = out
+	}
+	return e.cts[i]
+}
+
+// typeRequirement is instance-type In the listed types; a contiguous run of
+// the entry's price order (the common case) is built once and shared.
+func (s *solver) typeRequirement(e *entry, positions []int, types []*scheduling.InstanceType) *scheduling.Requirement {
+	contiguous := len(positions) > 0 && positions[len(positions)-1]-positions[0] == len(positions)-1
+	key := [3]int{e.id, -1, len(positions)}
+	if contiguous {
+		key[1] = positions[0]
+		if r, ok := s.typeReqs[key]; ok {
+			return r
+		}
+	}
+	names := make([]string, len(types))
+	for i, it := range types {
+		names[i] = it.Name
+	}
+	r := scheduling.NewRequirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, names...)
+	if contiguous {
+		s.typeReqs[key] = r
+	}
+	return r
 }

@@ -56,6 +56,7 @@ type entry struct {
 	pins   map[int64]int           // pinKey -> entry id
 	doms   [][]dom                 // by key id: possible domains (nil: not computed)
 	dom    []dom                   // by key id: the fixed domain, noDom, or unknownDom
+	cts    [][]string              // per type: capacity types offered under reqs (nil: not computed)
 }
 
 type bitset []uint64

@@ -39,6 +39,7 @@ type solver struct {
 	scratchZero scheduling.Vector
 	eligGroups  []*group
 	byFree      []*target // NodeClaims by free cpu, then id
+	typeReqs    map[[3]int]*scheduling.Requirement
 	laterBuf    []option
 	maxTypes    int
 }
@@ -69,7 +70,7 @@ func Solve(ctx context.Context, in Input) *Result {
 }
 
 func newSolver(in *Input) *solver {
-	s := &solver{in: in, classByKey: map[string]*class{}, entries: map[string]*entry{}, pinned: map[int64]int{}, keyIDs: map[string]int{}, valIDs: map[string]dom{}}
+	s := &solver{in: in, classByKey: map[string]*class{}, entries: map[string]*entry{}, pinned: map[int64]int{}, typeReqs: map[[3]int]*scheduling.Requirement{}, keyIDs: map[string]int{}, valIDs: map[string]dom{}}
 	s.maxTypes = in.Options.MaxInstanceTypes
 	if s.maxTypes <= 0 {
 		s.maxTypes = DefaultMaxInstanceTypes
