@@ -32,7 +32,14 @@ const maxConcurrentReconciles = 100
 // phase is one step of the lifecycle. It mutates the NodeClaim in memory
 // and reports whether it deleted the NodeClaim (later phases then skip).
 type phase interface {
-	reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim) (result reconcile.Result, deleted bool, err error)
+	reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim, p *pass) (result reconcile.Result, deleted bool, err error)
+}
+
+// pass carries what one phase learned to the later phases of the same
+// reconcile.
+type pass struct {
+	// node is the Node as registration wrote it, newer than the cache.
+	node *corev1.Node
 }
 
 // Controller runs the NodeClaim lifecycle phases.
@@ -99,8 +106,9 @@ func (c *Controller) Reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	nodeClaim.StatusConditions().WithClock(c.clock).Initialize()
 	var results []reconcile.Result
 	var errs []error
+	state := &pass{}
 	for _, p := range c.phases {
-		res, deleted, err := p.reconcile(ctx, nodeClaim)
+		res, deleted, err := p.reconcile(ctx, nodeClaim, state)
 		if deleted {
 			return reconcile.Result{}, err
 		}

@@ -39,13 +39,16 @@ type initialization struct {
 	recorder   events.EventRecorder
 }
 
-func (i *initialization) reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim) (reconcile.Result, bool, error) {
+func (i *initialization) reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim, state *pass) (reconcile.Result, bool, error) {
 	conditions := nodeClaim.StatusConditions()
 	if conditions.IsTrue(karpv1.ConditionTypeInitialized) || !conditions.IsTrue(karpv1.ConditionTypeRegistered) {
 		return reconcile.Result{}, false, nil
 	}
-	node := &corev1.Node{}
-	if err := i.kubeClient.Get(ctx, client.ObjectKey{Name: nodeClaim.Status.NodeName}, node); err != nil {
+	node := state.node
+	if node == nil {
+		node = &corev1.Node{}
+	}
+	if err := i.get(ctx, nodeClaim.Status.NodeName, node, state.node != nil); err != nil {
 		if apierrors.IsNotFound(err) {
 			conditions.SetUnknownWithReason(karpv1.ConditionTypeInitialized, ReasonNodeNotFound, "Node not registered with cluster")
 			return reconcile.Result{}, false, nil
@@ -68,6 +71,15 @@ func (i *initialization) reconcile(ctx context.Context, nodeClaim *karpv1.NodeCl
 		"allocatable", node.Status.Allocatable)
 	i.recorder.Eventf(nodeClaim, node, corev1.EventTypeNormal, ReasonInitialized, "Initialize", "Status condition transitioned, Type: Initialized, Status: True")
 	return reconcile.Result{}, false, nil
+}
+
+// get reads the Node from the cache unless registration just wrote it
+// (then the cache may still hold the version without the synced taints).
+func (i *initialization) get(ctx context.Context, name string, node *corev1.Node, fresh bool) error {
+	if fresh {
+		return nil
+	}
+	return i.kubeClient.Get(ctx, client.ObjectKey{Name: name}, node)
 }
 
 // notInitialized returns why the Node is not usable yet ("" when it is):

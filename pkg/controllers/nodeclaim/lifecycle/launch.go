@@ -27,7 +27,7 @@ type launch struct {
 	recorder      events.EventRecorder
 }
 
-func (l *launch) reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim) (reconcile.Result, bool, error) {
+func (l *launch) reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim, _ *pass) (reconcile.Result, bool, error) {
 	conditions := nodeClaim.StatusConditions()
 	if conditions.IsTrue(karpv1.ConditionTypeLaunched) {
 		return reconcile.Result{}, false, nil

@@ -30,7 +30,7 @@ type liveness struct {
 	recorder   events.EventRecorder
 }
 
-func (l *liveness) reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim) (reconcile.Result, bool, error) {
+func (l *liveness) reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim, _ *pass) (reconcile.Result, bool, error) {
 	conditions := nodeClaim.StatusConditions()
 	if conditions.IsTrue(karpv1.ConditionTypeRegistered) {
 		return reconcile.Result{}, false, nil

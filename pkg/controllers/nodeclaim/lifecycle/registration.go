@@ -39,7 +39,7 @@ type registration struct {
 	recorder      events.EventRecorder
 }
 
-func (r *registration) reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim) (reconcile.Result, bool, error) {
+func (r *registration) reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim, state *pass) (reconcile.Result, bool, error) {
 	conditions := nodeClaim.StatusConditions()
 	if conditions.IsTrue(karpv1.ConditionTypeRegistered) || !conditions.IsTrue(karpv1.ConditionTypeLaunched) {
 		return reconcile.Result{}, false, nil
@@ -71,6 +71,7 @@ func (r *registration) reconcile(ctx context.Context, nodeClaim *karpv1.NodeClai
 			fmt.Sprintf("Waiting on registration hook %s", pending))
 		return reconcile.Result{RequeueAfter: hookRequeue}, false, nil
 	}
+	state.node = node
 	nodeClaim.Status.NodeName = node.Name
 	conditions.SetTrue(karpv1.ConditionTypeRegistered)
 	metrics.NodesCreatedTotal.WithLabelValues(nodeClaim.Labels[karpv1.NodePoolLabelKey], node.Labels[corev1.LabelTopologyZone]).Inc()
