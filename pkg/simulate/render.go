@@ -69,14 +69,9 @@ func WriteYAML(w io.Writer, rep *Report) error {
 // WriteTable prints one row per new node, the totals, every pending pod's
 // reasons and the warnings.
 func WriteTable(w io.Writer, rep *Report) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODEPOOL\tINSTANCE TYPE\tZONE\tCAPACITY\t$/HOUR\tPODS\tCPU REQ/ALLOC\tMEMORY REQ/ALLOC\tDAEMONSET OVERHEAD")
-	for _, s := range rep.NodeClaims {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", s.NodePool, s.InstanceType, s.Zone, s.CapacityType,
-			price(s.PricePerHour), len(s.Pods),
-			cpu(s.Requests)+"/"+cpu(s.Allocatable), memory(s.Requests)+"/"+memory(s.Allocatable), overhead(s.DaemonSetOverhead))
-	}
-	if err := tw.Flush(); err != nil {
+	if len(rep.NodeClaims) == 0 {
+		fmt.Fprintln(w, "No new nodes.")
+	} else if err := writeRows(w, rep.NodeClaims); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "\nTotal: %s, %s, $%s/hour, $%s/month\n", plural(rep.TotalNodes, "node"), plural(rep.TotalPods, "pod"),
@@ -96,6 +91,18 @@ func WriteTable(w io.Writer, rep *Report) error {
 		}
 	}
 	return nil
+}
+
+// writeRows prints one aligned row per NodeClaim.
+func writeRows(w io.Writer, claims []NodeClaimSummary) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODEPOOL\tINSTANCE TYPE\tZONE\tCAPACITY\t$/HOUR\tPODS\tCPU REQ/ALLOC\tMEMORY REQ/ALLOC\tDAEMONSET OVERHEAD")
+	for _, s := range claims {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", s.NodePool, s.InstanceType, s.Zone, s.CapacityType,
+			price(s.PricePerHour), len(s.Pods),
+			cpu(s.Requests)+"/"+cpu(s.Allocatable), memory(s.Requests)+"/"+memory(s.Allocatable), overhead(s.DaemonSetOverhead))
+	}
+	return tw.Flush()
 }
 
 // writePending lists pending pods, grouping pods with identical reasons.

@@ -77,6 +77,9 @@ func buildInput(set *manifest.Set, cluster *manifest.Cluster, types []*schedulin
 		}
 		in.NodePools = append(in.NodePools, &simulation.NodePool{NodePool: np, InstanceTypes: types})
 	}
+	if len(in.NodePools) == 0 {
+		warnings = append(warnings, "no dynamic NodePool among the manifests: karp would launch nothing")
+	}
 	for _, ns := range cluster.Nodes {
 		in.Nodes = append(in.Nodes, existingNode(ns))
 	}

@@ -147,3 +147,16 @@ func TestDeterministic(t *testing.T) {
 		t.Errorf("two runs differ (-first,+second):\n%s", diff)
 	}
 }
+
+func TestNoNodePools(t *testing.T) {
+	rep := simulateFiles(t, seed(t, "nginx-demo.yaml"))
+	if rep.TotalNodes != 0 || len(rep.Unschedulable) != 2 {
+		t.Fatalf("%d nodes and %d pending, want 0 and 2", rep.TotalNodes, len(rep.Unschedulable))
+	}
+	if diff := cmp.Diff([]string{"no NodePool can launch nodes"}, rep.Unschedulable[0].Reasons); diff != "" {
+		t.Errorf("reasons (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"no dynamic NodePool among the manifests: karp would launch nothing"}, rep.Warnings); diff != "" {
+		t.Errorf("warnings (-want,+got):\n%s", diff)
+	}
+}
