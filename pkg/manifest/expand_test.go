@@ -246,3 +246,22 @@ spec:
 		t.Errorf("warnings = %q, want one about the pod on an unknown node", c.Warnings)
 	}
 }
+
+func TestExpandDeploymentDefersToItsReplicaSet(t *testing.T) {
+	const rs = `apiVersion: apps/v1
+kind: ReplicaSet
+metadata:
+  name: web-5d8f
+  ownerReferences: [{apiVersion: apps/v1, kind: Deployment, name: web, uid: d-uid, controller: true}]
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: c, image: i}]}
+`
+	c := expand(t, map[string]string{"d.yaml": deployment + "---\n" + rs})
+	if len(c.Pending) != 1 || !strings.HasPrefix(c.Pending[0].Name, "web-5d8f-") {
+		t.Errorf("pending = %v, want the ReplicaSet's one pod only", names(c.Pending))
+	}
+}
