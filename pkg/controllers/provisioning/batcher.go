@@ -69,3 +69,6 @@ func (b *Batcher) Wait(ctx context.Context) bool {
 		}
 	}
 }
+
+// Pending is how many triggers wait to be read.
+func (b *Batcher) Pending() int { return len(b.triggers) }

@@ -7,7 +7,7 @@
 //   - The Provisioner (a singleton loop) waits for the window, checks that
 //     the cluster state is synced, and gathers the provisionable pods, the
 //     nodes (existing, in flight, being deleted), Ready NodePools with their
-//     instance types and remaining limits, DaemonSets, LimitRanges,
+//     instance types (limits count the nodes they already hold), DaemonSets, LimitRanges,
 //     namespaces and volume topology.
 //   - simulation.Solve decides; the Provisioner creates the NodeClaims,
 //     records them in state, nominates the pods (in memory, with an expiry)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
@@ -19,10 +18,8 @@ import (
 func (p *Provisioner) gather(ctx context.Context, pods []*corev1.Pod, nodes []*simulation.Node,
 	stateNodes []*state.StateNode) (*simulation.Input, []simulation.PodError, error) {
 	pools, typesByPool := p.nodePools(ctx)
-	usage := poolUsage(stateNodes, typesByPool)
-	for _, np := range pools {
-		np.NodePool = withRemainingLimits(np.NodePool, usage[np.NodePool.Name])
-	}
+	// The solver counts the capacity of each NodePool's nodes against its
+	// limits; in-flight NodeClaims need theirs filled in first.
 	fillInFlight(nodes, stateNodes, typesByPool)
 	in := &simulation.Input{Nodes: nodes, NodePools: pools, DaemonSets: p.cluster.DaemonSets(),
 		Options: simulation.Options{PreferencePolicy: p.opts.PreferencePolicy, MinValuesPolicy: p.opts.MinValuesPolicy}}
@@ -82,32 +79,6 @@ type usage struct {
 	nodes     int64
 }
 
-// poolUsage sums the capacity of each NodePool's nodes; a NodeClaim that
-// has not launched yet counts as its cheapest listed instance type, which
-// is what the provider launches unless that offering is out of capacity.
-func poolUsage(stateNodes []*state.StateNode, typesByPool map[string][]*scheduling.InstanceType) map[string]*usage {
-	out := map[string]*usage{}
-	for _, sn := range stateNodes {
-		pool := sn.NodePool()
-		if pool == "" || !sn.Managed() {
-			continue
-		}
-		u := out[pool]
-		if u == nil {
-			u = &usage{resources: corev1.ResourceList{}}
-			out[pool] = u
-		}
-		capacity := sn.Capacity()
-		if len(capacity) == 0 {
-			if it := cheapestListed(state.NodeClaimRequirements(sn.NodeClaim), typesByPool[pool]); it != nil {
-				capacity = it.Capacity
-			}
-		}
-		u.add(capacity)
-	}
-	return out
-}
-
 func (u *usage) add(capacity corev1.ResourceList) {
 	addTo(u.resources, capacity)
 	u.nodes++
@@ -119,47 +90,6 @@ func addTo(sum, more corev1.ResourceList) {
 		total.Add(q)
 		sum[name] = total
 	}
-}
-
-// withRemainingLimits returns a copy of the NodePool whose limits are what
-// is left after usage: the solver counts only the capacity it adds.
-func withRemainingLimits(np *karpv1.NodePool, u *usage) *karpv1.NodePool {
-	if len(np.Spec.Limits) == 0 || u == nil {
-		return np
-	}
-	np = np.DeepCopy()
-	for name, limit := range np.Spec.Limits {
-		used := u.resources[name]
-		if name == "nodes" {
-			used = *resource.NewQuantity(u.nodes, resource.DecimalSI)
-		}
-		left := limit.DeepCopy()
-		left.Sub(used)
-		if left.Sign() < 0 {
-			left = resource.Quantity{Format: limit.Format}
-		}
-		np.Spec.Limits[name] = left
-	}
-	return np
-}
-
-// cheapestListed returns the first instance type (the NodeClaim's list is
-// cheapest first) named by the requirements' instance-type values.
-func cheapestListed(reqs scheduling.Requirements, types []*scheduling.InstanceType) *scheduling.InstanceType {
-	req := reqs.Get(corev1.LabelInstanceTypeStable)
-	if req == nil {
-		return nil
-	}
-	byName := map[string]*scheduling.InstanceType{}
-	for _, it := range types {
-		byName[it.Name] = it
-	}
-	for _, name := range req.Values() {
-		if it, ok := byName[name]; ok {
-			return it
-		}
-	}
-	return nil
 }
 
 // fillInFlight gives NodeClaims that have not launched yet the capacity

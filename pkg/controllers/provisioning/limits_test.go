@@ -1,0 +1,91 @@
+package provisioning_test
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/test"
+)
+
+func TestLimitsStopProvisioning(t *testing.T) {
+	h := newHarness(t)
+	np := h.readyNodePool(test.MakeNodePool("limited").
+		Limits(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("17")}).Obj())
+	// A NodeClaim of the pool already holds 16 cpu; a taint keeps the pod
+	// off it, so only new capacity could help.
+	taint := corev1.Taint{Key: "dedicated", Value: "batch", Effect: corev1.TaintEffectNoSchedule}
+	existing := test.MakeNodeClaim("limited-existing").NodePool("limited").Taint(taint).
+		NodeClassRef(np.Spec.Template.Spec.NodeClassRef).
+		Requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "large-instance-type").Obj()
+	h.create(existing)
+	existing.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16"),
+		corev1.ResourceMemory: resource.MustParse("64Gi"), corev1.ResourcePods: resource.MustParse("110")}
+	if err := h.client.Status().Update(h.ctx, existing); err != nil {
+		t.Fatalf("setting NodeClaim capacity: %v", err)
+	}
+	h.eventually("existing NodeClaim capacity in state", func() bool {
+		for _, sn := range h.cluster.Nodes() {
+			if sn.NodeClaim != nil && sn.NodeClaim.Name == existing.Name && len(sn.Capacity()) > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	pods := h.pendingPods(test.MakePod("p").Requests("cpu", "1").Obj())
+
+	if res := h.schedule(); len(res.Created) != 0 {
+		t.Fatalf("created %v beyond the cpu limit", res.Created)
+	}
+	got := h.eventFor(pods[0], "FailedScheduling")
+	t.Logf("FailedScheduling: %s", got)
+	if !contains(got, "limit cpu") {
+		t.Errorf("FailedScheduling event %q does not name the cpu limit", got)
+	}
+
+	// Raising the limit lets the same pod through.
+	latest := &karpv1.NodePool{}
+	if err := h.client.Get(h.ctx, clientKey(np.Name), latest); err != nil {
+		t.Fatalf("getting NodePool: %v", err)
+	}
+	latest.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse("100")}
+	if err := h.client.Update(h.ctx, latest); err != nil {
+		t.Fatalf("raising the limit: %v", err)
+	}
+	h.eventually("raised limit in state", func() bool {
+		for _, got := range h.cluster.NodePools() {
+			if got.Name == np.Name && limitOf(got, corev1.ResourceCPU) == 100 {
+				return true
+			}
+		}
+		return false
+	})
+	if res := h.schedule(); len(res.Created) != 1 {
+		t.Errorf("after raising the limit created %v, want one NodeClaim", res.Created)
+	}
+}
+
+func TestNodeLimitCountsInFlightNodeClaims(t *testing.T) {
+	h := newHarness(t)
+	h.readyNodePool(test.MakeNodePool("one").Limits(corev1.ResourceList{"nodes": resource.MustParse("1")}).Obj())
+	h.pendingPods(test.MakePod("a").Requests("cpu", "3").Obj())
+	if res := h.schedule(); len(res.Created) != 1 {
+		t.Fatalf("created %v, want one NodeClaim", res.Created)
+	}
+	// The first NodeClaim is full; a second pod needs a second node, which
+	// the nodes limit forbids.
+	pods := h.pendingPods(test.MakePod("b").Requests("cpu", "3").Obj())
+	if res := h.schedule(); len(res.Created) != 0 {
+		t.Fatalf("created %v beyond nodes=1", res.Created)
+	}
+	if got := h.eventFor(pods[0], "FailedScheduling"); !contains(got, "limit nodes") {
+		t.Errorf("FailedScheduling event %q does not name the nodes limit", got)
+	}
+}
+
+func limitOf(np *karpv1.NodePool, name corev1.ResourceName) int64 {
+	q := np.Spec.Limits[name]
+	return q.Value()
+}
