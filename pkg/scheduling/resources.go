@@ -57,9 +57,12 @@ func WithLimitRangeDefaults(pod *corev1.Pod, limitRanges []corev1.LimitRange) *c
 }
 
 func missingRequests(c *corev1.Container, namespace string, limitRanges []corev1.LimitRange) corev1.ResourceList {
-	out := corev1.ResourceList{}
+	var out corev1.ResourceList
 	for name, limit := range c.Resources.Limits {
 		if _, ok := c.Resources.Requests[name]; !ok {
+			if out == nil {
+				out = corev1.ResourceList{}
+			}
 			out[name] = limit
 		}
 	}
@@ -78,6 +81,9 @@ func missingRequests(c *corev1.Container, namespace string, limitRanges []corev1
 						continue
 					}
 					if _, ok := out[name]; !ok {
+						if out == nil {
+							out = corev1.ResourceList{}
+						}
 						out[name] = q
 					}
 				}

@@ -2,7 +2,10 @@ package simulation
 
 import (
 	"encoding/json"
+	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -67,39 +70,100 @@ type podInfo struct {
 	status *scheduling.Status
 }
 
-// classKey is the JSON of everything that affects where a pod may go.
-type classKey struct {
-	NS     string                            `json:"n"`
-	Labels map[string]string                 `json:"l,omitempty"`
-	Req    scheduling.Vector                 `json:"r"`
-	Sel    map[string]string                 `json:"s,omitempty"`
-	Aff    *corev1.Affinity                  `json:"a,omitempty"`
-	Tol    []corev1.Toleration               `json:"t,omitempty"`
-	TSC    []corev1.TopologySpreadConstraint `json:"c,omitempty"`
-	Ports  []scheduling.HostPort             `json:"p,omitempty"`
-	Vol    []string                          `json:"v,omitempty"`
+// classKey renders everything that affects where a pod may go: namespace,
+// labels, requests, node selector, affinity, tolerations, spread
+// constraints, host ports and volume alternatives.
+func classKey(b *strings.Builder, pod *corev1.Pod, req scheduling.Vector, ports []scheduling.HostPort, vols []scheduling.Requirements) string {
+	b.Reset()
+	b.WriteString(pod.Namespace)
+	writeMap(b, '|', pod.Labels)
+	b.WriteByte('|')
+	for _, x := range req {
+		b.WriteString(strconv.FormatInt(x, 36))
+		b.WriteByte(',')
+	}
+	writeMap(b, '|', pod.Spec.NodeSelector)
+	b.WriteByte('|')
+	if a := pod.Spec.Affinity; a != nil {
+		data, _ := json.Marshal(a)
+		b.Write(data)
+	}
+	b.WriteByte('|')
+	for i := range pod.Spec.Tolerations {
+		t := &pod.Spec.Tolerations[i]
+		fmt.Fprintf(b, "%s/%s/%s/%s/", t.Key, t.Operator, t.Value, t.Effect)
+		if t.TolerationSeconds != nil {
+			b.WriteString(strconv.FormatInt(*t.TolerationSeconds, 10))
+		}
+		b.WriteByte(';')
+	}
+	b.WriteByte('|')
+	if len(pod.Spec.TopologySpreadConstraints) > 0 {
+		data, _ := json.Marshal(pod.Spec.TopologySpreadConstraints)
+		b.Write(data)
+	}
+	b.WriteByte('|')
+	for _, p := range ports {
+		b.WriteString(p.String())
+		b.WriteByte(';')
+	}
+	b.WriteByte('|')
+	for _, v := range vols {
+		b.WriteString(v.String())
+		b.WriteByte(';')
+	}
+	return b.String()
+}
+
+func writeMap(b *strings.Builder, sep byte, m map[string]string) {
+	b.WriteByte(sep)
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(m[k])
+		b.WriteByte(',')
+	}
 }
 
 func (s *solver) classify(pod *corev1.Pod) *class {
 	pod = scheduling.WithLimitRangeDefaults(pod, s.in.LimitRanges)
-	req := s.idx.Vector(scheduling.PodRequests(pod))
+	req := s.podVector(pod)
 	ports := scheduling.PodHostPorts(pod)
-	var vols []string
-	for _, alt := range s.in.VolumeRequirements[pod.UID] {
-		vols = append(vols, alt.String())
-	}
-	key, _ := json.Marshal(classKey{NS: pod.Namespace, Labels: pod.Labels, Req: req, Sel: pod.Spec.NodeSelector,
-		Aff: pod.Spec.Affinity, Tol: pod.Spec.Tolerations, TSC: pod.Spec.TopologySpreadConstraints, Ports: ports, Vol: vols})
-	if c, ok := s.classByKey[string(key)]; ok {
+	vols := s.in.VolumeRequirements[pod.UID]
+	key := classKey(&s.keyBuf, pod, req, ports, vols)
+	if c, ok := s.classByKey[key]; ok {
 		return c
 	}
 	c := &class{id: len(s.classes), namespace: pod.Namespace, labels: labels.Set(pod.Labels), pod: pod,
 		requests: req, ports: ports, tolerates: pod.Spec.Tolerations}
 	c.size = s.dominantShare(req)
-	s.classByKey[string(key)] = c
+	s.classByKey[key] = c
 	s.classes = append(s.classes, c)
-	s.buildVariants(c, s.in.VolumeRequirements[pod.UID])
+	s.buildVariants(c, vols)
 	return c
+}
+
+// podVector is PodRequests as a vector, summing containers directly in the
+// common case (no init containers, no overhead) to avoid allocating.
+func (s *solver) podVector(pod *corev1.Pod) scheduling.Vector {
+	if len(pod.Spec.InitContainers) > 0 || len(pod.Spec.Overhead) > 0 {
+		return s.idx.Vector(scheduling.PodRequests(pod))
+	}
+	v := make(scheduling.Vector, s.idx.Len())
+	for i := range pod.Spec.Containers {
+		for name, q := range pod.Spec.Containers[i].Resources.Requests {
+			if slot := s.idx.Slot(name); slot >= 0 {
+				v[slot] += unitsOf(name, q)
+			}
+		}
+	}
+	v[scheduling.SlotPods] = 1
+	return v
 }
 
 // dominantShare is the pod's largest request relative to the largest

@@ -3,6 +3,7 @@ package simulation
 import (
 	"context"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -40,6 +41,7 @@ type solver struct {
 	eligGroups  []*group
 	byFree      []*target // NodeClaims by free cpu, then id
 	typeReqs    map[[3]int]*scheduling.Requirement
+	keyBuf      strings.Builder
 	laterBuf    []option
 	maxTypes    int
 }
