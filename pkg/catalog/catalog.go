@@ -144,9 +144,20 @@ func (c *InstanceType) offerings(opts Options) ([]*scheduling.Offering, error) {
 func SpotPrice(name, zone string, onDemand float64, opts Options) float64 {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(name + "/" + zone))
-	frac := float64(h.Sum64()) / float64(math.MaxUint64)
+	frac := float64(mix(h.Sum64())) / float64(math.MaxUint64)
 	discount := opts.SpotDiscountMin + frac*(opts.SpotDiscountMax-opts.SpotDiscountMin)
 	return math.Round(onDemand*(1-discount)*1e4) / 1e4
+}
+
+// mix is the murmur3 64-bit finalizer: FNV alone barely moves the high
+// bits when only the last byte (the zone letter) differs.
+func mix(h uint64) uint64 {
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return h
 }
 
 func subtract(a, b corev1.ResourceList) corev1.ResourceList {

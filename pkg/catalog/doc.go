@@ -11,7 +11,8 @@
 //     us-east-1c) at onDemandPricePerHour;
 //   - spot in every zone at onDemandPricePerHour × (1 − d), where the discount
 //     d is deterministic per (type, zone): the 64-bit FNV-1a hash of
-//     "<type>/<zone>" mapped linearly onto [SpotDiscountMin, SpotDiscountMax]
+//     "<type>/<zone>", passed through the murmur3 finalizer, mapped linearly
+//     onto [SpotDiscountMin, SpotDiscountMax]
 //     (default 0.55–0.75, i.e. spot is 55–75% cheaper than on-demand). The
 //     same catalog and options always give the same prices.
 //
