@@ -1,7 +1,6 @@
 package fake
 
 import (
-	"context"
 	"errors"
 	"testing"
 
@@ -46,7 +45,7 @@ func launchedKey(nc *karpv1.NodeClaim) cloudprovider.OfferingKey {
 }
 
 func TestInsufficientCapacityFallsBackThenFails(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	p := New()
 	spot1 := cloudprovider.OfferingKey{InstanceType: "default-instance-type", Zone: "test-zone-1", CapacityType: karpv1.CapacityTypeSpot}
 	spot2 := cloudprovider.OfferingKey{InstanceType: "default-instance-type", Zone: "test-zone-2", CapacityType: karpv1.CapacityTypeSpot}
@@ -88,7 +87,7 @@ func TestInsufficientCapacityFallsBackThenFails(t *testing.T) {
 }
 
 func TestInjectedErrorsApplyOnce(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	p := New()
 	boom := errors.New("boom")
 	p.SetNextCreateError(boom)
@@ -125,7 +124,7 @@ func TestInjectedErrorsApplyOnce(t *testing.T) {
 }
 
 func TestAllowedCreateCallsCountsLaunchesNotRetries(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	p := New()
 	p.SetAllowedCreateCalls(1)
 	a := newNodeClaim("a")
@@ -141,7 +140,7 @@ func TestAllowedCreateCallsCountsLaunchesNotRetries(t *testing.T) {
 }
 
 func TestPerNodePoolInstanceTypesAndErrors(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	p := New()
 	small := NewInstanceType(InstanceTypeOptions{Name: "only-for-team"})
 	p.SetInstanceTypesForNodePool("team", small)
@@ -166,7 +165,7 @@ func TestPerNodePoolInstanceTypesAndErrors(t *testing.T) {
 }
 
 func TestProviderIDsAreDeterministic(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	p := New()
 	a, _ := p.Create(ctx, newNodeClaim("node-a"))
 	if a.Status.ProviderID != "fake://node-a" {
@@ -181,7 +180,7 @@ func TestProviderIDsAreDeterministic(t *testing.T) {
 }
 
 func TestDrift(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	p := New()
 	created, _ := p.Create(ctx, newNodeClaim("a"))
 	p.SetDrifted(created.Status.ProviderID, cloudprovider.NodeClassDrift)

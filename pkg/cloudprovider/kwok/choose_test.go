@@ -1,7 +1,6 @@
 package kwok
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -108,7 +107,7 @@ func TestInsufficientCapacityFallsBackNextRound(t *testing.T) {
 		t.Fatal("the refused offering is not in the unavailable cache")
 	}
 	// 2. GetInstanceTypes reports it unavailable, without touching the catalog.
-	types, _ := c.GetInstanceTypes(context.Background(), nil)
+	types, _ := c.GetInstanceTypes(t.Context(), nil)
 	if offeringOf(t, types, refused).Available {
 		t.Error("GetInstanceTypes still offers the refused offering")
 	}
@@ -128,7 +127,7 @@ func TestInsufficientCapacityFallsBackNextRound(t *testing.T) {
 	}
 	// 4. After the TTL the offering is tried again (and refused again).
 	clk.Step(time.Minute)
-	types, _ = c.GetInstanceTypes(context.Background(), nil)
+	types, _ = c.GetInstanceTypes(t.Context(), nil)
 	if !offeringOf(t, types, refused).Available {
 		t.Error("the refused offering is still unavailable after the TTL")
 	}
@@ -151,7 +150,7 @@ func offeringOf(t *testing.T, types []*cloudprovider.InstanceType, key cloudprov
 func TestGetInstanceTypesSharesTheCatalogWhenNothingIsUnavailable(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	c := newSelectionProvider(t, clk)
-	a, _ := c.GetInstanceTypes(context.Background(), nil)
+	a, _ := c.GetInstanceTypes(t.Context(), nil)
 	if len(a) != len(mustEmbeddedTypes(t)) || a[0] != mustEmbeddedTypes(t)[0] {
 		t.Error("GetInstanceTypes copied the catalog although nothing is unavailable")
 	}
