@@ -134,7 +134,7 @@ func (c *Controller) deleteNode(ctx context.Context, node *corev1.Node) error {
 	if controllerutil.ContainsFinalizer(node, karpv1.TerminationFinalizer) {
 		stored := node.DeepCopy()
 		controllerutil.RemoveFinalizer(node, karpv1.TerminationFinalizer)
-		if err := c.kubeClient.Patch(ctx, node, client.MergeFrom(stored)); err != nil {
+		if err := c.kubeClient.Patch(ctx, node, client.StrategicMergeFrom(stored)); err != nil {
 			return client.IgnoreNotFound(fmt.Errorf("removing finalizer of node %s: %w", node.Name, err))
 		}
 	}

@@ -62,7 +62,9 @@ func (i *initialization) reconcile(ctx context.Context, nodeClaim *karpv1.NodeCl
 	if node.Labels[karpv1.NodeInitializedLabelKey] != "true" {
 		stored := node.DeepCopy()
 		node.Labels[karpv1.NodeInitializedLabelKey] = "true"
-		if err := i.kubeClient.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		// Only a label changes: no lock needed (kubelet status updates must
+		// not make this conflict).
+		if err := i.kubeClient.Patch(ctx, node, client.MergeFrom(stored)); err != nil {
 			return reconcile.Result{}, false, fmt.Errorf("labeling node initialized: %w", err)
 		}
 	}

@@ -158,7 +158,9 @@ func (c *Controller) terminateNode(ctx context.Context, nodeClaim *karpv1.NodeCl
 	}
 	stored := node.DeepCopy()
 	controllerutil.RemoveFinalizer(node, karpv1.TerminationFinalizer)
-	if err := c.kubeClient.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+	// A strategic merge patch removes just this finalizer, whatever else
+	// changed on the Node since it was read (it was just deleted).
+	if err := c.kubeClient.Patch(ctx, node, client.StrategicMergeFrom(stored)); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("removing node finalizer: %w", err))
 	}
 	metrics.NodesTerminatedTotal.WithLabelValues(nodeClaim.Labels[karpv1.NodePoolLabelKey], node.Labels[corev1.LabelTopologyZone]).Inc()

@@ -1,0 +1,164 @@
+package termination_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/fake"
+	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/termination"
+	"github.com/karp-autoscaler/karp/pkg/operator/operatortest"
+	"github.com/karp-autoscaler/karp/pkg/test"
+)
+
+var h *operatortest.Harness
+
+func TestMain(m *testing.M) {
+	var err error
+	h, err = operatortest.Start(context.Background())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := h.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	os.Exit(code)
+}
+
+// registered creates what a registered NodeClaim looks like: an instance
+// in the provider, the NodeClaim (with finalizer and status) and its Node
+// (with finalizer).
+func registered(t *testing.T, cp *fake.CloudProvider, name string) (*karpv1.NodeClaim, *corev1.Node) {
+	t.Helper()
+	nc := test.MakeNodeClaim(name).NodePool("default").Finalizers(karpv1.TerminationFinalizer).Obj()
+	h.Create(t, nc)
+	instance, err := cp.Create(t.Context(), nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Status.ProviderID = instance.Status.ProviderID
+	nc.Status.NodeName = name + "-node"
+	h.UpdateStatus(t, nc)
+	node := test.MakeNode(name + "-node").ProviderID(instance.Status.ProviderID).Obj()
+	node.Finalizers = []string{karpv1.TerminationFinalizer}
+	h.Create(t, node)
+	return nc, node
+}
+
+// reconcileUntilGone reconciles until the NodeClaim is gone (or gives up).
+func reconcileUntilGone(t *testing.T, c *termination.Controller, name string) {
+	t.Helper()
+	for range 10 {
+		if _, err := operatortest.Reconcile(t, h, c, name); err != nil {
+			t.Fatalf("reconciling: %v", err)
+		}
+		if !h.Get(t, &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}}) {
+			return
+		}
+	}
+	t.Fatalf("nodeclaim %s still exists after 10 reconciles", name)
+}
+
+func nodeExists(t *testing.T, name string) bool {
+	t.Helper()
+	return h.Get(t, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
+}
+
+func TestDeletingANodeClaimDeletesItsNodeAndInstance(t *testing.T) {
+	h.Reset(t)
+	cp := fake.New()
+	c := termination.NewController(h.Client, cp, h.Clock, h.Recorder)
+	nc, node := registered(t, cp, "bye")
+	if err := h.Env.Client.Delete(t.Context(), nc); err != nil {
+		t.Fatal(err)
+	}
+	reconcileUntilGone(t, c, nc.Name)
+
+	if nodeExists(t, node.Name) {
+		t.Error("node still exists")
+	}
+	if instances, _ := cp.List(t.Context()); len(instances) != 0 {
+		t.Errorf("provider still has %d instances", len(instances))
+	}
+	h.WaitForEvent(t, "NodeClaim", nc.Name, termination.ReasonTerminated)
+}
+
+func TestDeletingTheNodeDeletesTheNodeClaim(t *testing.T) {
+	h.Reset(t)
+	cp := fake.New()
+	c := termination.NewController(h.Client, cp, h.Clock, h.Recorder)
+	nc, node := registered(t, cp, "kubectl-delete-node")
+	if err := h.Env.Client.Delete(t.Context(), node); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := operatortest.Reconcile(t, h, c, nc.Name); err != nil {
+		t.Fatal(err)
+	}
+	got := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: nc.Name}}
+	if !h.Get(t, got) || got.DeletionTimestamp.IsZero() {
+		t.Fatal("nodeclaim not being deleted after its node was")
+	}
+	reconcileUntilGone(t, c, nc.Name)
+	if nodeExists(t, node.Name) {
+		t.Error("node still exists")
+	}
+	if instances, _ := cp.List(t.Context()); len(instances) != 0 {
+		t.Errorf("provider still has %d instances", len(instances))
+	}
+}
+
+func TestUnlaunchedNodeClaimIsReleasedWithoutProviderCalls(t *testing.T) {
+	h.Reset(t)
+	cp := fake.New()
+	c := termination.NewController(h.Client, cp, h.Clock, h.Recorder)
+	nc := test.MakeNodeClaim("never").NodePool("default").Finalizers(karpv1.TerminationFinalizer).Obj()
+	h.Create(t, nc)
+	if err := h.Env.Client.Delete(t.Context(), nc); err != nil {
+		t.Fatal(err)
+	}
+	reconcileUntilGone(t, c, nc.Name)
+	if n := len(cp.DeleteCalls()); n != 0 {
+		t.Errorf("Delete called %d times for a NodeClaim that never launched", n)
+	}
+}
+
+func TestProviderDeleteFailureKeepsTheFinalizer(t *testing.T) {
+	h.Reset(t)
+	cp := fake.New()
+	c := termination.NewController(h.Client, cp, h.Clock, h.Recorder)
+	nc, _ := registered(t, cp, "stuck")
+	if err := h.Env.Client.Delete(t.Context(), nc); err != nil {
+		t.Fatal(err)
+	}
+	cp.SetNextDeleteError(errors.New("cloud API down"))
+	var lastErr error
+	for range 5 {
+		if _, lastErr = operatortest.Reconcile(t, h, c, nc.Name); lastErr != nil {
+			break
+		}
+	}
+	if lastErr == nil || !strings.Contains(lastErr.Error(), "cloud API down") {
+		t.Fatalf("reconcile error = %v, want the provider's Delete error", lastErr)
+	}
+	got := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: nc.Name}}
+	if !h.Get(t, got) {
+		t.Fatal("nodeclaim released while its instance could not be deleted")
+	}
+	if instances, _ := cp.List(t.Context()); len(instances) != 1 {
+		t.Errorf("provider has %d instances, want the 1 that failed to delete", len(instances))
+	}
+	// The cloud recovers: the next pass finishes the job.
+	reconcileUntilGone(t, c, nc.Name)
+	if instances, _ := cp.List(t.Context()); len(instances) != 0 {
+		t.Errorf("provider still has %d instances", len(instances))
+	}
+}
