@@ -245,3 +245,28 @@ func TestInsufficientCapacityThroughCreate(t *testing.T) {
 		t.Errorf("the next launch used the refused offering %s", refused)
 	}
 }
+
+func TestDeleteWithoutARecordedProviderID(t *testing.T) {
+	c := newProvider(t)
+	nodeClass := readyNodeClass(t, nil)
+	nc := newNodeClaim("unrecorded", nodeClass.Name)
+	if _, err := c.Create(t.Context(), nc); err != nil {
+		t.Fatal(err)
+	}
+	// Another NodeClaim of the same name (different UID) does not match.
+	stranger := nc.DeepCopy()
+	stranger.UID = "stranger"
+	if err := c.Delete(t.Context(), stranger); !cloudprovider.IsNodeClaimNotFoundError(err) {
+		t.Errorf("Delete of a same-named NodeClaim returned %v, want NotFound", err)
+	}
+	// The NodeClaim as stored before its status was written: no providerID.
+	if err := c.Delete(t.Context(), nc); err != nil {
+		t.Fatalf("Delete without providerID: %v", err)
+	}
+	if _, err := getNode(t, "unrecorded"); !apierrors.IsNotFound(err) {
+		t.Errorf("the instance leaked (get: %v)", err)
+	}
+	if err := c.Delete(t.Context(), nc); !cloudprovider.IsNodeClaimNotFoundError(err) {
+		t.Errorf("second Delete returned %v, want NotFound", err)
+	}
+}

@@ -2,6 +2,7 @@ package kwok
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -9,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 	"github.com/karp-autoscaler/karp/pkg/test"
@@ -123,3 +126,38 @@ func TestDeleteCancelsAPendingLaunch(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+func TestDelayedLaunchRetriesFailedCreates(t *testing.T) {
+	clk := clocktesting.NewFakeClock(stamp)
+	var attempts atomic.Int32
+	base, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flaky := interceptor.NewClient(base, interceptor.Funcs{
+		Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if _, ok := obj.(*corev1.Node); ok && attempts.Add(1) <= 2 {
+				return apierrors.NewServiceUnavailable("api server overloaded")
+			}
+			return cl.Create(ctx, obj, opts...)
+		},
+	})
+	c, err := New(flaky, WithInstanceTypes(mustEmbeddedTypes(t)), WithClock(clk), WithRegistrationDelay(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(); deleteAllNodes(t) })
+	nodeClass := readyNodeClass(t, nil)
+	if _, err := c.Create(t.Context(), newNodeClaim("flaky", nodeClass.Name)); err != nil {
+		t.Fatal(err)
+	}
+	// Delay, then two failures each followed by a doubling backoff.
+	for _, step := range []time.Duration{10 * time.Second, 200 * time.Millisecond, 400 * time.Millisecond} {
+		awaitTimer(t, clk)
+		clk.Step(step)
+	}
+	awaitNode(t, "flaky")
+	if got := attempts.Load(); got != 3 {
+		t.Errorf("%d create attempts, want 3", got)
+	}
+}

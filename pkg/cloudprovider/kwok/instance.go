@@ -18,13 +18,17 @@ import (
 // the Node. It returns NodeClaimNotFound once there is nothing left to
 // terminate; a Node already being deleted counts as terminated, since only
 // finalizers keep it around.
+//
+// A NodeClaim whose providerID was never recorded (karp stopped between
+// Create and the status write) is found by its name and UID, so that its
+// instance does not leak.
 func (c *CloudProvider) Delete(ctx context.Context, nodeClaim *karpv1.NodeClaim) error {
-	name, err := nodeNameOf(nodeClaim.Status.ProviderID)
+	name, err := c.instanceName(nodeClaim)
 	if err != nil {
 		return err
 	}
 	c.mu.Lock()
-	if p, ok := c.pending[name]; ok && sameNodeClaim(p.node, nodeClaim) {
+	if p, ok := c.pending[name]; ok && c.owns(p.node, nodeClaim) {
 		p.cancel()
 		delete(c.pending, name)
 		c.mu.Unlock()
@@ -35,7 +39,7 @@ func (c *CloudProvider) Delete(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	if err != nil {
 		return err
 	}
-	if !sameNodeClaim(node, nodeClaim) {
+	if !c.owns(node, nodeClaim) {
 		return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("node %s belongs to another nodeclaim", name))
 	}
 	if err := c.kubeClient.Delete(ctx, node, client.Preconditions{UID: &node.UID}); err != nil {
@@ -45,6 +49,27 @@ func (c *CloudProvider) Delete(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 		return fmt.Errorf("deleting node %s: %w", name, err)
 	}
 	return nil
+}
+
+// instanceName is the Node name of the NodeClaim's instance: from its
+// providerID, else (never recorded) its name when it has a UID to match.
+func (c *CloudProvider) instanceName(nodeClaim *karpv1.NodeClaim) (string, error) {
+	if nodeClaim.Status.ProviderID != "" {
+		return nodeNameOf(nodeClaim.Status.ProviderID)
+	}
+	if nodeClaim.UID == "" {
+		return "", cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("nodeclaim %s has no providerID", nodeClaim.Name))
+	}
+	return nodeClaim.Name, nil
+}
+
+// owns reports whether node is nodeClaim's instance. Without a providerID
+// the Node must carry the NodeClaim's UID, never just its name.
+func (c *CloudProvider) owns(node *corev1.Node, nodeClaim *karpv1.NodeClaim) bool {
+	if nodeClaim.Status.ProviderID == "" {
+		return node.Annotations[NodeClaimUIDAnnotationKey] == string(nodeClaim.UID)
+	}
+	return sameNodeClaim(node, nodeClaim)
 }
 
 // Get returns the instance with the providerID.
