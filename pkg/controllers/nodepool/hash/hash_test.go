@@ -1,0 +1,69 @@
+package hash_test
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/controllers/nodepool/hash"
+	"github.com/karp-autoscaler/karp/pkg/test"
+)
+
+var (
+	taintA = corev1.Taint{Key: "a", Value: "1", Effect: corev1.TaintEffectNoSchedule}
+	taintB = corev1.Taint{Key: "b", Effect: corev1.TaintEffectNoExecute}
+)
+
+func base() *test.NodePoolWrapper {
+	return test.MakeNodePool("p").Labels(map[string]string{"team": "a", "tier": "web"}).Taint(taintA).Taint(taintB)
+}
+
+func TestTemplateHashIgnores(t *testing.T) {
+	want := hash.Template(&base().Obj().Spec.Template)
+	for name, pool := range map[string]*karpv1.NodePool{
+		"the same template":       base().Obj(),
+		"requirements":            base().Requirement(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "arm64").Obj(),
+		"taint order":             test.MakeNodePool("p").Labels(map[string]string{"tier": "web", "team": "a"}).Taint(taintB).Taint(taintA).Obj(),
+		"duplicate taints":        base().Taint(taintA).Obj(),
+		"limits":                  base().Limits(test.ResourceList("cpu", "10")).Obj(),
+		"weight":                  base().Weight(50).Obj(),
+		"disruption budgets":      base().Budgets(karpv1.Budget{Nodes: "1"}).Obj(),
+		"empty vs missing labels": withLabels(base().Obj(), map[string]string{"team": "a", "tier": "web"}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := hash.Template(&pool.Spec.Template); got != want {
+				t.Errorf("hash = %s, want %s", got, want)
+			}
+		})
+	}
+}
+
+func withLabels(p *karpv1.NodePool, labels map[string]string) *karpv1.NodePool {
+	p.Spec.Template.ObjectMeta.Labels = labels
+	if p.Spec.Template.ObjectMeta.Annotations == nil {
+		p.Spec.Template.ObjectMeta.Annotations = map[string]string{}
+	}
+	return p
+}
+
+func TestTemplateHashChangesWith(t *testing.T) {
+	was := hash.Template(&base().Obj().Spec.Template)
+	for name, pool := range map[string]*karpv1.NodePool{
+		"a label":                withLabels(base().Obj(), map[string]string{"team": "b", "tier": "web"}),
+		"an annotation":          base().Annotations(map[string]string{"example.com/x": "y"}).Obj(),
+		"a taint":                base().Taint(corev1.Taint{Key: "c", Effect: corev1.TaintEffectNoSchedule}).Obj(),
+		"a startup taint":        base().StartupTaint(corev1.Taint{Key: "c", Effect: corev1.TaintEffectNoSchedule}).Obj(),
+		"the nodeclass":          base().NodeClassRef(&karpv1.NodeClassReference{Group: "karpenter.kwok.sh", Kind: "KWOKNodeClass", Name: "other"}).Obj(),
+		"expireAfter":            base().ExpireAfter(karpv1.NewNillableDuration(24 * time.Hour)).Obj(),
+		"expireAfter Never":      base().ExpireAfter(karpv1.NillableDuration{}).Obj(),
+		"terminationGracePeriod": base().TerminationGracePeriod(time.Hour).Obj(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := hash.Template(&pool.Spec.Template); got == was {
+				t.Errorf("hash unchanged (%s)", got)
+			}
+		})
+	}
+}
