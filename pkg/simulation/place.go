@@ -129,8 +129,8 @@ func (s *solver) compatEntry(e *entry, v *variant) *entry {
 // Probe widths: how many feasible NodeClaims tryClaims compares before
 // choosing, when it has to search the whole list.
 const (
-	zeroProbe = 4
-	growProbe = 8
+	zeroProbe = 16
+	growProbe = 16
 )
 
 // tryClaims picks the open NodeClaim where the pod adds the least cost: a
