@@ -1,6 +1,7 @@
 package simulation
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -58,7 +59,11 @@ func readYAML(tb testing.TB, path string, into any) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if err := yaml.Unmarshal(data, into); err != nil {
+	unmarshal := yaml.Unmarshal
+	if filepath.Ext(path) == ".json" {
+		unmarshal = func(data []byte, into any, _ ...yaml.JSONOpt) error { return json.Unmarshal(data, into) }
+	}
+	if err := unmarshal(data, into); err != nil {
 		tb.Fatalf("decoding %s: %v", path, err)
 	}
 }

@@ -28,3 +28,15 @@ func BenchmarkSolveDiverse(b *testing.B) {
 		})
 	}
 }
+
+// TestLowerBoundMatchesTheIssue pins the definition of the fractional lower
+// bound used by the benchmark to the published numbers: for each resource,
+// total pod requests × the cheapest $ per unit of instance capacity over all
+// offerings; the bound is the largest over resources (cpu here).
+func TestLowerBoundMatchesTheIssue(t *testing.T) {
+	for n, want := range map[string]float64{"1000": 206.86, "5000": 1064.26, "20000": 4250.31} {
+		if got := lowerBound(benchInput(t, n)); got < want-0.005 || got > want+0.005 {
+			t.Errorf("bound for %s pods = %.4f, want %.2f", n, got, want)
+		}
+	}
+}
