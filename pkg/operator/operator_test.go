@@ -1,0 +1,179 @@
+package operator_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/karp-autoscaler/karp/pkg/operator"
+	"github.com/karp-autoscaler/karp/pkg/operator/options"
+	"github.com/karp-autoscaler/karp/pkg/test/environment"
+)
+
+// fastLease makes takeover quick enough for a test.
+var fastLease = operator.LeaderElectionTimings{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 250 * time.Millisecond}
+
+type running struct {
+	op         *operator.Operator
+	healthPort int
+	cancel     context.CancelFunc
+	done       chan error
+}
+
+// start builds and starts an operator against env with free ports.
+func start(t *testing.T, env *environment.Environment, extraArgs ...string) *running {
+	t.Helper()
+	r := build(t, env, freePort(t), freePort(t), extraArgs...)
+	r.run()
+	return r
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	port, err := operator.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
+// build builds an operator against env without starting it.
+func build(t *testing.T, env *environment.Environment, healthPort, metricsPort int, extraArgs ...string) *running {
+	t.Helper()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	args := append([]string{
+		fmt.Sprintf("--health-probe-port=%d", healthPort),
+		fmt.Sprintf("--metrics-port=%d", metricsPort),
+		"--leader-election-name=karp-test",
+	}, extraArgs...)
+	opts, err := options.Parse(fs, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := operator.New(t.Context(), env.Config, opts, operator.WithLeaderElectionTimings(fastLease))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &running{op: op, healthPort: healthPort, done: make(chan error, 1)}
+	t.Cleanup(r.stop)
+	return r
+}
+
+// run starts the manager in the background.
+func (r *running) run() {
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	go func() { r.done <- r.op.Start(ctx) }()
+}
+
+func (r *running) stop() {
+	if r.cancel == nil {
+		return
+	}
+	r.cancel()
+	<-r.done
+	r.cancel = nil
+}
+
+func (r *running) elected() bool {
+	select {
+	case <-r.op.Elected():
+		return true
+	default:
+		return false
+	}
+}
+
+func get(url string) (int, string, error) {
+	resp, err := http.Get(url) //nolint:gosec,noctx // test-local URL
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}
+
+// waitReady polls /readyz until it answers 200.
+func waitReady(t *testing.T, r *running) {
+	t.Helper()
+	url := fmt.Sprintf("http://127.0.0.1:%d/readyz", r.healthPort)
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		code, _, err := get(url)
+		return err == nil && code == http.StatusOK, nil
+	})
+	if err != nil {
+		t.Fatalf("/readyz never became ready: %v", err)
+	}
+}
+
+func waitElected(t *testing.T, r *running) {
+	t.Helper()
+	select {
+	case <-r.op.Elected():
+	case <-time.After(time.Minute):
+		t.Fatal("not elected within a minute")
+	}
+}
+
+func TestOneOfTwoReplicasLeadsAndTheOtherTakesOver(t *testing.T) {
+	env := environment.New(t)
+	first := start(t, env)
+	waitElected(t, first)
+	second := start(t, env)
+	waitReady(t, second)
+
+	// The standby is healthy and ready (its cache is warm) but not leading.
+	lease := &coordinationv1.Lease{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: "kube-system", Name: "karp-test"}, lease); err != nil {
+		t.Fatalf("getting the lease: %v", err)
+	}
+	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
+		t.Fatalf("lease has no holder: %+v", lease.Spec)
+	}
+	holder := *lease.Spec.HolderIdentity
+	// Several retry periods pass: the standby still does not lead.
+	for range 4 {
+		time.Sleep(fastLease.RetryPeriod)
+		if second.elected() {
+			t.Fatal("both replicas lead")
+		}
+	}
+
+	// The leader stops (and releases the lease): the standby takes over.
+	first.stop()
+	waitElected(t, second)
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: "kube-system", Name: "karp-test"}, lease); err != nil {
+		t.Fatal(err)
+	}
+	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == holder {
+		t.Errorf("lease holder = %v, want the second replica (not %s)", lease.Spec.HolderIdentity, holder)
+	}
+}
+
+func TestProbesAnswer(t *testing.T) {
+	env := environment.New(t)
+	r := start(t, env, "--disable-leader-election")
+	waitReady(t, r)
+	code, body, err := get(fmt.Sprintf("http://127.0.0.1:%d/readyz?verbose", r.healthPort))
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("/readyz = %d %v", code, err)
+	}
+	for _, check := range []string{"cache-sync", "crds"} {
+		if !strings.Contains(body, check) {
+			t.Errorf("/readyz?verbose does not list the %s check:\n%s", check, body)
+		}
+	}
+	if code, _, err := get(fmt.Sprintf("http://127.0.0.1:%d/healthz", r.healthPort)); err != nil || code != http.StatusOK {
+		t.Errorf("/healthz = %d %v", code, err)
+	}
+}

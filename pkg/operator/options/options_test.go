@@ -1,0 +1,91 @@
+package options_test
+
+import (
+	"flag"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/karp-autoscaler/karp/pkg/operator/options"
+)
+
+func parse(t *testing.T, args ...string) (*options.Options, error) {
+	t.Helper()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return options.Parse(fs, args)
+}
+
+func TestDefaultsMatchUpstream(t *testing.T) {
+	o, err := parse(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct{ got, want any }{
+		"batch idle":        {o.BatchIdleDuration, time.Second},
+		"batch max":         {o.BatchMaxDuration, 10 * time.Second},
+		"qps":               {o.KubeClientQPS, 200},
+		"burst":             {o.KubeClientBurst, 300},
+		"log level":         {o.LogLevel, "info"},
+		"preference policy": {o.PreferencePolicy, options.PreferencePolicyRespect},
+		"min values policy": {o.MinValuesPolicy, options.MinValuesPolicyStrict},
+		"cloud provider":    {o.CloudProvider, "kwok"},
+		"metrics port":      {o.MetricsPort, 8080},
+		"health port":       {o.HealthProbePort, 8081},
+		"lease name":        {o.LeaderElectionName, "karpenter-leader-election"},
+		"leader election":   {o.DisableLeaderElection, false},
+		"reserved capacity": {o.FeatureGates.Enabled(options.FeatureReservedCapacity), true},
+		"node repair":       {o.FeatureGates.Enabled(options.FeatureNodeRepair), false},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s = %v, want %v", name, tc.got, tc.want)
+		}
+	}
+}
+
+func TestEnvironmentThenFlags(t *testing.T) {
+	t.Setenv("BATCH_IDLE_DURATION", "2s")
+	t.Setenv("KUBE_CLIENT_QPS", "50")
+	t.Setenv("FEATURE_GATES", "NodeRepair=true")
+	t.Setenv("INSTANCE_TYPES_FILE_PATH", "/catalog.json")
+	o, err := parse(t, "--kube-client-qps=75", "--feature-gates=SpotToSpotConsolidation=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.BatchIdleDuration != 2*time.Second {
+		t.Errorf("batch idle = %s, want the environment's 2s", o.BatchIdleDuration)
+	}
+	if o.KubeClientQPS != 75 {
+		t.Errorf("qps = %d, want the flag's 75 over the environment's 50", o.KubeClientQPS)
+	}
+	if !o.FeatureGates.Enabled(options.FeatureNodeRepair) || !o.FeatureGates.Enabled(options.FeatureSpotToSpotConsolidation) {
+		t.Errorf("feature gates = %s, want NodeRepair from the environment and SpotToSpotConsolidation from the flag", o.FeatureGates.String())
+	}
+	if o.InstanceTypesFilePath != "/catalog.json" {
+		t.Errorf("instance types file = %q", o.InstanceTypesFilePath)
+	}
+}
+
+func TestInvalidOptions(t *testing.T) {
+	for name, tc := range map[string]struct {
+		args    []string
+		wantErr string
+	}{
+		"fake provider is for tests only": {[]string{"--cloud-provider=fake"}, "--cloud-provider"},
+		"log level":                       {[]string{"--log-level=loud"}, "--log-level"},
+		"preference policy":               {[]string{"--preference-policy=Sometimes"}, "--preference-policy"},
+		"min values policy":               {[]string{"--min-values-policy=Lax"}, "--min-values-policy"},
+		"idle longer than max":            {[]string{"--batch-idle-duration=20s"}, "exceeds"},
+		"unknown feature gate":            {[]string{"--feature-gates=Teleport=true"}, "unknown feature gate"},
+		"bad feature gate value":          {[]string{"--feature-gates=NodeRepair=maybe"}, "NodeRepair"},
+		"port out of range":               {[]string{"--metrics-port=70000"}, "port"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := parse(t, tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("error = %v, want one mentioning %q", err, tc.wantErr)
+			}
+		})
+	}
+}
