@@ -22,6 +22,7 @@ type Cluster struct {
 
 	mu          sync.RWMutex
 	nodeClaims  map[string]*karpv1.NodeClaim // by name
+	recordedAt  map[string]time.Time         // NodeClaim name → first recorded
 	nodes       map[string]*corev1.Node      // by name
 	pods        map[types.NamespacedName]*corev1.Pod
 	podsByNode  map[string]map[types.NamespacedName]*corev1.Pod // by spec.nodeName
@@ -39,6 +40,7 @@ func NewCluster(clk clock.Clock, kubeClient client.Reader) *Cluster {
 		clock:       clk,
 		kubeClient:  kubeClient,
 		nodeClaims:  map[string]*karpv1.NodeClaim{},
+		recordedAt:  map[string]time.Time{},
 		nodes:       map[string]*corev1.Node{},
 		pods:        map[types.NamespacedName]*corev1.Pod{},
 		podsByNode:  map[string]map[types.NamespacedName]*corev1.Pod{},
@@ -59,8 +61,13 @@ func (c *Cluster) UpdateNodeClaim(nc *karpv1.NodeClaim) {
 	nc.ManagedFields = nil
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, ok := c.nodeClaims[nc.Name]; ok && old.UID != "" && nc.UID != "" && old.UID != nc.UID {
+	old, ok := c.nodeClaims[nc.Name]
+	if ok && old.UID != "" && nc.UID != "" && old.UID != nc.UID {
 		delete(c.marked, nodeClaimID(old.Name))
+		ok = false
+	}
+	if !ok {
+		c.recordedAt[nc.Name] = c.now()
 	}
 	c.nodeClaims[nc.Name] = nc
 }
@@ -70,6 +77,7 @@ func (c *Cluster) DeleteNodeClaim(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.nodeClaims, name)
+	delete(c.recordedAt, name)
 	delete(c.marked, nodeClaimID(name))
 }
 

@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -106,16 +107,14 @@ func (c *Cluster) Synced(ctx context.Context) (bool, error) {
 
 // stateNodeClaimGrace is how long a NodeClaim may be in the view without
 // the API listing it (informer lag) before the view forgets it.
-const stateNodeClaimGrace = 15 // seconds
+const stateNodeClaimGrace = 15 * time.Second
 
 func (c *Cluster) forgetVanished(listed map[string]bool) {
 	now := c.now()
-	for name, nc := range c.nodeClaims {
-		if listed[name] {
-			continue
-		}
-		if now.Sub(nc.CreationTimestamp.Time).Seconds() > stateNodeClaimGrace {
+	for name := range c.nodeClaims {
+		if !listed[name] && now.Sub(c.recordedAt[name]) > stateNodeClaimGrace {
 			delete(c.nodeClaims, name)
+			delete(c.recordedAt, name)
 			delete(c.marked, nodeClaimID(name))
 		}
 	}

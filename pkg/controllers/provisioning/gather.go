@@ -53,21 +53,24 @@ func (p *Provisioner) gather(ctx context.Context, pods []*corev1.Pod, nodes []*s
 }
 
 // nodePools returns the NodePools that may launch (Ready, not deleting,
-// not static) with their instance types. A NodePool whose instance types
-// cannot be read is skipped for this pass.
+// not static) with their instance types, and the instance types of every
+// NodePool by name. A NodePool whose instance types cannot be read is
+// skipped for this pass.
 func (p *Provisioner) nodePools(ctx context.Context) ([]*simulation.NodePool, map[string][]*scheduling.InstanceType) {
 	var out []*simulation.NodePool
 	typesByPool := map[string][]*scheduling.InstanceType{}
 	for _, np := range p.cluster.NodePools() {
-		if np.DeletionTimestamp != nil || np.Spec.Replicas != nil || !np.StatusConditions().IsTrue(karpv1.ConditionTypeReady) {
-			continue
-		}
+		// Instance types of every NodePool, launchable or not, describe
+		// its in-flight NodeClaims.
 		types, err := p.cloudProvider.GetInstanceTypes(ctx, np)
 		if err != nil {
 			log.FromContext(ctx).Error(err, "skipping nodepool, listing instance types", "NodePool", np.Name)
 			continue
 		}
 		typesByPool[np.Name] = types
+		if np.DeletionTimestamp != nil || np.Spec.Replicas != nil || !np.StatusConditions().IsTrue(karpv1.ConditionTypeReady) {
+			continue
+		}
 		out = append(out, &simulation.NodePool{NodePool: np, InstanceTypes: types})
 	}
 	return out, typesByPool

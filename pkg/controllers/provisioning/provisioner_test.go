@@ -189,7 +189,9 @@ func TestRestartDoesNotProvisionAgain(t *testing.T) {
 	}
 	// A new controller: fresh state (no nominations), same API.
 	h.restart()
-	h.eventually("pods in the new state", func() bool { return len(h.cluster.ProvisionablePods()) == len(pods) })
+	h.eventually("pods and NodePool in the new state", func() bool {
+		return len(h.cluster.ProvisionablePods()) == len(pods) && len(h.cluster.NodePools()) == 1
+	})
 	for _, pod := range pods {
 		if h.cluster.IsNominated(pod) {
 			t.Fatalf("fresh state already has a nomination for %s", pod.Name)

@@ -217,6 +217,24 @@ func (h *harness) schedule() *provisioning.Results {
 	if err != nil {
 		h.t.Fatalf("provisioning: %v", err)
 	}
+	// Let the cache catch up with what was created, so later steps of the
+	// fake clock do not outrun the informers.
+	h.eventually("created NodeClaims in the cache", func() bool {
+		var list karpv1.NodeClaimList
+		if err := h.mgr.GetClient().List(h.ctx, &list); err != nil {
+			return false
+		}
+		names := map[string]bool{}
+		for _, nc := range list.Items {
+			names[nc.Name] = true
+		}
+		for _, name := range res.Created {
+			if !names[name] {
+				return false
+			}
+		}
+		return true
+	})
 	return res
 }
 
