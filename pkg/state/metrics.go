@@ -56,9 +56,12 @@ type Collector struct {
 	cluster *Cluster
 }
 
+// NewCollector returns the collector of the view's metrics.
+func NewCollector(cluster *Cluster) *Collector { return &Collector{cluster: cluster} }
+
 // Register registers the view's metrics with reg.
 func Register(reg prometheus.Registerer, cluster *Cluster) error {
-	return reg.Register(&Collector{cluster: cluster})
+	return reg.Register(NewCollector(cluster))
 }
 
 // Describe implements prometheus.Collector.

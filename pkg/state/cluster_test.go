@@ -1,0 +1,312 @@
+package state_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	statecontrollers "github.com/karp-autoscaler/karp/pkg/controllers/state"
+	"github.com/karp-autoscaler/karp/pkg/state"
+	"github.com/karp-autoscaler/karp/pkg/test"
+	"github.com/karp-autoscaler/karp/pkg/test/environment"
+)
+
+var env *environment.Environment
+
+func TestMain(m *testing.M) {
+	var err error
+	env, err = environment.Start(context.Background())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	os.Exit(code)
+}
+
+func cleanup(t *testing.T) {
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_ = env.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace("default"), client.GracePeriodSeconds(0))
+		_ = env.Client.DeleteAllOf(ctx, &karpv1.NodeClaim{})
+		_ = env.Client.DeleteAllOf(ctx, &corev1.Node{})
+		_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+			var claims karpv1.NodeClaimList
+			var nodes corev1.NodeList
+			var pods corev1.PodList
+			if env.Client.List(ctx, &claims) != nil || env.Client.List(ctx, &nodes) != nil || env.Client.List(ctx, &pods) != nil {
+				return false, nil
+			}
+			return len(claims.Items)+len(nodes.Items)+len(pods.Items) == 0, nil
+		})
+	})
+}
+
+func create(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := env.Client.Create(context.Background(), obj); err != nil {
+		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 15*time.Second, true,
+		func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+func nodeNamed(cluster *state.Cluster, name string) *state.StateNode {
+	for _, sn := range cluster.Nodes() {
+		if sn.Name() == name {
+			return sn
+		}
+	}
+	return nil
+}
+
+// TestInformersJoinNodeClaimsAndNodes runs the real informer controllers
+// and checks the joined view: a launched NodeClaim with its Node and pods,
+// an in-flight NodeClaim, and a Node karp does not manage.
+func TestInformersJoinNodeClaimsAndNodes(t *testing.T) {
+	cleanup(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	clk := clocktesting.NewFakeClock(time.Now())
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster := state.NewCluster(clk, mgr.GetClient())
+	if err := statecontrollers.Register(ctx, mgr, cluster); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = mgr.Start(ctx) }()
+
+	launched := test.MakeNodeClaim("pool-a").NodePool("pool").Obj()
+	create(t, launched)
+	launched.Status.ProviderID = "fake://a"
+	launched.Status.Capacity = test.ResourceList("cpu", "4", "memory", "8Gi", "pods", "10")
+	if err := env.Client.Status().Update(ctx, launched); err != nil {
+		t.Fatal(err)
+	}
+	create(t, test.MakeNodeClaim("pool-b").NodePool("pool").Obj())
+	create(t, test.MakeNode("node-a").ProviderID("fake://a").Label(karpv1.NodePoolLabelKey, "pool").Obj())
+	create(t, test.MakeNode("unmanaged").ProviderID("other://x").Obj())
+	create(t, test.MakePod("app").NodeName("node-a").Requests("cpu", "1").HostPort(8080).Obj())
+	create(t, test.MakePod("agent").NodeName("node-a").Requests("cpu", "250m").Owner("DaemonSet", "ds", "uid-ds").Obj())
+
+	eventually(t, "the joined view", func() bool {
+		sn := nodeNamed(cluster, "node-a")
+		return len(cluster.Nodes()) == 3 && sn != nil && sn.NodeClaim != nil && len(sn.Pods) == 2
+	})
+	a := nodeNamed(cluster, "node-a")
+	if a.NodeClaim.Name != "pool-a" || a.ID() != state.NodeClaimID("pool-a") {
+		t.Errorf("node-a joined with %s (ID %s), want pool-a", a.NodeClaim.Name, a.ID())
+	}
+	if got := a.PodRequests()[corev1.ResourceCPU]; got.Cmp(resource.MustParse("1250m")) != 0 {
+		t.Errorf("pod requests cpu = %s, want 1250m", got.String())
+	}
+	if got := a.DaemonRequests()[corev1.ResourceCPU]; got.Cmp(resource.MustParse("250m")) != 0 {
+		t.Errorf("daemon requests cpu = %s, want 250m", got.String())
+	}
+	if ports := a.HostPorts(); len(ports) != 1 || ports[0].Port != 8080 {
+		t.Errorf("host ports = %v, want 8080", ports)
+	}
+	b := nodeNamed(cluster, "pool-b")
+	if b == nil || b.Node != nil || b.Initialized() {
+		t.Errorf("pool-b = %+v, want an in-flight, uninitialized StateNode", b)
+	}
+	u := nodeNamed(cluster, "unmanaged")
+	if u == nil || u.Managed() || !u.Initialized() {
+		t.Errorf("unmanaged = %+v, want an unmanaged, initialized StateNode", u)
+	}
+	usage := cluster.NodePoolUsage()["pool"]
+	if usage.Nodes != 2 || usage.Resources.Cpu().Cmp(resource.MustParse("4")) != 0 {
+		t.Errorf("pool usage = %d nodes, cpu %s; want 2 nodes and the launched one's 4 cpu", usage.Nodes, usage.Resources.Cpu())
+	}
+
+	// Deleting the Node leaves the NodeClaim in flight again.
+	if err := env.Client.Delete(ctx, &corev1.Node{ObjectMeta: a.Node.ObjectMeta}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "node-a gone from the view", func() bool { return nodeNamed(cluster, "pool-a") != nil })
+}
+
+func TestSyncedRequiresEveryNodeClaimAndNode(t *testing.T) {
+	cleanup(t)
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(time.Now())
+	cluster := state.NewCluster(clk, env.Client)
+	if ok, err := cluster.Synced(ctx); err != nil || !ok {
+		t.Fatalf("empty cluster: Synced = %v, %v; want true", ok, err)
+	}
+	nc := test.MakeNodeClaim("nc").NodePool("pool").Obj()
+	create(t, nc)
+	if ok, _ := cluster.Synced(ctx); ok {
+		t.Error("Synced with a NodeClaim missing from state")
+	}
+	cluster.UpdateNodeClaim(nc)
+	if ok, _ := cluster.Synced(ctx); !ok {
+		t.Error("not Synced with every NodeClaim in state (not launched yet)")
+	}
+	// Launched in the API, but state still has the version without a
+	// provider ID: not synced.
+	launched := nc.DeepCopy()
+	launched.Status.ProviderID = "fake://nc"
+	if err := env.Client.Status().Update(ctx, launched); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := cluster.Synced(ctx); ok {
+		t.Error("Synced while state lacks the NodeClaim's provider ID")
+	}
+	cluster.UpdateNodeClaim(launched)
+	node := test.MakeNode("n").ProviderID("fake://nc").Obj()
+	create(t, node)
+	if ok, _ := cluster.Synced(ctx); ok {
+		t.Error("Synced with a Node missing from state")
+	}
+	cluster.UpdateNode(node)
+	if ok, _ := cluster.Synced(ctx); !ok {
+		t.Error("not Synced with everything in state")
+	}
+}
+
+func TestSyncedForgetsNodeClaimsTheAPINoLongerHas(t *testing.T) {
+	cleanup(t)
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(time.Now())
+	cluster := state.NewCluster(clk, env.Client)
+	cluster.UpdateNodeClaim(test.MakeNodeClaim("ghost").NodePool("pool").Obj())
+	if _, err := cluster.Synced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if nodeNamed(cluster, "ghost") == nil {
+		t.Fatal("a NodeClaim just recorded was forgotten before the grace period")
+	}
+	clk.Step(16 * time.Second)
+	if _, err := cluster.Synced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if nodeNamed(cluster, "ghost") != nil {
+		t.Error("a NodeClaim the API never listed is still in state after the grace period")
+	}
+}
+
+func TestNominationsExpireAndCountOnTheirNode(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	cluster := state.NewCluster(clk, env.Client)
+	cluster.UpdateNodeClaim(test.MakeNodeClaim("nc").NodePool("pool").Obj())
+	pod := test.MakePod("p").Requests("cpu", "1").Obj()
+	cluster.UpdatePod(pod)
+	if got := len(cluster.ProvisionablePods()); got != 1 {
+		t.Fatalf("%d provisionable pods, want 1", got)
+	}
+	cluster.Nominate(pod, state.NodeClaimID("nc"), 20*time.Second)
+	if got := len(cluster.ProvisionablePods()); got != 0 {
+		t.Errorf("%d provisionable pods while nominated, want 0", got)
+	}
+	nodes, _ := cluster.Snapshot()
+	if len(nodes) != 1 || len(nodes[0].Pods) != 1 || nodes[0].Pods[0].Name != "p" {
+		t.Fatalf("snapshot = %+v, want the nominated pod counted on nc", nodes)
+	}
+	clk.Step(20 * time.Second)
+	if cluster.IsNominated(pod) || len(cluster.ProvisionablePods()) != 1 {
+		t.Error("nomination did not expire after its TTL")
+	}
+	// Binding ends a fresh nomination too.
+	cluster.Nominate(pod, state.NodeClaimID("nc"), 20*time.Second)
+	bound := pod.DeepCopy()
+	bound.Spec.NodeName = "somewhere"
+	cluster.UpdatePod(bound)
+	if cluster.IsNominated(bound) {
+		t.Error("a bound pod is still nominated")
+	}
+}
+
+func TestSnapshotOfADeletingNode(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	cluster := state.NewCluster(clk, env.Client)
+	nc := test.MakeNodeClaim("old").NodePool("pool").ProviderID("fake://old").Obj()
+	cluster.UpdateNodeClaim(nc)
+	cluster.UpdateNode(test.MakeNode("old-node").ProviderID("fake://old").
+		Taint(corev1.Taint{Key: karpv1.DisruptedTaintKey, Effect: corev1.TaintEffectNoSchedule}).Obj())
+	moved := test.MakePod("moved").NodeName("old-node").Obj()
+	staying := test.MakePod("staying").NodeName("old-node").Obj()
+	cluster.UpdatePod(moved)
+	cluster.UpdatePod(staying)
+	cluster.UpdateNodeClaim(test.MakeNodeClaim("new").NodePool("pool").Obj())
+	cluster.Nominate(moved, state.NodeClaimID("new"), time.Minute)
+
+	nodes, stateNodes := cluster.Snapshot()
+	for i, n := range nodes {
+		var names []string
+		for _, p := range n.Pods {
+			names = append(names, p.Name)
+		}
+		got := strings.Join(names, ",")
+		switch stateNodes[i].ID() {
+		case state.NodeClaimID("old"):
+			if !n.MarkedForDeletion || got != "staying" {
+				t.Errorf("deleting node: marked=%v pods=%s; want marked with only the pod not yet placed elsewhere", n.MarkedForDeletion, got)
+			}
+		case state.NodeClaimID("new"):
+			if got != "moved" {
+				t.Errorf("new node pods = %s, want the nominated pod", got)
+			}
+		}
+	}
+	cluster.UnmarkForDeletion(state.NodeClaimID("old"))
+	cluster.MarkForDeletion(state.NodeClaimID("new"))
+	if sn := nodeNamed(cluster, "new"); sn == nil || !sn.MarkedForDeletion {
+		t.Error("MarkForDeletion did not mark the node")
+	}
+}
+
+func TestNodeMetrics(t *testing.T) {
+	cleanup(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	cluster := state.NewCluster(clk, env.Client)
+	cluster.UpdateNode(test.MakeNode("n").Label(karpv1.NodePoolLabelKey, "pool").
+		Label(corev1.LabelInstanceTypeStable, "m5.large").Allocatable("cpu", "2", "memory", "8Gi").Obj())
+	cluster.UpdatePod(test.MakePod("a").NodeName("n").Requests("cpu", "500m").Obj())
+	cluster.UpdatePod(test.MakePod("d").NodeName("n").Requests("cpu", "100m").Owner("DaemonSet", "ds", "u").Obj())
+	reg := prometheus.NewPedanticRegistry()
+	if err := state.Register(reg, cluster); err != nil {
+		t.Fatal(err)
+	}
+	want := `
+# HELP karpenter_nodes_total_daemon_requests Node total daemon requests are the resource requested by DaemonSet pods bound to nodes.
+# TYPE karpenter_nodes_total_daemon_requests gauge
+karpenter_nodes_total_daemon_requests{arch="",capacity_type="",instance_type="m5.large",node_name="n",nodepool="pool",os="",region="",resource_type="cpu",windows_build="",zone=""} 0.1
+karpenter_nodes_total_daemon_requests{arch="",capacity_type="",instance_type="m5.large",node_name="n",nodepool="pool",os="",region="",resource_type="pods",windows_build="",zone=""} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "karpenter_nodes_total_daemon_requests"); err != nil {
+		t.Error(err)
+	}
+	if got := testutil.CollectAndCount(state.NewCollector(cluster), "karpenter_nodes_allocatable"); got != 2 {
+		t.Errorf("%d allocatable series, want cpu and memory", got)
+	}
+}

@@ -1,0 +1,57 @@
+package state_test
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/karp-autoscaler/karp/pkg/state"
+	"github.com/karp-autoscaler/karp/pkg/test"
+)
+
+func TestIsProvisionable(t *testing.T) {
+	scheduledFalse := func(reason string) []corev1.PodCondition {
+		return []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: reason}}
+	}
+	cases := map[string]struct {
+		pod  *corev1.Pod
+		want bool
+	}{
+		"unschedulable pending pod": {pod: test.MakePod("p").Obj(), want: true},
+		"bound":                     {pod: test.MakePod("p").NodeName("n").Obj()},
+		"never tried by the scheduler": {pod: func() *corev1.Pod {
+			p := test.MakePod("p").Obj()
+			p.Status.Conditions = nil
+			return p
+		}()},
+		"scheduling gated": {pod: func() *corev1.Pod {
+			p := test.MakePod("p").Obj()
+			p.Status.Conditions = scheduledFalse(corev1.PodReasonSchedulingGated)
+			return p
+		}()},
+		"nominated by the scheduler": {pod: func() *corev1.Pod {
+			p := test.MakePod("p").Obj()
+			p.Status.NominatedNodeName = "n"
+			return p
+		}()},
+		"DaemonSet pod":  {pod: test.MakePod("p").Owner("DaemonSet", "ds", "u1").Obj()},
+		"mirror pod":     {pod: test.MakePod("p").Owner("Node", "n", "u2").Obj()},
+		"ReplicaSet pod": {pod: test.MakePod("p").Owner("ReplicaSet", "rs", "u3").Obj(), want: true},
+		"terminating":    {pod: test.MakePod("p").Terminating(time.Unix(1, 0)).Obj()},
+		"succeeded":      {pod: test.MakePod("p").Phase(corev1.PodSucceeded).Obj()},
+		"failed":         {pod: test.MakePod("p").Phase(corev1.PodFailed).Obj()},
+		"scheduled true": {pod: func() *corev1.Pod {
+			p := test.MakePod("p").Obj()
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}
+			return p
+		}()},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := state.IsProvisionable(tc.pod); got != tc.want {
+				t.Errorf("IsProvisionable = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
