@@ -548,16 +548,21 @@ func checkLimits(in Input, res *Result, np *karpv1.NodePool) []string {
 			addList(used, c)
 		}
 	}
+	added := false
 	for _, nc := range res.NodeClaims {
 		if nc.NodePool.Name != np.Name {
 			continue
 		}
+		added = true
 		nodes++
 		c := nc.InstanceType.Capacity
 		if len(c) == 0 {
 			c = nc.InstanceType.Allocatable
 		}
 		addList(used, c)
+	}
+	if !added {
+		return nil // existing nodes may already exceed a lowered limit
 	}
 	var out []string
 	for name, l := range np.Spec.Limits {

@@ -21,7 +21,7 @@ import (
 // and existing nodes, and checks that every placement satisfies every hard
 // constraint and that no pod with a trivially feasible placement is left out.
 func TestSolveRandomClusters(t *testing.T) {
-	for seed := int64(1); seed <= 200; seed++ {
+	for seed := int64(1); seed <= 500; seed++ {
 		t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
 			in := randomCluster(rand.New(rand.NewSource(seed)))
 			res := Solve(context.Background(), in)

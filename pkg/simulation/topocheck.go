@@ -173,11 +173,15 @@ func (s *solver) minCount(c *constraint) int32 {
 	if len(u) == 0 || int32(len(u)) < c.minDomains {
 		return 0
 	}
+	counts := c.group.match
+	if c.group.filter != nil {
+		counts = c.group.sure
+	}
 	m := int32(math.MaxInt32)
 	for _, d := range u {
 		n := int32(0)
-		if int(d) < len(c.group.match) {
-			n = c.group.match[d]
+		if int(d) < len(counts) {
+			n = counts[d]
 		}
 		if n < m {
 			m = n

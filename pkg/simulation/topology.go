@@ -27,7 +27,8 @@ type group struct {
 	namespaces sets.Set[string] // nil: every namespace
 	selector   labels.Selector
 	filter     *nodeFilter
-	match      []int32 // by domain
+	match      []int32 // by domain: pods on nodes that pass the filter or may pass it
+	sure       []int32 // by domain, filtered groups only: pods on nodes that surely pass
 	owners     []int32 // by domain
 	hostMatch  []int32 // by target id
 	hostOwners []int32
@@ -50,7 +51,7 @@ type nodeFilter struct {
 	reqs        scheduling.Requirements // nil: node affinity ignored
 	tolerations []corev1.Toleration
 	taints      bool // honor taints
-	cache       map[int]bool
+	cache       map[int]int
 }
 
 func (g *group) matches(namespace string, podLabels labels.Set) bool {
@@ -93,10 +94,22 @@ func grow(s []int32, id int) []int32 {
 	return s
 }
 
-// recordMatch counts a pod matching the selector placed on t.
+// recordMatch counts a pod matching the selector placed on t. With a node
+// filter, a NodeClaim whose instance type is still open may or may not pass
+// it: such pods raise the upper count (match) but not the sure count, so a
+// spread check (own domain's upper count against the smallest sure count)
+// holds whatever types the NodeClaims end up with.
 func (g *group) recordMatch(s *solver, t *target) {
-	if g.filter != nil && !g.filter.passes(s, t) {
-		return
+	if g.filter != nil {
+		switch g.filter.outcome(s, t) {
+		case filterNo:
+			return
+		case filterYes:
+			if d := s.targetDom(t, g.kid); d >= 0 && !g.hostname {
+				g.sure = grow(g.sure, int(d))
+				g.sure[d]++
+			}
+		}
 	}
 	if g.hostname {
 		g.hostMatch = grow(g.hostMatch, t.id)
@@ -129,7 +142,19 @@ func (g *group) recordOwner(s *solver, t *target) {
 	}
 }
 
-func (f *nodeFilter) passes(s *solver, t *target) bool {
+// Filter outcomes on a node or NodeClaim.
+const (
+	filterNo = iota + 1
+	filterYes
+	filterMaybe
+)
+
+// passes reports whether the node may pass the filter.
+func (f *nodeFilter) passes(s *solver, t *target) bool { return f.outcome(s, t) != filterNo }
+
+// outcome says whether t passes the filter: existing nodes surely do or do
+// not; a NodeClaim may be undecided while its instance type is open.
+func (f *nodeFilter) outcome(s *solver, t *target) int {
 	cacheKey := t.id
 	if t.existing == nil {
 		cacheKey = -1 - t.entry.id
@@ -137,19 +162,49 @@ func (f *nodeFilter) passes(s *solver, t *target) bool {
 	if v, ok := f.cache[cacheKey]; ok {
 		return v
 	}
-	ok := true
+	out := filterYes
 	if f.reqs != nil {
-		if t.existing != nil {
-			ok = t.nodeReqs.StrictlyCompatible(f.reqs) == nil
-		} else {
-			ok = t.entry.reqs.Compatible(f.reqs, s.wellKnown) == nil
+		switch {
+		case t.existing != nil:
+			if t.nodeReqs.StrictlyCompatible(f.reqs) != nil {
+				out = filterNo
+			}
+		case t.entry.reqs.Compatible(f.reqs, s.wellKnown) != nil:
+			out = filterNo
+		case !surelySatisfies(t.entry.reqs, f.reqs, s.wellKnown):
+			out = filterMaybe
 		}
 	}
-	if ok && f.taints {
-		ok = t.taints().ToleratesPod(f.tolerations) == nil
+	if out != filterNo && f.taints && t.taints().ToleratesPod(f.tolerations) != nil {
+		out = filterNo
 	}
-	f.cache[cacheKey] = ok
-	return ok
+	f.cache[cacheKey] = out
+	return out
+}
+
+// surelySatisfies reports whether every node matching have satisfies want:
+// each key of want is fixed in have to values want allows, or is a key no
+// node of have will carry while want accepts its absence.
+func surelySatisfies(have, want scheduling.Requirements, wellKnown sets.Set[string]) bool {
+	for k, w := range want {
+		h := have[k]
+		if h == nil {
+			if !w.AcceptsAbsent() || wellKnown.Has(k) {
+				return false
+			}
+			continue
+		}
+		vals := h.Values()
+		if h.IsComplement() || len(vals) == 0 || h.AcceptsAbsent() && !w.AcceptsAbsent() {
+			return false
+		}
+		for _, v := range vals {
+			if !w.Has(v) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // topology interns groups.

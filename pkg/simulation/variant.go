@@ -162,7 +162,7 @@ func (s *solver) spreadConstraint(c *class, tsc *corev1.TopologySpreadConstraint
 	honorAffinity := tsc.NodeAffinityPolicy == nil || *tsc.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor
 	honorTaints := tsc.NodeTaintsPolicy != nil && *tsc.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor
 	if (honorAffinity && len(required) > 0) || honorTaints {
-		filter = &nodeFilter{taints: honorTaints, cache: map[int]bool{}}
+		filter = &nodeFilter{taints: honorTaints, cache: map[int]int{}}
 		if honorAffinity && len(required) > 0 {
 			filter.reqs = required
 		}
