@@ -31,6 +31,8 @@ type Cluster struct {
 	pdbs        map[types.NamespacedName]*policyv1.PodDisruptionBudget
 	nominations map[types.NamespacedName]nomination
 	marked      map[string]bool // StateNode IDs marked for deletion
+	started     map[types.UID]bool
+	createdAt   time.Time
 }
 
 // NewCluster returns an empty view. kubeClient is what Synced compares the
@@ -49,6 +51,8 @@ func NewCluster(clk clock.Clock, kubeClient client.Reader) *Cluster {
 		pdbs:        map[types.NamespacedName]*policyv1.PodDisruptionBudget{},
 		nominations: map[types.NamespacedName]nomination{},
 		marked:      map[string]bool{},
+		started:     map[types.UID]bool{},
+		createdAt:   clk.Now(),
 	}
 }
 
@@ -116,6 +120,7 @@ func (c *Cluster) UpdatePod(pod *corev1.Pod) {
 	}
 	c.unbind(key)
 	c.pods[key] = pod
+	c.observeStartup(pod)
 	if pod.Spec.NodeName != "" {
 		byNode := c.podsByNode[pod.Spec.NodeName]
 		if byNode == nil {
@@ -130,6 +135,9 @@ func (c *Cluster) UpdatePod(pod *corev1.Pod) {
 func (c *Cluster) DeletePod(key types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if pod, ok := c.pods[key]; ok {
+		delete(c.started, pod.UID)
+	}
 	c.unbind(key)
 	delete(c.pods, key)
 	delete(c.nominations, key)

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -309,4 +310,36 @@ karpenter_nodes_total_daemon_requests{arch="",capacity_type="",instance_type="m5
 	if got := testutil.CollectAndCount(state.NewCollector(cluster), "karpenter_nodes_allocatable"); got != 2 {
 		t.Errorf("%d allocatable series, want cpu and memory", got)
 	}
+	wantPods := `
+# HELP karpenter_pods_state Pod state is the current state of pods. This metric can be used several ways as it is labeled by the pod name, namespace, owner, node, nodepool name, zone, architecture, capacity type, instance type and pod phase.
+# TYPE karpenter_pods_state gauge
+karpenter_pods_state{arch="",capacity_type="",instance_type="m5.large",name="a",namespace="default",node="n",nodepool="pool",owner="",phase="Pending",zone=""} 1
+karpenter_pods_state{arch="",capacity_type="",instance_type="m5.large",name="d",namespace="default",node="n",nodepool="pool",owner="daemonset/ds",phase="Pending",zone=""} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(wantPods), "karpenter_pods_state"); err != nil {
+		t.Error(err)
+	}
+
+	// A pod that turns Ready 5s after its creation is observed once.
+	created := clk.Now()
+	ready := test.MakePod("ready").NodeName("n").Created(created).Phase(corev1.PodRunning).Obj()
+	ready.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue,
+		LastTransitionTime: metav1.NewTime(created.Add(5 * time.Second))}}
+	cluster.UpdatePod(ready)
+	cluster.UpdatePod(ready)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "karpenter_pods_startup_duration_seconds" {
+			continue
+		}
+		s := f.GetMetric()[0].GetSummary()
+		if s.GetSampleCount() != 1 || s.GetSampleSum() != 5 {
+			t.Errorf("startup summary count=%d sum=%v, want one 5s observation", s.GetSampleCount(), s.GetSampleSum())
+		}
+		return
+	}
+	t.Error("karpenter_pods_startup_duration_seconds not gathered")
 }

@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"strings"
 
@@ -59,14 +60,15 @@ type Collector struct {
 // NewCollector returns the collector of the view's metrics.
 func NewCollector(cluster *Cluster) *Collector { return &Collector{cluster: cluster} }
 
-// Register registers the view's metrics with reg.
+// Register registers the view's metrics with reg: the node and pod
+// gauges (computed at scrape time) and the pod startup summary.
 func Register(reg prometheus.Registerer, cluster *Cluster) error {
-	return reg.Register(NewCollector(cluster))
+	return errors.Join(reg.Register(NewCollector(cluster)), reg.Register(PodStartupDuration))
 }
 
 // Describe implements prometheus.Collector.
 func (m *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{nodeAllocatableDesc, nodePodRequestsDesc, nodeDaemonRequestsDesc, nodeCountDesc, syncedDesc} {
+	for _, d := range []*prometheus.Desc{nodeAllocatableDesc, nodePodRequestsDesc, nodeDaemonRequestsDesc, nodeCountDesc, syncedDesc, podStateDesc} {
 		ch <- d
 	}
 }
@@ -90,6 +92,7 @@ func (m *Collector) Collect(ch chan<- prometheus.Metric) {
 		synced = 1
 	}
 	ch <- prometheus.MustNewConstMetric(syncedDesc, prometheus.GaugeValue, synced)
+	m.cluster.collectPods(ch)
 }
 
 func emit(ch chan<- prometheus.Metric, desc *prometheus.Desc, sn *StateNode, resources corev1.ResourceList) {

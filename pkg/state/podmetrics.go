@@ -1,0 +1,76 @@
+package state
+
+import (
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+)
+
+// podStateLabels are upstream's labels of karpenter_pods_state.
+var podStateLabels = []string{"name", "namespace", "owner", "node", "nodepool", "zone", "arch", "capacity_type", "instance_type", "phase"}
+
+var podStateDesc = prometheus.NewDesc(metricsNamespace+"_pods_state",
+	"Pod state is the current state of pods. This metric can be used several ways as it is labeled by the pod name, namespace, owner, node, nodepool name, zone, architecture, capacity type, instance type and pod phase.",
+	podStateLabels, nil)
+
+// PodStartupDuration observes, once per pod, the time from its creation
+// until it became Ready. Pods that were already Ready when this process
+// started are not observed, so a restart does not replay history.
+var PodStartupDuration = prometheus.NewSummary(prometheus.SummaryOpts{
+	Namespace: metricsNamespace, Subsystem: "pods", Name: "startup_duration_seconds",
+	Help:       "The time from pod creation until the pod is running.",
+	Objectives: map[float64]float64{0.0: 0.01, 0.5: 0.05, 0.9: 0.01, 0.99: 0.001, 1: 0.001},
+})
+
+// observeStartup records the pod's startup duration the first time the
+// view sees it Ready. Called with c.mu held.
+func (c *Cluster) observeStartup(pod *corev1.Pod) {
+	if c.started[pod.UID] {
+		return
+	}
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type != corev1.PodReady || cond.Status != corev1.ConditionTrue {
+			continue
+		}
+		c.started[pod.UID] = true
+		if cond.LastTransitionTime.Time.Before(c.createdAt) {
+			return
+		}
+		PodStartupDuration.Observe(cond.LastTransitionTime.Sub(pod.CreationTimestamp.Time).Seconds())
+		return
+	}
+}
+
+// collectPods emits karpenter_pods_state for every pod the view holds.
+func (c *Cluster) collectPods(ch chan<- prometheus.Metric) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, key := range sortedKeys(c.pods) {
+		pod := c.pods[key]
+		var labels map[string]string
+		if node, ok := c.nodes[pod.Spec.NodeName]; ok {
+			labels = node.Labels
+		}
+		ch <- prometheus.MustNewConstMetric(podStateDesc, prometheus.GaugeValue, 1,
+			pod.Name, pod.Namespace, owner(pod), pod.Spec.NodeName, labels[karpv1.NodePoolLabelKey],
+			labels[corev1.LabelTopologyZone], labels[corev1.LabelArchStable], labels[karpv1.CapacityTypeLabelKey],
+			labels[corev1.LabelInstanceTypeStable], string(pod.Status.Phase))
+	}
+}
+
+// owner renders the pod's controller as <kind>/<name>, or "".
+func owner(pod *corev1.Pod) string {
+	for _, ref := range pod.OwnerReferences {
+		if ref.Controller != nil && *ref.Controller {
+			return strings.ToLower(ref.Kind) + "/" + ref.Name
+		}
+	}
+	if len(pod.OwnerReferences) > 0 {
+		ref := pod.OwnerReferences[0]
+		return strings.ToLower(ref.Kind) + "/" + ref.Name
+	}
+	return ""
+}
