@@ -1,9 +1,13 @@
 package provisioning
 
 import (
+	"context"
 	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/karp-autoscaler/karp/pkg/state"
 )
 
 const (
@@ -44,4 +48,52 @@ func Register(reg prometheus.Registerer) error {
 		errs = append(errs, reg.Register(c))
 	}
 	return errors.Join(errs...)
+}
+
+// MetricsRegistrar registers the provisioner's and the cluster state's
+// metrics when the operator registers its controllers, so they are served
+// with the manager's. A second registration in the same process (tests
+// that build several operators) keeps the first.
+type MetricsRegistrar struct {
+	reg     prometheus.Registerer
+	cluster *state.Cluster
+}
+
+// NewMetricsRegistrar returns the registrar for reg.
+func NewMetricsRegistrar(reg prometheus.Registerer, cluster *state.Cluster) *MetricsRegistrar {
+	return &MetricsRegistrar{reg: reg, cluster: cluster}
+}
+
+// Name names the registrar in the controller list.
+func (m *MetricsRegistrar) Name() string { return "provisioner.metrics" }
+
+// Register registers the metrics.
+func (m *MetricsRegistrar) Register(context.Context, manager.Manager) error {
+	return ignoreAlreadyRegistered(errors.Join(Register(m.reg), state.Register(m.reg, m.cluster)))
+}
+
+func ignoreAlreadyRegistered(err error) error {
+	var kept []error
+	for _, e := range flatten(err) {
+		if are := (prometheus.AlreadyRegisteredError{}); !errors.As(e, &are) {
+			kept = append(kept, e)
+		}
+	}
+	return errors.Join(kept...)
+}
+
+// flatten lists the errors inside nested errors.Join values.
+func flatten(err error) []error {
+	if err == nil {
+		return nil
+	}
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	var out []error
+	for _, e := range joined.Unwrap() {
+		out = append(out, flatten(e)...)
+	}
+	return out
 }
