@@ -309,7 +309,11 @@ func checkSpread(in Input, nodes map[string]*checkNode, n *checkNode, p *corev1.
 	}
 	terms := podNodeTerms(in, p)
 	honor := tsc.NodeAffinityPolicy == nil || *tsc.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor
-	eligible := func(cn *checkNode) bool { return !honor || matchesNode(terms, cn.labels) }
+	honorTaints := tsc.NodeTaintsPolicy != nil && *tsc.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor
+	tolerated := func(taints []corev1.Taint) bool {
+		return !honorTaints || scheduling.Taints(taints).ToleratesPod(p.Spec.Tolerations) == nil
+	}
+	eligible := func(cn *checkNode) bool { return (!honor || matchesNode(terms, cn.labels)) && tolerated(cn.taints) }
 	d, ok := n.labels[tsc.TopologyKey]
 	if !ok {
 		return "node has no " + tsc.TopologyKey + " label"
@@ -329,7 +333,7 @@ func checkSpread(in Input, nodes map[string]*checkNode, n *checkNode, p *corev1.
 	}
 	minCount := 0
 	if tsc.TopologyKey != corev1.LabelHostname {
-		universe := spreadUniverse(in, nodes, tsc.TopologyKey, terms, honor, eligible)
+		universe := spreadUniverse(in, nodes, tsc.TopologyKey, terms, honor, eligible, tolerated)
 		minCount = -1
 		for v := range universe {
 			if minCount < 0 || counts[v] < minCount {
@@ -346,7 +350,8 @@ func checkSpread(in Input, nodes map[string]*checkNode, n *checkNode, p *corev1.
 	return ""
 }
 
-func spreadUniverse(in Input, nodes map[string]*checkNode, key string, terms []scheduling.Requirements, honor bool, eligible func(*checkNode) bool) sets.Set[string] {
+func spreadUniverse(in Input, nodes map[string]*checkNode, key string, terms []scheduling.Requirements, honor bool,
+	eligible func(*checkNode) bool, tolerated func([]corev1.Taint) bool) sets.Set[string] {
 	u := sets.New[string]()
 	for _, cn := range nodes {
 		if cn.existing != nil && eligible(cn) {
@@ -356,12 +361,15 @@ func spreadUniverse(in Input, nodes map[string]*checkNode, key string, terms []s
 		}
 	}
 	for _, np := range in.NodePools {
+		if !tolerated(np.NodePool.Spec.Template.Spec.Taints) {
+			continue
+		}
 		poolReqs := poolRequirements(np.NodePool)
 		for _, it := range np.InstanceTypes {
 			if poolReqs.Intersects(it.Requirements) != nil {
 				continue
 			}
-			if honor && !anyIntersects(terms, poolReqs.Intersection(it.Requirements)) {
+			if honor && !anyCompatible(terms, poolReqs.Intersection(it.Requirements), it) {
 				continue
 			}
 			var vals []string
@@ -393,9 +401,16 @@ func anyAllows(terms []scheduling.Requirements, key, value string) bool {
 	return false
 }
 
-func anyIntersects(terms []scheduling.Requirements, reqs scheduling.Requirements) bool {
+// anyCompatible reports whether a node of this pool and instance type can
+// satisfy some term: keys the node leaves open must be labels the type
+// defines (or well-known ones) unless the term accepts their absence.
+func anyCompatible(terms []scheduling.Requirements, reqs scheduling.Requirements, it *scheduling.InstanceType) bool {
+	wellKnown := karpv1.WellKnownLabels.Clone()
+	for k := range it.Requirements {
+		wellKnown.Insert(k)
+	}
 	for _, t := range terms {
-		if reqs.Intersects(t) == nil {
+		if reqs.Compatible(t, wellKnown) == nil {
 			return true
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
@@ -66,6 +67,12 @@ func randomPool(rng *rand.Rand, i int) *NodePool {
 	if rng.Intn(3) == 0 {
 		w = w.Labels(map[string]string{"team": pick(rng, "x", "y")})
 	}
+	if rng.Intn(5) == 0 {
+		w = w.Taint(corev1.Taint{Key: "soft", Effect: corev1.TaintEffectPreferNoSchedule})
+	}
+	if rng.Intn(5) == 0 {
+		w = w.Requirement("rack", corev1.NodeSelectorOpIn, "r1", "r2")
+	}
 	switch rng.Intn(4) {
 	case 0:
 		w = w.Requirement(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "amd64")
@@ -99,6 +106,9 @@ func randomDaemonSet(rng *rand.Rand, i int) *appsDaemonSet {
 	if rng.Intn(3) == 0 {
 		w = w.Toleration(corev1.Toleration{Operator: corev1.TolerationOpExists})
 	}
+	if rng.Intn(8) == 0 {
+		w = w.HostPort(int32(9100 + i))
+	}
 	return w.Obj()
 }
 
@@ -115,6 +125,10 @@ func randomNode(rng *rand.Rand, i int) *Node {
 	}
 	n := existingNode(nw.Obj(), bound...)
 	n.MarkedForDeletion = rng.Intn(6) == 0
+	if rng.Intn(5) == 0 {
+		n.Initialized = false
+		n.Taints = []corev1.Taint{{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}}
+	}
 	return n
 }
 
@@ -132,7 +146,10 @@ func randomPod(rng *rand.Rand, name string) *test.PodWrapper {
 	if rng.Intn(3) == 0 {
 		w = w.Toleration(corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpExists})
 	}
-	switch rng.Intn(12) {
+	if rng.Intn(8) == 0 {
+		w = w.InitContainer("init", test.ResourceList("cpu", pick(rng, "500m", "2")), rng.Intn(2) == 0)
+	}
+	switch rng.Intn(16) {
 	case 0:
 		w = w.Spread(corev1.LabelTopologyZone, int32(1+rng.Intn(2)), corev1.DoNotSchedule, own)
 	case 1:
@@ -149,6 +166,17 @@ func randomPod(rng *rand.Rand, name string) *test.PodWrapper {
 		w = w.PreferredNodeAffinity(10, req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, pick(rng, zoneA, zoneB)))
 	case 7:
 		w = w.PodAntiAffinity(corev1.LabelTopologyZone, map[string]string{"app": pick(rng, apps...)})
+	case 8:
+		ignore, honor := corev1.NodeInclusionPolicyIgnore, corev1.NodeInclusionPolicyHonor
+		w = w.NodeSelector(map[string]string{corev1.LabelArchStable: "amd64"}).SpreadConstraint(corev1.TopologySpreadConstraint{
+			MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: own}, NodeAffinityPolicy: pick(rng, &ignore, &honor), NodeTaintsPolicy: pick(rng, &ignore, &honor)})
+	case 9:
+		w = w.PreferredPodAffinity(10, corev1.LabelHostname, map[string]string{"app": pick(rng, apps...)})
+	case 10:
+		w = w.Spread("rack", 1, corev1.DoNotSchedule, own)
+	case 11:
+		w = w.PodAffinity(corev1.LabelHostname, map[string]string{"app": pick(rng, apps...)})
 	}
 	if rng.Intn(8) == 0 {
 		w = w.HostPort(8080)
