@@ -170,6 +170,19 @@ func checkTotals(t *testing.T, rep *Report) {
 	if math.Abs(rep.TotalPricePerHour*730-rep.TotalPricePerMonth) > 0.01 {
 		t.Errorf("totalPricePerMonth = %v, want 730 × %v", rep.TotalPricePerMonth, rep.TotalPricePerHour)
 	}
+	onExisting := 0
+	for _, e := range rep.ExistingNodes {
+		onExisting += len(e.Pods)
+	}
+	for _, u := range rep.Unschedulable {
+		if seen.Has(u.Pod) {
+			t.Errorf("pod %s is both placed and unschedulable", u.Pod)
+		}
+	}
+	if got := pods + onExisting + len(rep.Unschedulable); got != rep.PendingPods {
+		t.Errorf("%d pods placed new, %d on existing nodes, %d unschedulable: %d in all, want every one of %d pending pods accounted for",
+			pods, onExisting, len(rep.Unschedulable), got, rep.PendingPods)
+	}
 	if rep.TotalNodes != len(rep.NodeClaims) || rep.TotalPods != pods {
 		t.Errorf("totals say %d nodes, %d pods; NodeClaims hold %d nodes, %d pods", rep.TotalNodes, rep.TotalPods, len(rep.NodeClaims), pods)
 	}
