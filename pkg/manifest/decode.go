@@ -171,6 +171,10 @@ func (l *loader) addObject(src Source, data []byte, inherit typeMeta) error {
 	if gvk.Group == karpv1.Group || gvk.Group == kwokv1alpha1.Group {
 		return l.addCustom(src, gvk, data)
 	}
+	if want, ok := servedVersion(gvk); ok && want != gvk {
+		return &Error{Source: src, Object: describe(gvk.Kind, data),
+			Err: fmt.Errorf("apiVersion: Unsupported value: %q: %s is served as %s", tm.APIVersion, gvk.Kind, want.GroupVersion())}
+	}
 	if !supported[gvk] {
 		l.set.Warnings = append(l.set.Warnings, fmt.Sprintf("%s: skipped %s %s: kind not used by karp", src, tm.APIVersion, tm.Kind))
 		return nil
@@ -211,6 +215,17 @@ func withTypeMeta(data []byte, tm typeMeta) ([]byte, error) {
 	return json.Marshal(obj)
 }
 
+// servedVersion returns the version karp reads a built-in kind in, when
+// gvk names one of its kinds in the same group.
+func servedVersion(gvk schema.GroupVersionKind) (schema.GroupVersionKind, bool) {
+	for want := range supported {
+		if want.Group == gvk.Group && want.Kind == gvk.Kind {
+			return want, true
+		}
+	}
+	return schema.GroupVersionKind{}, false
+}
+
 // describe names an object for errors: "Kind namespace/name" as far as
 // its metadata can be read.
 func describe(kind string, data []byte) string {
@@ -241,6 +256,12 @@ func (l *loader) addCustom(src Source, gvk schema.GroupVersionKind, data []byte)
 	}
 	v, ok := l.crds[gvk]
 	if !ok {
+		for served := range l.crds {
+			if served.Group == gvk.Group && served.Kind == gvk.Kind {
+				return &Error{Source: src, Object: describe(gvk.Kind, data),
+					Err: fmt.Errorf("apiVersion: Unsupported value: %q: %s is served as %s", gvk.GroupVersion(), gvk.Kind, served.GroupVersion())}
+			}
+		}
 		l.set.Warnings = append(l.set.Warnings, fmt.Sprintf("%s: skipped %s %s: kind not used by karp simulate", src, gvk.GroupVersion(), gvk.Kind))
 		return nil
 	}

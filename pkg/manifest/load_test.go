@@ -141,6 +141,14 @@ func TestLoadRejectsBadInput(t *testing.T) {
 			files: map[string]string{"a.yaml": deployment, "b.yaml": deployment},
 			want:  []string{"b.yaml: document 1", "Deployment default/web", "defined twice", "a.yaml: document 1"},
 		},
+		"old apiVersion of a workload": {
+			files: map[string]string{"app.yaml": strings.Replace(deployment, "apps/v1", "apps/v1beta1", 1)},
+			want:  []string{"app.yaml: document 1", "Deployment default/web", `apiVersion: Unsupported value: "apps/v1beta1": Deployment is served as apps/v1`},
+		},
+		"old apiVersion of a NodePool": {
+			files: map[string]string{"np.yaml": strings.Replace(nodePool, "karpenter.sh/v1", "karpenter.sh/v1beta1", 1)},
+			want:  []string{"np.yaml: document 1", "NodePool default", `apiVersion: Unsupported value: "karpenter.sh/v1beta1": NodePool is served as karpenter.sh/v1`},
+		},
 		"YAML syntax": {
 			files: map[string]string{"x.yaml": deployment + "---\nkind: Pod\n  bad: [\n"},
 			want:  []string{"x.yaml: document 2", "parsing YAML"},
