@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/garbagecollection"
@@ -23,7 +24,11 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodepool/hash"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodepool/readiness"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodepool/validation"
+	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning"
+	statecontrollers "github.com/karp-autoscaler/karp/pkg/controllers/state"
 	"github.com/karp-autoscaler/karp/pkg/operator/options"
+	"github.com/karp-autoscaler/karp/pkg/simulation"
+	"github.com/karp-autoscaler/karp/pkg/state"
 )
 
 // Controller is one reconciler the manager runs.
@@ -55,7 +60,12 @@ type Deps struct {
 
 // NewControllers returns every controller, in registration order.
 func NewControllers(deps Deps) []Controller {
-	return []Controller{
+	// One in-memory view of the cluster, fed by the state informers and
+	// read by the provisioner.
+	cluster := state.NewCluster(deps.Clock, deps.KubeClient)
+	provisioner := provisioning.NewProvisioner(deps.KubeClient, deps.CloudProvider, cluster, deps.Recorder, deps.Clock,
+		provisioningOptions(deps.Options))
+	list := []Controller{
 		// Launches, registers and initializes NodeClaims; deletes the ones
 		// that cannot launch or never register.
 		lifecycle.NewController(deps.KubeClient, deps.CloudProvider, deps.Clock, deps.Recorder),
@@ -72,5 +82,39 @@ func NewControllers(deps Deps) []Controller {
 		validation.NewController(deps.KubeClient, deps.Clock),
 		// Stamps the template hash used for drift.
 		hash.NewController(deps.KubeClient),
+		// Batches pending pods, solves and creates NodeClaims (singleton).
+		provisioner,
+		// Triggers the provisioner for provisionable, un-nominated pods.
+		provisioning.NewPodController(deps.KubeClient, cluster, provisioner.Batcher()),
+		// Triggers the provisioner for nodes being disrupted or deleted.
+		provisioning.NewNodeController(provisioner.Batcher()),
+		// Registers the scheduler, node and pod metrics.
+		provisioning.NewMetricsRegistrar(crmetrics.Registry, cluster),
 	}
+	// Feed the cluster state: one informer controller per kind.
+	for _, c := range statecontrollers.NewControllers(deps.KubeClient, cluster) {
+		list = append(list, c)
+	}
+	return list
+}
+
+// provisioningOptions maps the process flags onto the provisioner's options.
+func provisioningOptions(o *options.Options) provisioning.Options {
+	opts := provisioning.DefaultOptions()
+	if o == nil {
+		return opts
+	}
+	if o.BatchIdleDuration > 0 {
+		opts.BatchIdleDuration = o.BatchIdleDuration
+	}
+	if o.BatchMaxDuration > 0 {
+		opts.BatchMaxDuration = o.BatchMaxDuration
+	}
+	if o.PreferencePolicy != "" {
+		opts.PreferencePolicy = simulation.PreferencePolicy(o.PreferencePolicy)
+	}
+	if o.MinValuesPolicy != "" {
+		opts.MinValuesPolicy = simulation.MinValuesPolicy(o.MinValuesPolicy)
+	}
+	return opts
 }
