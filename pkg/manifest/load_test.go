@@ -149,6 +149,10 @@ func TestLoadRejectsBadInput(t *testing.T) {
 			files: map[string]string{"np.yaml": strings.Replace(nodePool, "karpenter.sh/v1", "karpenter.sh/v1beta1", 1)},
 			want:  []string{"np.yaml: document 1", "NodePool default", `apiVersion: Unsupported value: "karpenter.sh/v1beta1": NodePool is served as karpenter.sh/v1`},
 		},
+		"invalid KWOKNodeClass": {
+			files: map[string]string{"nc.yaml": "apiVersion: karpenter.kwok.sh/v1alpha1\nkind: KWOKNodeClass\nmetadata: {name: default}\nspec: {nodeRegistrationDelay: soon}\n"},
+			want:  []string{"nc.yaml: document 1", "KWOKNodeClass default", "spec.nodeRegistrationDelay", "should match"},
+		},
 		"YAML syntax": {
 			files: map[string]string{"x.yaml": deployment + "---\nkind: Pod\n  bad: [\n"},
 			want:  []string{"x.yaml: document 2", "parsing YAML"},
