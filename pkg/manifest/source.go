@@ -36,6 +36,7 @@ type Error struct {
 	Err    error
 }
 
+// Error renders "source (Kind namespace/name): message".
 func (e *Error) Error() string {
 	if e.Object != "" {
 		return fmt.Sprintf("%s (%s): %v", e.Source, e.Object, e.Err)
@@ -43,4 +44,5 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s: %v", e.Source, e.Err)
 }
 
+// Unwrap returns the underlying error.
 func (e *Error) Unwrap() error { return e.Err }
