@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
@@ -233,6 +234,12 @@ func TestSolveRequirements(t *testing.T) {
 	})
 }
 
+func deleting(np *karpv1.NodePool) *karpv1.NodePool {
+	ts := metav1.NewTime(testNow)
+	np.DeletionTimestamp = &ts
+	return np
+}
+
 func zoneReqs(zone string) scheduling.Requirements {
 	return scheduling.NewRequirements(scheduling.NewRequirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, zone))
 }
@@ -257,6 +264,14 @@ func TestSolveNodePoolOrder(t *testing.T) {
 	weighted := func(name string, w int32) *karpv1.NodePool { return test.MakeNodePool(name).Weight(w).Obj() }
 	pod := onePod(func(w *test.PodWrapper) *test.PodWrapper { return w })
 	runCases(t, map[string]solveCase{
+		"a static NodePool takes no part": {
+			pools: []*NodePool{withTypes(test.MakeNodePool("static").Weight(50).Replicas(3).Obj()), withTypes(weighted("dynamic", 1))},
+			pods:  pod, inPool: map[string]string{"p": "dynamic"},
+		},
+		"a deleting NodePool takes no part": {
+			pools: []*NodePool{withTypes(deleting(weighted("going", 50))), withTypes(weighted("staying", 1))},
+			pods:  pod, inPool: map[string]string{"p": "staying"},
+		},
 		"the heavier NodePool wins": {
 			pools: []*NodePool{withTypes(weighted("low", 1)), withTypes(weighted("high", 50))},
 			pods:  pod, inPool: map[string]string{"p": "high"},

@@ -166,6 +166,11 @@ func (s *solver) buildPools() {
 		return nps[i].NodePool.Name > nps[j].NodePool.Name
 	})
 	for _, np := range nps {
+		// Static NodePools (replicas) keep a fixed node count and deleting
+		// NodePools launch nothing: neither takes part in scheduling.
+		if np.NodePool.Spec.Replicas != nil || np.NodePool.DeletionTimestamp != nil {
+			continue
+		}
 		p := s.newPool(np)
 		p.index = len(s.pools)
 		p.root = s.entryFor(p, p.reqs)

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/karp-autoscaler/karp/pkg/scheduling"
 	"github.com/karp-autoscaler/karp/pkg/test"
 )
 
@@ -396,5 +397,40 @@ func TestSolveCancelled(t *testing.T) {
 		NodePools: []*NodePool{withTypes(test.MakeNodePool("default").Obj())}})
 	if len(res.PodErrors) != 1 || res.PodErrors[0].Status.Message() != "simulation cancelled: context canceled" {
 		t.Fatalf("errors %+v", res.PodErrors)
+	}
+}
+
+// TestSolveStatusCodes separates pods that may fit once the cluster changes
+// (limits, topology) from pods no NodePool can ever hold as configured.
+func TestSolveStatusCodes(t *testing.T) {
+	tests := map[string]struct {
+		tc   solveCase
+		want scheduling.Code
+	}{
+		"an untolerated taint is unresolvable": {
+			tc:   solveCase{pools: []*NodePool{taintedPool("gpu", gpuTaint)}, pods: onePod(func(w *test.PodWrapper) *test.PodWrapper { return w })},
+			want: scheduling.UnschedulableAndUnresolvable,
+		},
+		"a request no type holds is unresolvable": {
+			tc:   solveCase{pods: onePod(func(w *test.PodWrapper) *test.PodWrapper { return w.Requests("cpu", "100") })},
+			want: scheduling.UnschedulableAndUnresolvable,
+		},
+		"a reached limit may clear": {
+			tc: solveCase{pools: []*NodePool{withTypes(test.MakeNodePool("default").Limits(test.ResourceList("cpu", "1")).Obj())},
+				pods: onePod(func(w *test.PodWrapper) *test.PodWrapper { return w })},
+			want: scheduling.Unschedulable,
+		},
+		"a topology constraint may clear": {
+			tc: solveCase{pods: []*corev1.Pod{test.MakePod("app").PodAffinity(corev1.LabelTopologyZone, map[string]string{"app": "db"}).Obj()}},
+			want: scheduling.Unschedulable,
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			res := Solve(context.Background(), tt.tc.input())
+			if len(res.PodErrors) != 1 || res.PodErrors[0].Status.Code != tt.want {
+				t.Fatalf("errors %+v, want code %s", res.PodErrors, tt.want)
+			}
+		})
 	}
 }
