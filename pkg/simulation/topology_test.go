@@ -421,7 +421,7 @@ func TestSolveStatusCodes(t *testing.T) {
 			want: scheduling.Unschedulable,
 		},
 		"a topology constraint may clear": {
-			tc: solveCase{pods: []*corev1.Pod{test.MakePod("app").PodAffinity(corev1.LabelTopologyZone, map[string]string{"app": "db"}).Obj()}},
+			tc:   solveCase{pods: []*corev1.Pod{test.MakePod("app").PodAffinity(corev1.LabelTopologyZone, map[string]string{"app": "db"}).Obj()}},
 			want: scheduling.Unschedulable,
 		},
 	}
