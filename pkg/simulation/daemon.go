@@ -55,7 +55,7 @@ func (s *solver) newDaemon(ds *appsv1.DaemonSet, limitRanges []corev1.LimitRange
 		d.terms = []scheduling.Requirements{base}
 	}
 	for _, term := range terms {
-		d.terms = append(d.terms, base.Intersection(scheduling.NewNodeSelectorRequirements(term.MatchExpressions...)))
+		d.terms = append(d.terms, base.Intersection(termRequirements(term)))
 	}
 	return d
 }

@@ -164,7 +164,7 @@ func podNodeTerms(in Input, p *corev1.Pod) []scheduling.Requirements {
 	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
 		terms = nil
 		for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-			terms = append(terms, base.Intersection(scheduling.NewNodeSelectorRequirements(term.MatchExpressions...)))
+			terms = append(terms, base.Intersection(termRequirements(term)))
 		}
 	}
 	vols := in.VolumeRequirements[p.UID]

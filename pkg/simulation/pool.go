@@ -109,6 +109,9 @@ func (s *solver) newPool(in *NodePool) *pool {
 		}
 	}
 	p.used = make(scheduling.Vector, s.idx.Len())
+	// PreferNoSchedule taints do not keep DaemonSet pods off a node, so a
+	// DaemonSet counts on such a pool without tolerating them (upstream
+	// requires the toleration and sizes such nodes too small: its issue 715).
 	for _, d := range s.daemons {
 		if p.taints.ToleratesPod(d.tolerations) == nil {
 			p.daemons = append(p.daemons, d)

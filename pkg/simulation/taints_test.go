@@ -149,6 +149,15 @@ func TestSolveExistingNodes(t *testing.T) {
 		"initialized nodes are tried first": {
 			nodes: []*Node{uninit, existingNode(free("z-ready"))}, pods: pod, onNode: map[string]string{"p": "z-ready"},
 		},
+		"matchFields pins a pod to a named node": {
+			nodes:  []*Node{existingNode(free("a")), existingNode(free("b"))},
+			pods:   []*corev1.Pod{withMatchFields(test.MakePod("p").Obj(), "b")},
+			onNode: map[string]string{"p": "b"},
+		},
+		"matchFields naming a missing node": {
+			pods:    []*corev1.Pod{withMatchFields(test.MakePod("p").Obj(), "gone")},
+			reasons: map[string]string{"p": "NodePool default: incompatible requirements: label kubernetes.io/hostname is not defined by the NodePool (requires kubernetes.io/hostname In [gone])"},
+		},
 		"nodes are tried by name": {
 			nodes: []*Node{existingNode(free("b")), existingNode(free("a"))}, pods: pod, onNode: map[string]string{"p": "a"},
 		},
@@ -183,4 +192,10 @@ func TestSolveExistingNodes(t *testing.T) {
 			claims: n(0), onNode: map[string]string{"p": "n"},
 		},
 	})
+}
+
+func withMatchFields(p *corev1.Pod, node string) *corev1.Pod {
+	p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}}}}}}}
+	return p
 }

@@ -45,7 +45,7 @@ func splitTerms(pod *corev1.Pod) *podTerms {
 	if a != nil && a.NodeAffinity != nil {
 		if r := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution; r != nil {
 			for _, t := range r.NodeSelectorTerms {
-				pt.terms = append(pt.terms, scheduling.NewNodeSelectorRequirements(t.MatchExpressions...))
+				pt.terms = append(pt.terms, termRequirements(t))
 			}
 		}
 		prefs := append([]corev1.PreferredSchedulingTerm(nil), a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution...)
@@ -66,6 +66,17 @@ func splitTerms(pod *corev1.Pod) *podTerms {
 		pt.prefAnti = sortedWeighted(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
 	}
 	return pt
+}
+
+// termRequirements converts a node selector term. matchFields can only
+// name a node (metadata.name); it becomes a hostname requirement, which
+// existing nodes satisfy by their hostname label and new NodeClaims never do.
+func termRequirements(t corev1.NodeSelectorTerm) scheduling.Requirements {
+	reqs := scheduling.NewNodeSelectorRequirements(t.MatchExpressions...)
+	for _, f := range t.MatchFields {
+		reqs.Add(scheduling.NewRequirement(corev1.LabelHostname, f.Operator, f.Values...))
+	}
+	return reqs
 }
 
 func sortedWeighted(in []corev1.WeightedPodAffinityTerm) []corev1.PodAffinityTerm {
