@@ -40,7 +40,14 @@ type phase interface {
 type pass struct {
 	// node is the Node as registration wrote it, newer than the cache.
 	node *corev1.Node
+	// after are the logs, events and metrics of transitions; they are
+	// published only once the NodeClaim patch succeeded, so a conflict
+	// and retry does not announce a transition twice.
+	after []func()
 }
+
+// afterPatch defers fn until the NodeClaim's changes are stored.
+func (p *pass) afterPatch(fn func()) { p.after = append(p.after, fn) }
 
 // Controller runs the NodeClaim lifecycle phases.
 type Controller struct {
@@ -115,9 +122,12 @@ func (c *Controller) Reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 		results = append(results, res)
 		errs = append(errs, err)
 	}
-	// 3. Write back once.
+	// 3. Write back once, then announce what changed.
 	if err := c.patch(ctx, before, nodeClaim); err != nil {
-		errs = append(errs, err)
+		return reconcile.Result{}, errors.Join(append(errs, err)...)
+	}
+	for _, fn := range state.after {
+		fn()
 	}
 	return soonest(results...), errors.Join(errs...)
 }

@@ -69,9 +69,10 @@ func (i *initialization) reconcile(ctx context.Context, nodeClaim *karpv1.NodeCl
 		}
 	}
 	conditions.SetTrue(karpv1.ConditionTypeInitialized)
-	log.FromContext(ctx).Info("initialized nodeclaim", "Node", klog.KObj(node),
-		"allocatable", node.Status.Allocatable)
-	i.recorder.Eventf(nodeClaim, node, corev1.EventTypeNormal, ReasonInitialized, "Initialize", "Status condition transitioned, Type: Initialized, Status: True")
+	state.afterPatch(func() {
+		log.FromContext(ctx).Info("initialized nodeclaim", "Node", klog.KObj(node), "allocatable", node.Status.Allocatable)
+		i.recorder.Eventf(nodeClaim, node, corev1.EventTypeNormal, ReasonInitialized, "Initialize", "Status condition transitioned, Type: Initialized, Status: True")
+	})
 	return reconcile.Result{}, false, nil
 }
 

@@ -27,7 +27,7 @@ type launch struct {
 	recorder      events.EventRecorder
 }
 
-func (l *launch) reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim, _ *pass) (reconcile.Result, bool, error) {
+func (l *launch) reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim, state *pass) (reconcile.Result, bool, error) {
 	conditions := nodeClaim.StatusConditions()
 	if conditions.IsTrue(karpv1.ConditionTypeLaunched) {
 		return reconcile.Result{}, false, nil
@@ -38,14 +38,17 @@ func (l *launch) reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim, _ *
 	}
 	hydrate(nodeClaim, created)
 	conditions.SetTrue(karpv1.ConditionTypeLaunched)
-	log.FromContext(ctx).Info("launched nodeclaim",
-		"providerID", nodeClaim.Status.ProviderID,
-		"instanceType", nodeClaim.Labels[corev1.LabelInstanceTypeStable],
-		"zone", nodeClaim.Labels[corev1.LabelTopologyZone],
-		"capacityType", nodeClaim.Labels[karpv1.CapacityTypeLabelKey])
-	l.recorder.Eventf(nodeClaim, nil, corev1.EventTypeNormal, ReasonLaunched, "Launch",
-		"Launched %s (%s, %s)", nodeClaim.Labels[corev1.LabelInstanceTypeStable],
-		nodeClaim.Labels[corev1.LabelTopologyZone], nodeClaim.Labels[karpv1.CapacityTypeLabelKey])
+	labels := nodeClaim.Labels
+	state.afterPatch(func() {
+		log.FromContext(ctx).Info("launched nodeclaim",
+			"providerID", nodeClaim.Status.ProviderID,
+			"instanceType", labels[corev1.LabelInstanceTypeStable],
+			"zone", labels[corev1.LabelTopologyZone],
+			"capacityType", labels[karpv1.CapacityTypeLabelKey])
+		l.recorder.Eventf(nodeClaim, nil, corev1.EventTypeNormal, ReasonLaunched, "Launch",
+			"Launched %s (%s, %s)", labels[corev1.LabelInstanceTypeStable],
+			labels[corev1.LabelTopologyZone], labels[karpv1.CapacityTypeLabelKey])
+	})
 	return reconcile.Result{}, false, nil
 }
 

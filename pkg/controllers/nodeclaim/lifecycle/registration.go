@@ -74,9 +74,12 @@ func (r *registration) reconcile(ctx context.Context, nodeClaim *karpv1.NodeClai
 	state.node = node
 	nodeClaim.Status.NodeName = node.Name
 	conditions.SetTrue(karpv1.ConditionTypeRegistered)
-	metrics.NodesCreatedTotal.WithLabelValues(nodeClaim.Labels[karpv1.NodePoolLabelKey], node.Labels[corev1.LabelTopologyZone]).Inc()
-	log.FromContext(ctx).Info("registered nodeclaim", "Node", klog.KObj(node), "providerID", nodeClaim.Status.ProviderID)
-	r.recorder.Eventf(nodeClaim, node, corev1.EventTypeNormal, ReasonRegistered, "Register", "Status condition transitioned, Type: Registered, Status: True, Node: %s", node.Name)
+	pool, zone := nodeClaim.Labels[karpv1.NodePoolLabelKey], node.Labels[corev1.LabelTopologyZone]
+	state.afterPatch(func() {
+		metrics.NodesCreatedTotal.WithLabelValues(pool, zone).Inc()
+		log.FromContext(ctx).Info("registered nodeclaim", "Node", klog.KObj(node), "providerID", nodeClaim.Status.ProviderID)
+		r.recorder.Eventf(nodeClaim, node, corev1.EventTypeNormal, ReasonRegistered, "Register", "Status condition transitioned, Type: Registered, Status: True, Node: %s", node.Name)
+	})
 	return reconcile.Result{}, false, nil
 }
 

@@ -79,7 +79,9 @@ func (c *Controller) Reconcile(ctx context.Context, nodePool *karpv1.NodePool) (
 	if equality.Semantic.DeepEqual(stored.Status, nodePool.Status) {
 		return reconcile.Result{}, nil
 	}
-	if err := c.kubeClient.Status().Patch(ctx, nodePool, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+	// The patch carries only resources and nodes, which only this
+	// controller writes: no lock, so condition writers never conflict with it.
+	if err := c.kubeClient.Status().Patch(ctx, nodePool, client.MergeFrom(stored)); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("patching nodepool status: %w", err))
 	}
 	return reconcile.Result{}, nil
