@@ -1,7 +1,6 @@
 package simulation
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -85,8 +84,7 @@ func classKey(b *strings.Builder, pod *corev1.Pod, req scheduling.Vector, ports 
 	writeMap(b, '|', pod.Spec.NodeSelector)
 	b.WriteByte('|')
 	if a := pod.Spec.Affinity; a != nil {
-		data, _ := json.Marshal(a)
-		b.Write(data)
+		writeAffinity(b, a)
 	}
 	b.WriteByte('|')
 	for i := range pod.Spec.Tolerations {
@@ -98,9 +96,8 @@ func classKey(b *strings.Builder, pod *corev1.Pod, req scheduling.Vector, ports 
 		b.WriteByte(';')
 	}
 	b.WriteByte('|')
-	if len(pod.Spec.TopologySpreadConstraints) > 0 {
-		data, _ := json.Marshal(pod.Spec.TopologySpreadConstraints)
-		b.Write(data)
+	for i := range pod.Spec.TopologySpreadConstraints {
+		writeSpread(b, &pod.Spec.TopologySpreadConstraints[i])
 	}
 	b.WriteByte('|')
 	for _, p := range ports {
