@@ -134,7 +134,11 @@ func (r *registration) syncNode(ctx context.Context, nodeClaim *karpv1.NodeClaim
 	if equality.Semantic.DeepEqual(stored, node) {
 		return nil
 	}
-	if err := r.kubeClient.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+	// A strategic merge patch adds and removes exactly the entries that
+	// changed (taints by key, finalizers, owner references, labels), so
+	// the kubelet's (or kwok's) concurrent status updates never conflict
+	// with it and nothing they add is lost.
+	if err := r.kubeClient.Patch(ctx, node, client.StrategicMergeFrom(stored)); err != nil {
 		return fmt.Errorf("syncing node %s: %w", node.Name, err)
 	}
 	return nil
