@@ -75,7 +75,7 @@ func NewInstanceType(name string, labels map[string]string, capacity, allocatabl
 func (it *InstanceType) RefreshOfferingRequirements() {
 	var zones, types []string
 	for _, o := range it.Offerings {
-		if !o.Available {
+		if !o.Usable() {
 			continue
 		}
 		zones = append(zones, o.Zone)
@@ -85,13 +85,25 @@ func (it *InstanceType) RefreshOfferingRequirements() {
 	it.Requirements[LabelCapacityType] = NewRequirement(LabelCapacityType, corev1.NodeSelectorOpIn, types...)
 }
 
-// CheapestOffering returns the cheapest available offering compatible with
-// reqs. On equal price on-demand wins over spot (spot is taken only when it
-// is actually cheaper), then the zone and capacity type sort first.
+// Usable reports whether the offering can be launched now: available, and
+// for a capacity reservation, with capacity left.
+func (o *Offering) Usable() bool {
+	return o.Available && (o.ReservationID == "" || o.ReservationCapacity > 0)
+}
+
+// CheapestOffering returns the cheapest usable offering compatible with
+// reqs. On equal price reserved wins, then on-demand over spot (spot is
+// taken only when it is actually cheaper), then the zone sorts first.
 func (it *InstanceType) CheapestOffering(reqs Requirements) (*Offering, bool) {
+	return it.CheapestOfferingWhere(reqs, nil)
+}
+
+// CheapestOfferingWhere is CheapestOffering among the offerings keep
+// accepts (nil accepts all).
+func (it *InstanceType) CheapestOfferingWhere(reqs Requirements, keep func(*Offering) bool) (*Offering, bool) {
 	var best *Offering
 	for _, o := range it.Offerings {
-		if !o.Available || !o.CompatibleWith(reqs) {
+		if !o.Usable() || !o.CompatibleWith(reqs) || keep != nil && !keep(o) {
 			continue
 		}
 		if best == nil || offeringLess(o, best) {

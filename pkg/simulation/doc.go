@@ -15,7 +15,8 @@
 // largest-first by dominant resource; each pod goes to existing capacity
 // first, else to the open NodeClaim where it raises the cost least (best fit
 // on ties), else to a new NodeClaim from the first NodePool (by weight) that
-// can hold it. Every NodeClaim always carries the cheapest instance type its
+// can hold it. Capacity reservations are handed out in NodeClaim order as
+// long as they have room; a NodeClaim that gets one is pinned to it. Every NodeClaim always carries the cheapest instance type its
 // pods fit on, so "shrinking" is continuous. Resource math uses int64
 // vectors; deterministic for the same input (no map-order dependence).
 //

@@ -51,6 +51,10 @@ func (s *solver) nodeClaim(t *target) *NodeClaim {
 	p := e.pool
 	zero := s.zero()
 	curCap := p.types[t.cur].capacity
+	it := p.types[t.cur].it
+	reqs := e.reqs.Copy()
+	offering := s.reserve(it, e.reqs, reqs)
+	pinned := offering.ReservationID != ""
 	var types []*scheduling.InstanceType
 	var positions []int
 	var cts []string
@@ -61,24 +65,24 @@ func (s *solver) nodeClaim(t *target) *NodeClaim {
 		if !s.fitsAt(e, i, t.used, zero) || !s.limitsAllow(p, p.types[i].capacity, curCap) {
 			continue
 		}
+		if _, ok := p.types[i].it.CheapestOffering(reqs); pinned && !ok {
+			continue
+		}
 		types = append(types, p.types[i].it)
 		positions = append(positions, pos)
 		for _, ct := range s.capacityTypes(e, i) {
-			if !slices.Contains(cts, ct) {
+			if !slices.Contains(cts, ct) && (!pinned || ct == offering.CapacityType) {
 				cts = append(cts, ct)
 			}
 		}
 	}
-	reqs := e.reqs.Copy()
 	reqs.Add(s.typeRequirement(e, positions, types))
 	reqs.Add(scheduling.NewRequirement(scheduling.LabelCapacityType, corev1.NodeSelectorOpIn, cts...))
-	it := p.types[t.cur].it
-	offering, _ := it.CheapestOffering(e.reqs)
 	over := s.overhead(e, t.cur)
 	requests := t.used.Clone()
 	requests.Add(over)
 	nc := &NodeClaim{NodePool: p.np, Requirements: reqs, InstanceTypes: types, InstanceType: it, Offering: offering,
-		Price: e.price[t.cur], DaemonOverhead: s.idx.List(over), Requests: s.idx.List(requests), MinValuesRelaxed: t.relaxed}
+		Price: offering.Price, DaemonOverhead: s.idx.List(over), Requests: s.idx.List(requests), MinValuesRelaxed: t.relaxed}
 	for _, pi := range t.pods {
 		nc.Pods = append(nc.Pods, pi.pod)
 	}
@@ -94,7 +98,7 @@ func (s *solver) capacityTypes(e *entry, i int) []string {
 	if e.cts[i] == nil {
 		out := []string{}
 		for _, o := range e.pool.types[i].it.Offerings {
-			if o.Available && o.CompatibleWith(e.reqs) && !slices.Contains(out, o.CapacityType) {
+			if o.Usable() && o.CompatibleWith(e.reqs) && !slices.Contains(out, o.CapacityType) {
 				out = append(out, o.CapacityType)
 			}
 		}
@@ -123,4 +127,26 @@ func (s *solver) typeRequirement(e *entry, positions []int, types []*scheduling.
 		s.typeReqs[key] = r
 	}
 	return r
+}
+
+// reserve picks the NodeClaim's offering: the cheapest compatible one whose
+// capacity reservation (if any) still has room after the NodeClaims
+// finalized before it. A reserved choice consumes one instance of the
+// reservation and pins the NodeClaim to it (capacity type and reservation
+// ID), as a launch must then use that reservation.
+func (s *solver) reserve(it *scheduling.InstanceType, entryReqs, reqs scheduling.Requirements) *scheduling.Offering {
+	o, ok := it.CheapestOfferingWhere(entryReqs, func(o *scheduling.Offering) bool {
+		return o.ReservationID == "" || s.reserved[o.ReservationID] < o.ReservationCapacity
+	})
+	if !ok {
+		// Every reservation is used up: fall back to the cached cheapest.
+		o, _ = it.CheapestOffering(entryReqs)
+		return o
+	}
+	if o.ReservationID != "" {
+		s.reserved[o.ReservationID]++
+		reqs.Add(scheduling.NewRequirement(scheduling.LabelCapacityType, corev1.NodeSelectorOpIn, o.CapacityType),
+			scheduling.NewRequirement(scheduling.LabelReservationID, corev1.NodeSelectorOpIn, o.ReservationID))
+	}
+	return o
 }

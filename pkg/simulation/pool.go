@@ -226,7 +226,7 @@ func (s *solver) domains(e *entry, kid int) []dom {
 			it := e.pool.types[i].it
 			if key == corev1.LabelTopologyZone {
 				for _, o := range it.Offerings {
-					if o.Available && o.CompatibleWith(e.reqs) {
+					if o.Usable() && o.CompatibleWith(e.reqs) {
 						seen[o.Zone] = true
 					}
 				}

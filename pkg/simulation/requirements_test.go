@@ -240,6 +240,60 @@ func deleting(np *karpv1.NodePool) *karpv1.NodePool {
 	return np
 }
 
+func TestSolveReservations(t *testing.T) {
+	types := func() []*scheduling.InstanceType {
+		out := testTypes()
+		out[0].Offerings = append(out[0].Offerings, &scheduling.Offering{Zone: zoneA, CapacityType: karpv1.CapacityTypeReserved,
+			Price: 0.01, Available: true, ReservationID: "r-1", ReservationCapacity: 1})
+		out[0].RefreshOfferingRequirements()
+		return out
+	}
+	runCases(t, map[string]solveCase{
+		"a reservation is used once, then regular capacity": {
+			pools: []*NodePool{withTypes(test.MakeNodePool("default").Obj(), types()...)},
+			pods: pods("p", 2, func(w *test.PodWrapper) *test.PodWrapper {
+				return w.Label("app", "x").Requests("cpu", "1").PodAntiAffinity(corev1.LabelHostname, map[string]string{"app": "x"})
+			}),
+			claims: n(2),
+			check: func(t *testing.T, res *Result) {
+				var reserved, other int
+				for _, nc := range res.NodeClaims {
+					if nc.Offering.CapacityType == karpv1.CapacityTypeReserved {
+						reserved++
+						if r := nc.Requirements.Get(scheduling.LabelReservationID); r == nil || !r.Has("r-1") || r.Len() != 1 {
+							t.Errorf("reserved NodeClaim not pinned to r-1: %s", nc.Requirements)
+						}
+					} else {
+						other++
+					}
+				}
+				if reserved != 1 || other != 1 {
+					t.Fatalf("%d reserved and %d other NodeClaims, want 1 and 1", reserved, other)
+				}
+			},
+		},
+		"an exhausted reservation is not offered": {
+			pools: []*NodePool{withTypes(test.MakeNodePool("default").Obj(), exhausted(types())...)},
+			pods:  onePod(func(w *test.PodWrapper) *test.PodWrapper { return w }),
+			check: func(t *testing.T, res *Result) {
+				if ct := res.NodeClaims[0].Offering.CapacityType; ct == karpv1.CapacityTypeReserved {
+					t.Fatal("used a reservation with no capacity")
+				}
+			},
+		},
+	})
+}
+
+func exhausted(types []*scheduling.InstanceType) []*scheduling.InstanceType {
+	for _, o := range types[0].Offerings {
+		if o.ReservationID != "" {
+			o.ReservationCapacity = 0
+		}
+	}
+	types[0].RefreshOfferingRequirements()
+	return types
+}
+
 func zoneReqs(zone string) scheduling.Requirements {
 	return scheduling.NewRequirements(scheduling.NewRequirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, zone))
 }

@@ -42,6 +42,7 @@ type solver struct {
 	byFree      []*target // NodeClaims by free cpu, then id
 	typeReqs    map[[3]int]*scheduling.Requirement
 	keyBuf      strings.Builder
+	reserved    map[string]int // reservation ID -> NodeClaims using it
 	laterBuf    []option
 	maxTypes    int
 }
@@ -72,7 +73,7 @@ func Solve(ctx context.Context, in Input) *Result {
 }
 
 func newSolver(in *Input) *solver {
-	s := &solver{in: in, classByKey: map[string]*class{}, entries: map[string]*entry{}, pinned: map[int64]int{}, typeReqs: map[[3]int]*scheduling.Requirement{}, keyIDs: map[string]int{}, valIDs: map[string]dom{}}
+	s := &solver{in: in, classByKey: map[string]*class{}, entries: map[string]*entry{}, pinned: map[int64]int{}, typeReqs: map[[3]int]*scheduling.Requirement{}, reserved: map[string]int{}, keyIDs: map[string]int{}, valIDs: map[string]dom{}}
 	s.maxTypes = in.Options.MaxInstanceTypes
 	if s.maxTypes <= 0 {
 		s.maxTypes = DefaultMaxInstanceTypes
