@@ -104,6 +104,11 @@ func (s *solver) linkGroups() {
 			}
 		}
 	}
+	// A pod that some zone-like topology group counts (or that owns or is
+	// blocked by such a term) fixes its NodeClaim's domain for that key when
+	// placed, so every count is recorded in a definite domain. Upstream
+	// leaves such NodeClaims open and its counts can drift from where the
+	// node lands.
 	for _, v := range s.variants {
 		keys := map[int]bool{}
 		add := func(g *group) {

@@ -174,7 +174,11 @@ func (s *solver) entryFor(p *pool, reqs scheduling.Requirements) *entry {
 }
 
 // overhead is the daemon overhead of a NodeClaim with entry e on type i:
-// the requests of exactly the DaemonSets whose pods would land there.
+// the requests of exactly the DaemonSets whose pods would land there,
+// judged against the NodeClaim's requirements and this instance type's
+// labels. Upstream groups instance types per NodePool and ignores
+// DaemonSet affinity to instance labels, so nodes come up too small or too
+// big (user pain point: its issues 715 and 2838).
 func (s *solver) overhead(e *entry, i int) scheduling.Vector {
 	if v := e.over[i]; v != nil {
 		return v

@@ -2,7 +2,13 @@ package simulation
 
 import (
 	"context"
+	"fmt"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/test"
 )
 
 // BenchmarkSolveDiverse runs the scheduling benchmark upstream Karpenter
@@ -39,4 +45,33 @@ func TestLowerBoundMatchesTheIssue(t *testing.T) {
 			t.Errorf("bound for %s pods = %.4f, want %.2f", n, got, want)
 		}
 	}
+}
+
+// BenchmarkSolveOntoExistingNodes places the 5,000 diverse pods into a
+// cluster that already has 2,000 partly used nodes (the shape of a
+// consolidation what-if), reporting how many still need new NodeClaims.
+func BenchmarkSolveOntoExistingNodes(b *testing.B) {
+	in := benchInput(b, "5000")
+	for i := 0; i < 2000; i++ {
+		name := fmt.Sprintf("node-%d", i)
+		in.Nodes = append(in.Nodes, &Node{Name: name, Initialized: true,
+			Labels: map[string]string{corev1.LabelHostname: name, corev1.LabelTopologyZone: fmt.Sprintf("test-zone-%d", 1+i%3),
+				corev1.LabelInstanceTypeStable: "bench-it-3", karpv1.NodePoolLabelKey: "bench"},
+			Allocatable: test.ResourceList("cpu", "3900m", "memory", "8182Mi", "pods", "40"),
+			Pods:        []*corev1.Pod{test.MakePod(name + "-busy").Requests("cpu", "2", "memory", "4Gi").NodeName(name).Obj()}})
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	var res *Result
+	for i := 0; i < b.N; i++ {
+		res = Solve(context.Background(), in)
+	}
+	b.StopTimer()
+	placed := 0
+	for _, ep := range res.ExistingNodes {
+		placed += len(ep.Pods)
+	}
+	b.ReportMetric(float64(len(in.Pods))*float64(b.N)/b.Elapsed().Seconds(), "pods/sec")
+	b.ReportMetric(float64(placed), "on-existing")
+	b.ReportMetric(float64(len(res.NodeClaims)), "nodes")
 }
