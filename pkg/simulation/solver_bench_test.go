@@ -58,7 +58,7 @@ func BenchmarkSolveOntoExistingNodes(b *testing.B) {
 			Labels: map[string]string{corev1.LabelHostname: name, corev1.LabelTopologyZone: fmt.Sprintf("test-zone-%d", 1+i%3),
 				corev1.LabelInstanceTypeStable: "bench-it-3", karpv1.NodePoolLabelKey: "bench"},
 			Allocatable: test.ResourceList("cpu", "3900m", "memory", "8182Mi", "pods", "40"),
-			Pods:        []*corev1.Pod{test.MakePod(name + "-busy").Requests("cpu", "2", "memory", "4Gi").NodeName(name).Obj()}})
+			Pods:        []*corev1.Pod{test.MakePod(name+"-busy").Requests("cpu", "2", "memory", "4Gi").NodeName(name).Obj()}})
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
