@@ -23,6 +23,7 @@ import (
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/karp-autoscaler/karp/pkg/metrics"
 	"github.com/karp-autoscaler/karp/pkg/operator/index"
 )
@@ -91,15 +92,22 @@ func (c *Controller) Collect(ctx context.Context) error {
 	if err := c.apiReader.List(ctx, &nodeClaims); err != nil {
 		return fmt.Errorf("listing nodeclaims: %w", err)
 	}
-	claimed := sets.New[string]()
+	claimed, launching := sets.New[string](), sets.New[string]()
 	for i := range nodeClaims.Items {
-		claimed.Insert(nodeClaims.Items[i].Status.ProviderID)
+		if id := nodeClaims.Items[i].Status.ProviderID; id != "" {
+			claimed.Insert(id)
+		} else {
+			launching.Insert(nodeClaims.Items[i].Name)
+		}
 	}
 	live := sets.New[string]()
 	var errs []error
 	for _, instance := range instances {
 		live.Insert(instance.Status.ProviderID)
-		if claimed.Has(instance.Status.ProviderID) || c.clock.Since(instance.CreationTimestamp.Time) < LeakedInstanceAge {
+		// An instance named after a NodeClaim that has not recorded its
+		// providerID yet is that NodeClaim's launch in flight, not a leak.
+		if claimed.Has(instance.Status.ProviderID) || (instance.Name != "" && launching.Has(instance.Name)) ||
+			c.clock.Since(instance.CreationTimestamp.Time) < LeakedInstanceAge {
 			continue
 		}
 		errs = append(errs, c.deleteLeakedInstance(ctx, instance))
@@ -149,7 +157,8 @@ func (c *Controller) deleteNode(ctx context.Context, node *corev1.Node) error {
 // live any more, unless its Node is still Ready (the instance list may lag).
 func (c *Controller) collectNodeClaim(ctx context.Context, nodeClaim *karpv1.NodeClaim, live sets.Set[string]) error {
 	if !nodeClaim.DeletionTimestamp.IsZero() || nodeClaim.Status.ProviderID == "" || live.Has(nodeClaim.Status.ProviderID) ||
-		!nodeClaim.StatusConditions().IsTrue(karpv1.ConditionTypeRegistered) {
+		!nodeClaim.StatusConditions().IsTrue(karpv1.ConditionTypeRegistered) ||
+		!lifecycle.IsManaged(nodeClaim, c.cloudProvider, c.kubeClient.Scheme()) {
 		return nil
 	}
 	var nodes corev1.NodeList

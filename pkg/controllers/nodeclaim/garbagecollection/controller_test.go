@@ -157,3 +157,20 @@ func TestReconcileSchedulesTheNextPass(t *testing.T) {
 		t.Errorf("RequeueAfter = %s, want a next pass", res.RequeueAfter)
 	}
 }
+
+func TestLaunchInFlightIsNotALeak(t *testing.T) {
+	cp, c := setup(t)
+	// The NodeClaim exists but has not recorded the providerID of the
+	// instance the provider just launched for it.
+	nc := test.MakeNodeClaim("in-flight").NodePool("default").Obj()
+	h.Create(t, nc)
+	launchedAt := nc.CreationTimestamp.Time
+	h.Clock.SetTime(launchedAt.Add(10 * garbagecollection.LeakedInstanceAge))
+	if _, err := cp.Create(t.Context(), nc); err != nil {
+		t.Fatal(err)
+	}
+	collect(t, c)
+	if instances, _ := cp.List(t.Context()); len(instances) != 1 {
+		t.Errorf("provider has %d instances, want the in-flight launch kept", len(instances))
+	}
+}

@@ -51,9 +51,10 @@ func (p *pass) afterPatch(fn func()) { p.after = append(p.after, fn) }
 
 // Controller runs the NodeClaim lifecycle phases.
 type Controller struct {
-	kubeClient client.Client
-	clock      clock.Clock
-	phases     []phase
+	kubeClient    client.Client
+	cloudProvider cloudprovider.CloudProvider
+	clock         clock.Clock
+	phases        []phase
 }
 
 var _ reconcile.ObjectReconciler[*karpv1.NodeClaim] = (*Controller)(nil)
@@ -61,8 +62,9 @@ var _ reconcile.ObjectReconciler[*karpv1.NodeClaim] = (*Controller)(nil)
 // NewController builds the lifecycle controller.
 func NewController(kubeClient client.Client, cp cloudprovider.CloudProvider, clk clock.Clock, recorder events.EventRecorder) *Controller {
 	return &Controller{
-		kubeClient: kubeClient,
-		clock:      clk,
+		kubeClient:    kubeClient,
+		cloudProvider: cp,
+		clock:         clk,
 		// Phases, in order; each needs the previous one's result.
 		phases: []phase{
 			// Create the instance and hydrate the status.
@@ -95,7 +97,7 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 
 // Reconcile adds the finalizer, then runs the phases and patches the result.
 func (c *Controller) Reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim) (reconcile.Result, error) {
-	if !nodeClaim.DeletionTimestamp.IsZero() {
+	if !nodeClaim.DeletionTimestamp.IsZero() || !IsManaged(nodeClaim, c.cloudProvider, c.kubeClient.Scheme()) {
 		return reconcile.Result{}, nil
 	}
 	ctx = metrics.WithController(ctx, c.Name())

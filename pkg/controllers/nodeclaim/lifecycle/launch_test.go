@@ -138,3 +138,16 @@ func TestLaunchFailureIsRetriedWithTheReasonOnTheCondition(t *testing.T) {
 		})
 	}
 }
+
+func TestNodeClaimsOfOtherProvidersAreLeftAlone(t *testing.T) {
+	cp, c := setup(t)
+	nc := createNodeClaim(t, test.MakeNodeClaim("foreign").NodePool("default").
+		NodeClassRef(&karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}).Obj())
+	mustReconcile(t, c, nc.Name)
+	if n := len(cp.CreateCalls()); n != 0 {
+		t.Errorf("Create called %d times for a NodeClaim of another provider", n)
+	}
+	if got := getNodeClaim(t, nc.Name); len(got.Finalizers) != 0 || len(got.Status.Conditions) != 0 {
+		t.Errorf("foreign NodeClaim was touched: finalizers %v, conditions %v", got.Finalizers, got.Status.Conditions)
+	}
+}

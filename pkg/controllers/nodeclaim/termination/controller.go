@@ -26,6 +26,7 @@ import (
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/karp-autoscaler/karp/pkg/metrics"
 	"github.com/karp-autoscaler/karp/pkg/operator/index"
 )
@@ -91,8 +92,13 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 func (c *Controller) Reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim) (reconcile.Result, error) {
 	ctx = metrics.WithController(ctx, c.Name())
 	if nodeClaim.DeletionTimestamp.IsZero() {
+		if !lifecycle.IsManaged(nodeClaim, c.cloudProvider, c.kubeClient.Scheme()) {
+			return reconcile.Result{}, nil
+		}
 		return reconcile.Result{}, c.followNodeDeletion(ctx, nodeClaim)
 	}
+	// A deleting NodeClaim carrying karp's finalizer is karp's to finish,
+	// whatever its NodeClass.
 	if !controllerutil.ContainsFinalizer(nodeClaim, karpv1.TerminationFinalizer) {
 		return reconcile.Result{}, nil
 	}
