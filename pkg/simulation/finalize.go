@@ -65,8 +65,10 @@ func (s *solver) nodeClaim(t *target) *NodeClaim {
 		if !s.fitsAt(e, i, t.used, zero) || !s.limitsAllow(p, p.types[i].capacity, curCap) {
 			continue
 		}
-		if _, ok := p.types[i].it.CheapestOffering(reqs); pinned && !ok {
-			continue
+		if pinned {
+			if _, ok := p.types[i].it.CheapestOffering(reqs); !ok {
+				continue
+			}
 		}
 		types = append(types, p.types[i].it)
 		positions = append(positions, pos)
