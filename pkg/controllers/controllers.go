@@ -84,8 +84,8 @@ func NewControllers(deps Deps) []Controller {
 		hash.NewController(deps.KubeClient),
 		// Batches pending pods, solves and creates NodeClaims (singleton).
 		provisioner,
-		// Triggers the provisioner for provisionable, un-nominated pods.
-		provisioning.NewPodController(deps.KubeClient, cluster, provisioner.Batcher()),
+		// Triggers the provisioner for provisionable pods.
+		provisioning.NewPodController(provisioner.Batcher()),
 		// Triggers the provisioner for nodes being disrupted or deleted.
 		provisioning.NewNodeController(provisioner.Batcher()),
 		// Registers the scheduler, node and pod metrics.

@@ -343,3 +343,39 @@ karpenter_pods_state{arch="",capacity_type="",instance_type="m5.large",name="d",
 	}
 	t.Error("karpenter_pods_startup_duration_seconds not gathered")
 }
+
+func TestNominationsToFullNodesAreReleased(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	cluster := state.NewCluster(clk, env.Client)
+	cluster.UpdateNodeClaim(test.MakeNodeClaim("launched").NodePool("pool").ProviderID("fake://l").Obj())
+	cluster.UpdateNode(test.MakeNode("l").ProviderID("fake://l").Allocatable("cpu", "2", "pods", "10").Obj())
+	cluster.UpdateNodeClaim(test.MakeNodeClaim("inflight").NodePool("pool").Obj())
+	older := test.MakePod("older").Requests("cpu", "1").Obj()
+	newer := test.MakePod("newer").Requests("cpu", "1").Obj()
+	waiting := test.MakePod("waiting").Requests("cpu", "8").Obj()
+	for _, p := range []*corev1.Pod{older, newer, waiting} {
+		cluster.UpdatePod(p)
+	}
+	cluster.Nominate(older, state.NodeClaimID("launched"), time.Minute)
+	clk.Step(time.Second)
+	cluster.Nominate(newer, state.NodeClaimID("launched"), time.Minute)
+	cluster.Nominate(waiting, state.NodeClaimID("inflight"), time.Minute)
+	if got := cluster.ReleaseOvercommittedNominations(); got != 0 {
+		t.Fatalf("released %d nominations while everything fits, want 0", got)
+	}
+	// The kube-scheduler binds some other pod to the node first: only one
+	// of the two nominated pods still fits; the newer nomination goes.
+	cluster.UpdatePod(test.MakePod("other").Requests("cpu", "1").NodeName("l").Obj())
+	if got := cluster.ReleaseOvercommittedNominations(); got != 1 {
+		t.Fatalf("released %d nominations, want 1", got)
+	}
+	if !cluster.IsNominated(older) || cluster.IsNominated(newer) {
+		t.Errorf("older nominated=%v newer nominated=%v; want the older kept", cluster.IsNominated(older), cluster.IsNominated(newer))
+	}
+	if !cluster.IsNominated(waiting) {
+		t.Error("a nomination to an in-flight NodeClaim was released")
+	}
+	if pods := cluster.ProvisionablePods(); len(pods) != 1 || pods[0].Name != "newer" {
+		t.Errorf("provisionable pods = %v, want the released one", pods)
+	}
+}

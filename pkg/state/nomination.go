@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/karp-autoscaler/karp/pkg/scheduling"
 )
 
 // nomination says a pending pod is expected to land on a StateNode (one
@@ -83,4 +85,98 @@ func keyString(k any) string {
 		return v.String()
 	}
 	return fmt.Sprint(k)
+}
+
+// ReleaseOvercommittedNominations drops the nominations to registered
+// nodes that can no longer hold the nominated pods: the kube-scheduler
+// binds whichever pending pod fits first, so a node karp meant for one pod
+// may fill up with another. Nominations are kept oldest first while they
+// fit; the rest are released so their pods are provisioned again now
+// instead of when the nomination expires. In-flight NodeClaims keep theirs
+// (their capacity is not known yet). It returns how many were released.
+func (c *Cluster) ReleaseOvercommittedNominations() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	byTarget := map[string][]types.NamespacedName{}
+	for key, n := range c.nominations {
+		if now.Before(n.expires) {
+			byTarget[n.nodeID] = append(byTarget[n.nodeID], key)
+		}
+	}
+	released := 0
+	for id, keys := range byTarget {
+		node := c.registeredNode(id)
+		if node == nil {
+			continue
+		}
+		free := node.Status.Allocatable.DeepCopy()
+		for _, pod := range c.podsByNode[node.Name] {
+			if pod.DeletionTimestamp == nil {
+				subtract(free, scheduling.PodRequests(pod))
+			}
+		}
+		slices.SortFunc(keys, func(a, b types.NamespacedName) int {
+			return c.nominations[a].expires.Compare(c.nominations[b].expires)
+		})
+		for _, key := range keys {
+			pod, ok := c.pods[key]
+			if !ok || pod.Spec.NodeName != "" {
+				continue
+			}
+			req := scheduling.PodRequests(pod)
+			if fits(req, free) {
+				subtract(free, req)
+				continue
+			}
+			delete(c.nominations, key)
+			released++
+		}
+	}
+	return released
+}
+
+// registeredNode is the Node behind a StateNode ID when it has registered
+// and reports allocatable capacity.
+func (c *Cluster) registeredNode(id string) *corev1.Node {
+	var node *corev1.Node
+	if name, ok := strings.CutPrefix(id, "nodeclaim/"); ok {
+		nc, ok := c.nodeClaims[name]
+		if !ok || nc.Status.ProviderID == "" {
+			return nil
+		}
+		for _, n := range c.nodes {
+			if n.Spec.ProviderID == nc.Status.ProviderID {
+				node = n
+				break
+			}
+		}
+	} else if name, ok := strings.CutPrefix(id, "node/"); ok {
+		node = c.nodes[name]
+	}
+	if node == nil || len(node.Status.Allocatable) == 0 {
+		return nil
+	}
+	return node
+}
+
+func subtract(from, q corev1.ResourceList) {
+	for name, v := range q {
+		left := from[name]
+		left.Sub(v)
+		from[name] = left
+	}
+}
+
+func fits(req, free corev1.ResourceList) bool {
+	for name, v := range req {
+		if v.IsZero() {
+			continue
+		}
+		have, ok := free[name]
+		if !ok || have.Cmp(v) < 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -135,7 +135,12 @@ type Results struct {
 // Schedule runs one provisioning pass over the current state (which the
 // caller checked is synced): gather, solve, act.
 func (p *Provisioner) Schedule(ctx context.Context) (*Results, error) {
-	// 1. Pending pods; the pods of nodes being deleted come with the snapshot.
+	// 1. Pending pods; the pods of nodes being deleted come with the
+	// snapshot. Nominations to nodes that filled up with other pods are
+	// released first, so their pods are placed again now.
+	if released := p.cluster.ReleaseOvercommittedNominations(); released > 0 {
+		log.FromContext(ctx).V(1).Info("released nominations to full nodes", "count", released)
+	}
 	pods := p.cluster.ProvisionablePods()
 	nodes, stateNodes := p.cluster.Snapshot()
 	if len(pods) == 0 && !anyReschedulable(nodes) {

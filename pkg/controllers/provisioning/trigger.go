@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -20,19 +19,18 @@ import (
 // still needs provisioning (a nomination may have expired meanwhile).
 const triggerRequeue = 10 * time.Second
 
-// PodController triggers a provisioning pass for every provisionable pod
-// that has no nomination.
+// PodController triggers a provisioning pass for every provisionable pod,
+// nominated ones included: a pass releases nominations to nodes that
+// filled up with other pods, and costs little when every pod is nominated.
 type PodController struct {
-	kubeClient client.Client
-	cluster    *state.Cluster
-	batcher    *Batcher
+	batcher *Batcher
 }
 
 var _ reconcile.ObjectReconciler[*corev1.Pod] = (*PodController)(nil)
 
 // NewPodController returns the pod trigger feeding the batcher.
-func NewPodController(kubeClient client.Client, cluster *state.Cluster, batcher *Batcher) *PodController {
-	return &PodController{kubeClient: kubeClient, cluster: cluster, batcher: batcher}
+func NewPodController(batcher *Batcher) *PodController {
+	return &PodController{batcher: batcher}
 }
 
 // Name is the controller's name.
@@ -51,15 +49,13 @@ func (c *PodController) Register(_ context.Context, mgr manager.Manager) error {
 	return nil
 }
 
-// Reconcile triggers a pass while the pod is provisionable and not
-// nominated, and looks again later while it stays provisionable.
+// Reconcile triggers a pass while the pod is provisionable, and looks
+// again later while it stays so.
 func (c *PodController) Reconcile(_ context.Context, pod *corev1.Pod) (reconcile.Result, error) {
 	if !state.IsProvisionable(pod) {
 		return reconcile.Result{}, nil
 	}
-	if !c.cluster.IsNominated(pod) {
-		c.batcher.Trigger(pod.UID)
-	}
+	c.batcher.Trigger(pod.UID)
 	return reconcile.Result{RequeueAfter: triggerRequeue}, nil
 }
 
