@@ -3,7 +3,6 @@ package simulation
 import (
 	"context"
 	"fmt"
-	"math"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -510,28 +509,44 @@ func (s *solver) commit(p *podInfo, v *variant, o *option) {
 	if len(pl.minValues) > 0 && !s.minValuesOK(t.entry, t.used, v.class.requests) {
 		t.relaxed = true
 	}
-	s.unindex(t, o.t == nil)
+	pos := -1
+	if o.t != nil {
+		pos = s.freePos(t)
+	}
 	t.used.Add(v.class.requests)
 	s.refreshFree(t)
-	s.reindex(t)
+	s.reindex(t, pos)
 	s.record(p, t)
 }
 
-// unindex removes t from byFree (unless it is new).
-func (s *solver) unindex(t *target, fresh bool) {
-	if fresh {
-		return
+// reindex moves t to its place in byFree after its free cpu changed; pos
+// is its current index, -1 when it is new. Only the slots between the old
+// and the new place shift.
+func (s *solver) reindex(t *target, pos int) {
+	if pos < 0 {
+		s.byFree = append(s.byFree, t)
+		pos = len(s.byFree) - 1
 	}
-	i := s.freePos(t)
-	s.byFree = append(s.byFree[:i], s.byFree[i+1:]...)
+	others := len(s.byFree) - 1
+	at := func(k int) *target { // byFree without t's slot
+		if k >= pos {
+			k++
+		}
+		return s.byFree[k]
+	}
+	k := sort.Search(others, func(k int) bool { return !freeLess(at(k), t) })
+	switch {
+	case k < pos:
+		copy(s.byFree[k+1:pos+1], s.byFree[k:pos])
+	case k > pos:
+		copy(s.byFree[pos:k], s.byFree[pos+1:k+1])
+	}
+	s.byFree[k] = t
 }
 
-// reindex inserts t into byFree at its place.
-func (s *solver) reindex(t *target) {
-	i := s.freePos(t)
-	s.byFree = append(s.byFree, nil)
-	copy(s.byFree[i+1:], s.byFree[i:])
-	s.byFree[i] = t
+func freeLess(a, b *target) bool {
+	fa, fb := a.free[scheduling.SlotCPU], b.free[scheduling.SlotCPU]
+	return fa < fb || fa == fb && a.id < b.id
 }
 
 func (s *solver) freePos(t *target) int {
@@ -560,5 +575,3 @@ func (s *solver) record(p *podInfo, t *target) {
 	}
 	s.order = append(s.order, placed{pod: p, t: t})
 }
-
-var _ = math.Inf

@@ -43,7 +43,6 @@ type solver struct {
 	typeReqs    map[[3]int]*scheduling.Requirement
 	keyBuf      strings.Builder
 	reserved    map[string]int // reservation ID -> NodeClaims using it
-	laterBuf    []option
 	maxTypes    int
 }
 
