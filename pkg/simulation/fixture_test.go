@@ -1,7 +1,6 @@
 package simulation
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -124,7 +123,7 @@ func runCases(t *testing.T, cases map[string]solveCase) {
 		tc := cases[name]
 		t.Run(name, func(t *testing.T) {
 			in := tc.input()
-			res := Solve(context.Background(), in)
+			res := Solve(t.Context(), in)
 			checkInvariants(t, in, res)
 			tc.assert(t, res)
 		})

@@ -1,7 +1,6 @@
 package simulation
 
 import (
-	"context"
 	"fmt"
 	"math/rand"
 	"testing"
@@ -25,7 +24,7 @@ func TestSolveRandomClusters(t *testing.T) {
 	for seed := int64(1); seed <= 500; seed++ {
 		t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
 			in := randomCluster(rand.New(rand.NewSource(seed)))
-			res := Solve(context.Background(), in)
+			res := Solve(t.Context(), in)
 			checkInvariants(t, in, res)
 			checkNoneFeasibleLeftOut(t, in, res)
 		})

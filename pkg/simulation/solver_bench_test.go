@@ -1,7 +1,6 @@
 package simulation
 
 import (
-	"context"
 	"fmt"
 	"syscall"
 	"testing"
@@ -24,7 +23,7 @@ func BenchmarkSolveDiverse(b *testing.B) {
 			var res *Result
 			cpu := processCPU()
 			for i := 0; i < b.N; i++ {
-				res = Solve(context.Background(), in)
+				res = Solve(b.Context(), in)
 			}
 			b.StopTimer()
 			// CPU time of the process per solve (GC included): steadier than
@@ -70,7 +69,7 @@ func BenchmarkSolveOntoExistingNodes(b *testing.B) {
 	b.ResetTimer()
 	var res *Result
 	for i := 0; i < b.N; i++ {
-		res = Solve(context.Background(), in)
+		res = Solve(b.Context(), in)
 	}
 	b.StopTimer()
 	placed := 0

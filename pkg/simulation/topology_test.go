@@ -373,7 +373,7 @@ func TestSolveLimits(t *testing.T) {
 
 func TestSolveIsDeterministic(t *testing.T) {
 	in := benchInput(t, "1000")
-	a, b := Solve(context.Background(), in), Solve(context.Background(), in)
+	a, b := Solve(t.Context(), in), Solve(t.Context(), in)
 	if len(a.NodeClaims) != len(b.NodeClaims) || len(a.Order) != len(b.Order) {
 		t.Fatalf("different shapes: %d/%d NodeClaims", len(a.NodeClaims), len(b.NodeClaims))
 	}
@@ -391,7 +391,7 @@ func TestSolveIsDeterministic(t *testing.T) {
 }
 
 func TestSolveCancelled(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	res := Solve(ctx, Input{Pods: onePod(func(w *test.PodWrapper) *test.PodWrapper { return w }),
 		NodePools: []*NodePool{withTypes(test.MakeNodePool("default").Obj())}})
@@ -427,7 +427,7 @@ func TestSolveStatusCodes(t *testing.T) {
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			res := Solve(context.Background(), tt.tc.input())
+			res := Solve(t.Context(), tt.tc.input())
 			if len(res.PodErrors) != 1 || res.PodErrors[0].Status.Code != tt.want {
 				t.Fatalf("errors %+v, want code %s", res.PodErrors, tt.want)
 			}
