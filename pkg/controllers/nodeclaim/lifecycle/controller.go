@@ -16,8 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
@@ -87,7 +89,7 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).
 		Named(c.Name()).
 		For(&karpv1.NodeClaim{}).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(NodeClaimsForNode(c.kubeClient))).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(NodeClaimsForNode(c.kubeClient)), builder.WithPredicates(nodeChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
 		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
 }
@@ -152,6 +154,23 @@ func (c *Controller) patch(ctx context.Context, before, nodeClaim *karpv1.NodeCl
 		}
 	}
 	return nil
+}
+
+// nodeChanged drops Node updates the lifecycle cannot act on (heartbeats):
+// it passes changes of labels, taints, readiness, allocatable or providerID.
+var nodeChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		before, ok1 := e.ObjectOld.(*corev1.Node)
+		after, ok2 := e.ObjectNew.(*corev1.Node)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return before.Spec.ProviderID != after.Spec.ProviderID ||
+			!equality.Semantic.DeepEqual(before.Labels, after.Labels) ||
+			!equality.Semantic.DeepEqual(before.Spec.Taints, after.Spec.Taints) ||
+			!equality.Semantic.DeepEqual(before.Status.Allocatable, after.Status.Allocatable) ||
+			nodeReady(before) != nodeReady(after)
+	},
 }
 
 // soonest returns the result that requeues soonest (zero: no requeue).

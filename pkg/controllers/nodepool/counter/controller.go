@@ -12,8 +12,10 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
@@ -45,8 +47,23 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 		Named(c.Name()).
 		For(&karpv1.NodePool{}).
 		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(byPoolLabel)).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(byPoolLabel)).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(byPoolLabel), builder.WithPredicates(nodeCountChanged)).
 		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
+}
+
+// nodeCountChanged drops Node updates that cannot change a count
+// (heartbeats): it passes changes of the pool label, providerID or capacity.
+var nodeCountChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		before, ok1 := e.ObjectOld.(*corev1.Node)
+		after, ok2 := e.ObjectNew.(*corev1.Node)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return before.Labels[karpv1.NodePoolLabelKey] != after.Labels[karpv1.NodePoolLabelKey] ||
+			before.Spec.ProviderID != after.Spec.ProviderID ||
+			!equality.Semantic.DeepEqual(before.Status.Capacity, after.Status.Capacity)
+	},
 }
 
 func byPoolLabel(_ context.Context, o client.Object) []reconcile.Request {
