@@ -26,12 +26,14 @@ func TestSolveCombinations(t *testing.T) {
 		},
 		"zone spread with a NodePool zone subset and a full node elsewhere": {
 			pools: twoZonePool, nodes: []*Node{fullWebNode},
-			pods:  webPods(2, func(w *test.PodWrapper) *test.PodWrapper { return w.Spread(corev1.LabelTopologyZone, 1, corev1.DoNotSchedule, web) }),
+			pods: webPods(2, func(w *test.PodWrapper) *test.PodWrapper {
+				return w.Spread(corev1.LabelTopologyZone, 1, corev1.DoNotSchedule, web)
+			}),
 			check: wantZones(map[string]int{zoneA: 1, zoneB: 1}),
 		},
 		"hostname anti-affinity against a node limit": {
-			pools: []*NodePool{withTypes(test.MakeNodePool("default").Limits(test.ResourceList("nodes", "2")).Obj())},
-			pods:  webPods(3, func(w *test.PodWrapper) *test.PodWrapper { return w.PodAntiAffinity(corev1.LabelHostname, web) }),
+			pools:  []*NodePool{withTypes(test.MakeNodePool("default").Limits(test.ResourceList("nodes", "2")).Obj())},
+			pods:   webPods(3, func(w *test.PodWrapper) *test.PodWrapper { return w.PodAntiAffinity(corev1.LabelHostname, web) }),
 			claims: n(2), reasons: map[string]string{"web-2": "NodePool default: limit nodes=2 reached (2 in use)"},
 		},
 		"preferred zone with a required arch": {
@@ -87,7 +89,9 @@ func TestSolveCombinations(t *testing.T) {
 		},
 		"an existing guard's anti-affinity with zone spread": {
 			nodes: []*Node{zoneNode("n", zoneA, test.MakePod("guard").PodAntiAffinity(corev1.LabelTopologyZone, web).Obj())},
-			pods:  webPods(2, func(w *test.PodWrapper) *test.PodWrapper { return w.Spread(corev1.LabelTopologyZone, 1, corev1.DoNotSchedule, web) }),
+			pods: webPods(2, func(w *test.PodWrapper) *test.PodWrapper {
+				return w.Spread(corev1.LabelTopologyZone, 1, corev1.DoNotSchedule, web)
+			}),
 			check: wantZones(map[string]int{zoneA: 0, zoneB: 1, zoneC: 1}),
 		},
 		"Ignore drops preferred anti-affinity and soft spread together": {
