@@ -19,7 +19,6 @@ type process struct {
 	cmd     *exec.Cmd
 	done    chan struct{} // closed when the process has exited
 	waitErr error         // set before done is closed
-	stopped bool          // set when we asked it to stop
 }
 
 // startProcess runs bin with args in its own process group, its output
@@ -65,7 +64,6 @@ func (p *process) exitError() error {
 
 // stop sends SIGTERM to the process group, then SIGKILL after grace.
 func (p *process) stop(grace time.Duration) {
-	p.stopped = true
 	if p.exited() {
 		return
 	}
