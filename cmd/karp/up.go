@@ -131,6 +131,11 @@ func notifyReady() {
 // output in <dir>/karp-up.log, and waits for it to report ready. If the
 // child exits first, the error carries the tail of its log.
 func upDetached(opts upOptions, stdout io.Writer) error {
+	// Check before touching the directory: the running cluster's
+	// supervisor still writes to karp-up.log.
+	if s, err := localcluster.ReadState(opts.dir); err == nil && len(s.Alive()) > 0 {
+		return fmt.Errorf("a local cluster is already running in %s; run `karp down --dir %s` first", opts.dir, opts.dir)
+	}
 	if err := os.MkdirAll(opts.dir, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", opts.dir, err)
 	}
