@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
@@ -36,15 +37,16 @@ func (p *Provisioner) act(ctx context.Context, in *simulation.Input, res *simula
 	if len(res.NodeClaims) > 0 {
 		log.FromContext(ctx).Info("computed new nodeclaim(s) to fit pod(s)", "nodeclaims", len(res.NodeClaims), "pods", podCount(res))
 	}
-	limits := newLimitTracker(p.cluster, in)
+	allowed := p.admit(newLimitTracker(p.cluster, in), res.NodeClaims)
+	names := make([]string, len(allowed))
+	errs := make([]error, len(allowed))
+	// Creates are independent; a large scale-up must not wait on one API
+	// round trip per NodeClaim.
+	workqueue.ParallelizeUntil(ctx, createWorkers, len(allowed), func(i int) {
+		names[i], errs[i] = p.create(ctx, allowed[i], ttl)
+	})
 	var created []string
-	var errs []error
-	for _, nc := range res.NodeClaims {
-		name, err := p.create(ctx, nc, limits, ttl)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
+	for _, name := range names {
 		if name != "" {
 			created = append(created, name)
 		}
@@ -57,21 +59,39 @@ func (p *Provisioner) act(ctx context.Context, in *simulation.Input, res *simula
 	return created, errors.Join(errs...)
 }
 
-// create creates one NodeClaim unless its NodePool's limits no longer
-// allow it, and returns its name ("" when refused).
-func (p *Provisioner) create(ctx context.Context, nc *simulation.NodeClaim, limits *limitTracker, ttl time.Duration) (string, error) {
-	nodePool := limits.current(nc.NodePool)
-	if reason := limits.exceededBy(nodePool, nc); reason != "" {
-		for _, pod := range nc.Pods {
-			p.recorder.FailedScheduling(pod, fmt.Sprintf("nodepool %q: %s", nodePool.Name, reason))
+// createWorkers bounds concurrent NodeClaim creates.
+const createWorkers = 16
+
+// admit returns the NodeClaims the NodePools' limits still allow, in
+// order, counting each admitted one against the next; the pods of the
+// others get a FailedScheduling event naming the limit.
+func (p *Provisioner) admit(limits *limitTracker, claims []*simulation.NodeClaim) []*simulation.NodeClaim {
+	var out []*simulation.NodeClaim
+	for _, nc := range claims {
+		nodePool := limits.current(nc.NodePool)
+		if reason := limits.exceededBy(nodePool, nc); reason != "" {
+			for _, pod := range nc.Pods {
+				p.recorder.FailedScheduling(pod, fmt.Sprintf("nodepool %q: %s", nodePool.Name, reason))
+			}
+			continue
 		}
-		return "", nil
+		limits.add(nodePool.Name, nc)
+		// Render from the NodePool as it is now.
+		admitted := *nc
+		admitted.NodePool = nodePool
+		out = append(out, &admitted)
 	}
+	return out
+}
+
+// create creates one NodeClaim, records it in state and nominates its
+// pods to it.
+func (p *Provisioner) create(ctx context.Context, nc *simulation.NodeClaim, ttl time.Duration) (string, error) {
+	nodePool := nc.NodePool
 	obj := newNodeClaim(nc, nodePool, providerLabelKeys(nc))
 	if err := p.kubeClient.Create(ctx, obj); err != nil {
 		return "", fmt.Errorf("creating nodeclaim for nodepool %s: %w", nodePool.Name, err)
 	}
-	limits.add(nodePool.Name, nc)
 	p.cluster.UpdateNodeClaim(obj)
 	metrics.NodeClaimsCreatedTotal.WithLabelValues(metrics.ReasonProvisioned, nodePool.Name,
 		strconv.FormatBool(nc.MinValuesRelaxed)).Inc()
