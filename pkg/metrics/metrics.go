@@ -125,6 +125,7 @@ func shared() []prometheus.Collector {
 		CloudProviderErrorsTotal,
 		InstanceTypeOfferingPriceEstimate,
 		InstanceTypeOfferingAvailable,
+		NodeClaimsDisruptedTotal,
 	}
 }
 
