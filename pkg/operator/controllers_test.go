@@ -3,10 +3,12 @@ package operator_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -51,6 +53,31 @@ func TestControllersRunUnderTheManager(t *testing.T) {
 			pool.Annotations[karpv1.NodePoolHashAnnotationKey] != ""
 	})
 
+	// The kubelet's Node appears: the Node watch drives registration and
+	// initialization without any other trigger.
+	launched := &karpv1.NodeClaim{}
+	if err := h.Get(t.Context(), keyOf(nc.Name), launched); err != nil {
+		t.Fatal(err)
+	}
+	node := test.MakeNode("wired-node").ProviderID(launched.Status.ProviderID).Taint(karpv1.UnregisteredNoExecuteTaint).Obj()
+	if err := h.Create(t.Context(), node); err != nil {
+		t.Fatal(err)
+	}
+	// Stand in for kube-controller-manager, which lifts the not-ready
+	// taint the API server adds to new Nodes once they are Ready.
+	poll(t, "not-ready taint lifted", func() bool {
+		current := &corev1.Node{}
+		if h.Get(t.Context(), keyOf(node.Name), current) != nil {
+			return false
+		}
+		current.Spec.Taints = slices.DeleteFunc(current.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
+		return h.Update(t.Context(), current) == nil
+	})
+	poll(t, "nodeclaim initialized", func() bool {
+		got := &karpv1.NodeClaim{}
+		return h.Get(t.Context(), keyOf(nc.Name), got) == nil && got.StatusConditions().IsTrue(karpv1.ConditionTypeReady)
+	})
+
 	_, body, err := get(fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort))
 	if err != nil {
 		t.Fatal(err)
@@ -60,18 +87,20 @@ func TestControllersRunUnderTheManager(t *testing.T) {
 		`karpenter_nodepools_usage{nodepool="default",resource_type="cpu"}`,
 		`karpenter_nodepools_limit{nodepool="default",resource_type="cpu"} 1000`,
 		`controller_runtime_reconcile_total{controller="nodeclaim.lifecycle"`,
+		`karpenter_nodes_created_total{nodepool="default",zone=`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
 
-	// Deleting the NodeClaim runs termination: it disappears.
+	// Deleting the NodeClaim runs termination: it and its Node disappear.
 	if err := h.Delete(t.Context(), nc); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "nodeclaim terminated", func() bool {
-		return h.Get(t.Context(), keyOf(nc.Name), &karpv1.NodeClaim{}) != nil
+	poll(t, "nodeclaim and node terminated", func() bool {
+		return h.Get(t.Context(), keyOf(nc.Name), &karpv1.NodeClaim{}) != nil &&
+			h.Get(t.Context(), keyOf(node.Name), &corev1.Node{}) != nil
 	})
 }
 
