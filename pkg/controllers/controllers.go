@@ -17,6 +17,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	nodetermination "github.com/karp-autoscaler/karp/pkg/controllers/node/termination"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/garbagecollection"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/termination"
@@ -71,6 +72,10 @@ func NewControllers(deps Deps) []Controller {
 		lifecycle.NewController(deps.KubeClient, deps.CloudProvider, deps.Clock, deps.Recorder),
 		// Deletes a deleting NodeClaim's Node and instance, then lets it go.
 		termination.NewController(deps.KubeClient, deps.CloudProvider, deps.Clock, deps.Recorder),
+		// Drains a deleting Node through the Eviction API (its own queue),
+		// waits for volumes and the instance, then releases the Node.
+		nodetermination.NewController(deps.KubeClient, deps.APIReader, deps.CloudProvider, deps.Clock, deps.Recorder,
+			nodetermination.NewQueue(deps.KubeClient, deps.Recorder)),
 		// Deletes NodeClaims whose instance vanished and instances no
 		// NodeClaim owns.
 		garbagecollection.NewController(deps.KubeClient, deps.APIReader, deps.CloudProvider, deps.Clock),

@@ -39,8 +39,14 @@ const (
 	nodeRecheck = 5 * time.Second
 )
 
-// ReasonTerminated is the event published when a NodeClaim is let go.
-const ReasonTerminated = "Terminated"
+// Event reasons.
+const (
+	// ReasonTerminated is published when a NodeClaim is let go.
+	ReasonTerminated = "Terminated"
+	// ReasonTerminationGracePeriodExpiring is published when a deleting
+	// NodeClaim's termination deadline is set.
+	ReasonTerminationGracePeriodExpiring = "TerminationGracePeriodExpiring"
+)
 
 // step is one stage of finalization. done=false stops the pass (with the
 // result telling when to come back).
@@ -62,8 +68,12 @@ func NewController(kubeClient client.Client, cp cloudprovider.CloudProvider, clk
 	c := &Controller{kubeClient: kubeClient, cloudProvider: cp, clock: clk, recorder: recorder}
 	// Steps, in order.
 	c.steps = []step{
-		// Delete the Nodes with the NodeClaim's providerID and release
-		// their finalizer (a drain step will gate the release).
+		// Stamp the termination deadline (deletion + terminationGracePeriod)
+		// the Node's drain works against.
+		c.stampDeadline,
+		// Delete the Nodes with the NodeClaim's providerID and wait until
+		// they are gone: the node termination controller drains each one
+		// and releases its finalizer.
 		c.terminateNodes,
 		// Terminate the instance and wait until the provider says it is gone.
 		c.terminateInstance,
@@ -131,7 +141,7 @@ func (c *Controller) followNodeDeletion(ctx context.Context, nodeClaim *karpv1.N
 	return nil
 }
 
-// terminateNodes deletes the NodeClaim's Nodes and releases them.
+// terminateNodes deletes the NodeClaim's Nodes and waits until they are gone.
 func (c *Controller) terminateNodes(ctx context.Context, nodeClaim *karpv1.NodeClaim) (bool, reconcile.Result, error) {
 	nodes, err := c.nodes(ctx, nodeClaim)
 	if err != nil {
@@ -139,7 +149,7 @@ func (c *Controller) terminateNodes(ctx context.Context, nodeClaim *karpv1.NodeC
 	}
 	var errs []error
 	for i := range nodes {
-		errs = append(errs, c.terminateNode(ctx, nodeClaim, &nodes[i]))
+		errs = append(errs, c.terminateNode(ctx, &nodes[i]))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return false, reconcile.Result{}, err
@@ -151,27 +161,39 @@ func (c *Controller) terminateNodes(ctx context.Context, nodeClaim *karpv1.NodeC
 	return true, reconcile.Result{}, nil
 }
 
-func (c *Controller) terminateNode(ctx context.Context, nodeClaim *karpv1.NodeClaim, node *corev1.Node) error {
-	if node.DeletionTimestamp.IsZero() {
-		if err := c.kubeClient.Delete(ctx, node); err != nil {
-			return client.IgnoreNotFound(fmt.Errorf("deleting node %s: %w", node.Name, err))
-		}
-	}
-	// A drain step (evict pods, respecting PodDisruptionBudgets) belongs
-	// here: the finalizer stays until it reports the Node drained.
-	if !controllerutil.ContainsFinalizer(node, karpv1.TerminationFinalizer) {
+func (c *Controller) terminateNode(ctx context.Context, node *corev1.Node) error {
+	if !node.DeletionTimestamp.IsZero() {
 		return nil
 	}
-	stored := node.DeepCopy()
-	controllerutil.RemoveFinalizer(node, karpv1.TerminationFinalizer)
-	// A strategic merge patch removes just this finalizer, whatever else
-	// changed on the Node since it was read (it was just deleted).
-	if err := c.kubeClient.Patch(ctx, node, client.StrategicMergeFrom(stored)); err != nil {
-		return client.IgnoreNotFound(fmt.Errorf("removing node finalizer: %w", err))
+	if err := c.kubeClient.Delete(ctx, node); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("deleting node %s: %w", node.Name, err))
 	}
-	metrics.NodesTerminatedTotal.WithLabelValues(nodeClaim.Labels[karpv1.NodePoolLabelKey], node.Labels[corev1.LabelTopologyZone]).Inc()
-	log.FromContext(ctx).Info("deleted node", "Node", klog.KObj(node))
+	log.FromContext(ctx).Info("deleting node", "Node", klog.KObj(node))
 	return nil
+}
+
+// stampDeadline records, once, when the node must be gone: the deletion
+// time plus the NodeClaim's terminationGracePeriod. Past it, the drain
+// deletes pods whatever their PodDisruptionBudgets and annotations say.
+func (c *Controller) stampDeadline(ctx context.Context, nodeClaim *karpv1.NodeClaim) (bool, reconcile.Result, error) {
+	if nodeClaim.Spec.TerminationGracePeriod == nil {
+		return true, reconcile.Result{}, nil
+	}
+	if _, ok := nodeClaim.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey]; ok {
+		return true, reconcile.Result{}, nil
+	}
+	deadline := nodeClaim.DeletionTimestamp.Add(nodeClaim.Spec.TerminationGracePeriod.Duration).UTC().Format(time.RFC3339)
+	stored := nodeClaim.DeepCopy()
+	if nodeClaim.Annotations == nil {
+		nodeClaim.Annotations = map[string]string{}
+	}
+	nodeClaim.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey] = deadline
+	if err := c.kubeClient.Patch(ctx, nodeClaim, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		return false, reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("stamping termination deadline: %w", err))
+	}
+	c.recorder.Eventf(nodeClaim, nil, corev1.EventTypeWarning, ReasonTerminationGracePeriodExpiring, "Terminate",
+		"All pods will be deleted by %s", deadline)
+	return true, reconcile.Result{}, nil
 }
 
 // terminateInstance deletes the instance and confirms it is gone.

@@ -13,6 +13,7 @@ import (
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/fake"
+	nodetermination "github.com/karp-autoscaler/karp/pkg/controllers/node/termination"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/termination"
 	"github.com/karp-autoscaler/karp/pkg/operator/operatortest"
 	"github.com/karp-autoscaler/karp/pkg/test"
@@ -55,11 +56,18 @@ func registered(t *testing.T, cp *fake.CloudProvider, name string) (*karpv1.Node
 }
 
 // reconcileUntilGone reconciles until the NodeClaim is gone (or gives up).
-func reconcileUntilGone(t *testing.T, c *termination.Controller, name string) {
+// The node termination controller, which drains the NodeClaim's Node and
+// releases its finalizer, runs alongside.
+func reconcileUntilGone(t *testing.T, c *termination.Controller, cp *fake.CloudProvider, name string) {
 	t.Helper()
+	nodes := nodetermination.NewController(h.Client, h.APIReader, cp, h.Clock, h.Recorder,
+		nodetermination.NewQueue(h.Client, h.Recorder))
 	for range 10 {
 		if _, err := operatortest.Reconcile(t, h, c, name); err != nil {
 			t.Fatalf("reconciling: %v", err)
+		}
+		if _, err := operatortest.Reconcile(t, h, nodes, name+"-node"); err != nil {
+			t.Fatalf("reconciling node: %v", err)
 		}
 		if !h.Get(t, &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}}) {
 			return
@@ -81,7 +89,7 @@ func TestDeletingANodeClaimDeletesItsNodeAndInstance(t *testing.T) {
 	if err := h.Env.Client.Delete(t.Context(), nc); err != nil {
 		t.Fatal(err)
 	}
-	reconcileUntilGone(t, c, nc.Name)
+	reconcileUntilGone(t, c, cp, nc.Name)
 
 	if nodeExists(t, node.Name) {
 		t.Error("node still exists")
@@ -107,7 +115,7 @@ func TestDeletingTheNodeDeletesTheNodeClaim(t *testing.T) {
 	if !h.Get(t, got) || got.DeletionTimestamp.IsZero() {
 		t.Fatal("nodeclaim not being deleted after its node was")
 	}
-	reconcileUntilGone(t, c, nc.Name)
+	reconcileUntilGone(t, c, cp, nc.Name)
 	if nodeExists(t, node.Name) {
 		t.Error("node still exists")
 	}
@@ -125,7 +133,7 @@ func TestUnlaunchedNodeClaimIsReleasedWithoutProviderCalls(t *testing.T) {
 	if err := h.Env.Client.Delete(t.Context(), nc); err != nil {
 		t.Fatal(err)
 	}
-	reconcileUntilGone(t, c, nc.Name)
+	reconcileUntilGone(t, c, cp, nc.Name)
 	if n := len(cp.DeleteCalls()); n != 0 {
 		t.Errorf("Delete called %d times for a NodeClaim that never launched", n)
 	}
@@ -140,9 +148,16 @@ func TestProviderDeleteFailureKeepsTheFinalizer(t *testing.T) {
 		t.Fatal(err)
 	}
 	cp.SetNextDeleteError(errors.New("cloud API down"))
+	// Whichever controller asks first (the Node's, once drained), the
+	// failure surfaces as a reconcile error.
+	nodes := nodetermination.NewController(h.Client, h.APIReader, cp, h.Clock, h.Recorder,
+		nodetermination.NewQueue(h.Client, h.Recorder))
 	var lastErr error
 	for range 5 {
 		if _, lastErr = operatortest.Reconcile(t, h, c, nc.Name); lastErr != nil {
+			break
+		}
+		if _, lastErr = operatortest.Reconcile(t, h, nodes, nc.Name+"-node"); lastErr != nil {
 			break
 		}
 	}
@@ -157,7 +172,7 @@ func TestProviderDeleteFailureKeepsTheFinalizer(t *testing.T) {
 		t.Errorf("provider has %d instances, want the 1 that failed to delete", len(instances))
 	}
 	// The cloud recovers: the next pass finishes the job.
-	reconcileUntilGone(t, c, nc.Name)
+	reconcileUntilGone(t, c, cp, nc.Name)
 	if instances, _ := cp.List(t.Context()); len(instances) != 0 {
 		t.Errorf("provider still has %d instances", len(instances))
 	}
