@@ -109,6 +109,10 @@ func TestSolveResources(t *testing.T) {
 				NodeAffinityTerm(req(labelFamily, corev1.NodeSelectorOpNotIn, "gpu")).Obj()},
 			reasons: map[string]string{"p": "NodePool default: no instance type fits cpu=5, memory=20Gi together"},
 		},
+		"a pod with resource claims": {
+			pods:    []*corev1.Pod{withClaim(test.MakePod("p").Requests("cpu", "1").Obj())},
+			reasons: map[string]string{"p": "pod uses dynamic resource allocation (resourceClaims), which karp does not simulate"},
+		},
 		"a pod without requests": {
 			pods:   []*corev1.Pod{test.MakePod("p").Obj()},
 			onType: map[string]string{"p": "general-small"},
@@ -137,4 +141,10 @@ func TestSolveTerminalPodsFreeCapacity(t *testing.T) {
 			claims: n(0), onNode: map[string]string{"p": "n"},
 		},
 	})
+}
+
+func withClaim(p *corev1.Pod) *corev1.Pod {
+	name := "gpu-claim"
+	p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: &name}}
+	return p
 }

@@ -65,10 +65,26 @@ type poolCheck struct {
 // reported with an Error status.
 func Solve(ctx context.Context, in Input) *Result {
 	s := newSolver(&in)
-	pods := s.pendingPods()
+	pods, rejected := splitDRA(s.pendingPods())
 	sortPods(pods)
 	failed := s.run(ctx, pods)
-	return s.finish(failed)
+	return s.finish(append(failed, rejected...))
+}
+
+// splitDRA sets aside pods that claim devices through dynamic resource
+// allocation: karp does not simulate device allocation, so like upstream's
+// default (--ignore-dra-requests) it reports them instead of guessing.
+func splitDRA(pods []*podInfo) (keep, rejected []*podInfo) {
+	for _, p := range pods {
+		if len(p.pod.Spec.ResourceClaims) > 0 {
+			p.status = scheduling.NewStatus(scheduling.UnschedulableAndUnresolvable,
+				"pod uses dynamic resource allocation (resourceClaims), which karp does not simulate")
+			rejected = append(rejected, p)
+			continue
+		}
+		keep = append(keep, p)
+	}
+	return keep, rejected
 }
 
 func newSolver(in *Input) *solver {
