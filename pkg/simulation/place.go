@@ -44,16 +44,24 @@ func (s *solver) run(ctx context.Context, pods []*podInfo) []*podInfo {
 	return nil
 }
 
-// place tries each relaxation level of the pod's class in order: existing
-// capacity first, then the open NodeClaim where the pod adds the least cost,
-// then a new NodeClaim when that is cheaper or nothing else fits.
+// place puts the pod on existing capacity if it fits there at any
+// relaxation level; otherwise it tries each level in order: the open
+// NodeClaim where the pod adds the least cost, then a new NodeClaim when
+// that is cheaper or nothing else fits.
+//
+// Existing nodes come first at every level because kube-scheduler binds a
+// pod to any node that fits, preferences or not: launching a node only to
+// honour a preference the scheduler will ignore is the churn users report
+// (upstream treats preferences as requirements here: its issues 666, 4915).
 func (s *solver) place(p *podInfo) *scheduling.Status {
-	var status *scheduling.Status
 	for _, v := range p.class.variants {
 		if t := s.tryExisting(v); t != nil {
 			s.commitExisting(p, t)
 			return nil
 		}
+	}
+	var status *scheduling.Status
+	for _, v := range p.class.variants {
 		best := s.tryClaims(v)
 		if best != nil && best.delta == 0 {
 			s.commit(p, v, best)

@@ -158,6 +158,20 @@ func TestSolveExistingNodes(t *testing.T) {
 			pods:    []*corev1.Pod{withMatchFields(test.MakePod("p").Obj(), "gone")},
 			reasons: map[string]string{"p": "NodePool default: incompatible requirements: label kubernetes.io/hostname is not defined by the NodePool (requires kubernetes.io/hostname In [gone])"},
 		},
+		"existing capacity wins over a preference": {
+			nodes: []*Node{existingNode(free("n"))},
+			pods: onePod(func(w *test.PodWrapper) *test.PodWrapper {
+				return w.PreferredNodeAffinity(10, req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, zoneB))
+			}),
+			claims: n(0), onNode: map[string]string{"p": "n"},
+		},
+		"a preference still picks among new NodeClaims": {
+			nodes: []*Node{existingNode(free("n"), test.MakePod("busy").Requests("cpu", "4").Obj())},
+			pods: onePod(func(w *test.PodWrapper) *test.PodWrapper {
+				return w.PreferredNodeAffinity(10, req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, zoneB))
+			}),
+			inZone: map[string]string{"p": zoneB},
+		},
 		"nodes are tried by name": {
 			nodes: []*Node{existingNode(free("b")), existingNode(free("a"))}, pods: pod, onNode: map[string]string{"p": "a"},
 		},
