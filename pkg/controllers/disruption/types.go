@@ -103,12 +103,14 @@ type Budgets map[string]int
 // Allows reports whether n more nodes of the NodePool may go.
 func (b Budgets) Allows(nodePool string, n int) bool { return b[nodePool] >= n }
 
-// Simulator answers "if these candidates went, where would their pods go?"
-// over the current cluster state. Methods get it at construction.
+// Simulator answers "if these candidates went, where would their pods
+// go?" over the cluster state of the current pass. Methods get it at
+// construction.
 type Simulator interface {
-	// Simulate places every reschedulable pod of the candidates (plus the
-	// pending pods) on the remaining nodes and, when needed, new NodeClaims.
-	Simulate(ctx context.Context, candidates ...*Candidate) (*simulation.Result, error)
+	// Simulate places every reschedulable pod of the candidates on the
+	// remaining nodes and, when needed, new NodeClaims (pkg/simulation
+	// Consolidate).
+	Simulate(ctx context.Context, opts simulation.ConsolidationOptions, candidates ...*Candidate) (*simulation.Consolidation, error)
 }
 
 // Clock is what methods read time from.

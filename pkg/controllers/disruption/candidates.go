@@ -1,0 +1,276 @@
+package disruption
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/scheduling"
+	"github.com/karp-autoscaler/karp/pkg/state"
+)
+
+// Reasons a node is not disrupted, used as the DisruptionBlocked
+// condition's reason.
+const (
+	BlockedDoNotDisrupt     = "DoNotDisrupt"
+	BlockedPDB              = "PodDisruptionBudget"
+	BlockedNominated        = "Nominated"
+	BlockedNodePool         = "NodePoolNotFound"
+	BlockedBudget           = "Budget"
+	BlockedConsolidateAfter = "ConsolidateAfter"
+	BlockedNoCheaper        = "NoCheaperPlacement"
+	BlockedPolicy           = "ConsolidationPolicy"
+	BlockedDisabled         = "ConsolidationDisabled"
+	BlockedUnknownPrice     = "UnknownPrice"
+)
+
+// blocker is why a node is not being disrupted.
+type blocker struct{ reason, message string }
+
+// world is what one pass sees: the candidates, why the other managed nodes
+// are not candidates, and the NodePools with their instance types.
+type world struct {
+	now        time.Time
+	stateNodes []*state.StateNode
+	nodePools  map[string]*karpv1.NodePool
+	types      map[string]map[string]*scheduling.InstanceType
+	// typeList keeps each NodePool's instance types in provider order.
+	typeList map[string][]*scheduling.InstanceType
+	// poolNames are the NodePools by name, sorted.
+	poolNames []string
+	candidates []*Candidate
+	blocked    map[string]blocker
+	// poolCost and poolDisruption sum the price and disruption cost of
+	// each NodePool's initialized nodes (Balanced scoring).
+	poolCost, poolDisruption map[string]float64
+}
+
+func (w *world) block(node, reason, format string, args ...any) {
+	if _, ok := w.blocked[node]; !ok {
+		w.blocked[node] = blocker{reason: reason, message: fmt.Sprintf(format, args...)}
+	}
+}
+
+// buildWorld gathers the candidates of a pass. queued holds the StateNode
+// IDs owned by queued commands.
+func (c *Controller) buildWorld(ctx context.Context, queued map[string]bool) *world {
+	w := &world{now: c.clock.Now(), nodePools: map[string]*karpv1.NodePool{},
+		types: map[string]map[string]*scheduling.InstanceType{}, typeList: map[string][]*scheduling.InstanceType{}, blocked: map[string]blocker{},
+		poolCost: map[string]float64{}, poolDisruption: map[string]float64{}}
+	for _, np := range c.cluster.NodePools() {
+		w.nodePools[np.Name] = np
+		w.poolNames = append(w.poolNames, np.Name)
+		its, err := c.cloudProvider.GetInstanceTypes(ctx, np)
+		if err != nil {
+			log.FromContext(ctx).Error(err, "listing instance types", "NodePool", np.Name)
+			continue
+		}
+		byName := make(map[string]*scheduling.InstanceType, len(its))
+		for _, it := range its {
+			byName[it.Name] = it
+		}
+		w.types[np.Name] = byName
+		w.typeList[np.Name] = its
+	}
+	pdbs := newPDBIndex(c.cluster.PDBs())
+	w.stateNodes = c.cluster.Nodes()
+	for _, sn := range w.stateNodes {
+		if !sn.Managed() || sn.Node == nil || !sn.Initialized() || queued[sn.ID()] || sn.MarkedForDeletion {
+			continue
+		}
+		if cand := c.newCandidate(w, sn, pdbs); cand != nil {
+			w.candidates = append(w.candidates, cand)
+		}
+	}
+	sort.SliceStable(w.candidates, func(i, j int) bool {
+		return w.candidates[i].DisruptionCost < w.candidates[j].DisruptionCost
+	})
+	return w
+}
+
+// newCandidate returns the node as a candidate, or nil after recording why
+// it is not one.
+func (c *Controller) newCandidate(w *world, sn *state.StateNode, pdbs *pdbIndex) *Candidate {
+	name := sn.Name()
+	np := w.nodePools[sn.NodePool()]
+	if np == nil {
+		w.block(name, BlockedNodePool, "NodePool %q not found", sn.NodePool())
+		return nil
+	}
+	lbls := sn.Node.Labels
+	cand := &Candidate{StateNode: sn, NodePool: np, Zone: lbls[corev1.LabelTopologyZone],
+		CapacityType: lbls[karpv1.CapacityTypeLabelKey]}
+	if it := w.types[np.Name][lbls[corev1.LabelInstanceTypeStable]]; it != nil {
+		cand.InstanceType = it
+		cand.Price = offeringPrice(it, cand.Zone, cand.CapacityType)
+	}
+	cost := 1.0
+	for _, pod := range sn.Pods {
+		if !state.IsReschedulable(pod) {
+			continue
+		}
+		cand.ReschedulablePods = append(cand.ReschedulablePods, pod)
+		cost += max(0, evictionCost(pod))
+	}
+	cand.DisruptionCost = cost * lifetimeRemaining(np, sn.NodeClaim, w.now)
+	w.poolCost[np.Name] += cand.Price
+	w.poolDisruption[np.Name] += cand.DisruptionCost
+	if len(sn.Nominated) > 0 {
+		w.block(name, BlockedNominated, "node is nominated for %d pending pod(s)", len(sn.Nominated))
+		return nil
+	}
+	if sn.Node.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true" ||
+		sn.NodeClaim.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true" {
+		w.block(name, BlockedDoNotDisrupt, "node has the %s annotation", karpv1.DoNotDisruptAnnotationKey)
+		return nil
+	}
+	for _, pod := range cand.ReschedulablePods {
+		if doNotDisrupt(pod, w.now) {
+			w.block(name, BlockedDoNotDisrupt, "pod %s/%s has the %s annotation", pod.Namespace, pod.Name,
+				karpv1.DoNotDisruptAnnotationKey)
+			return nil
+		}
+		if msg := pdbs.blocks(pod); msg != "" {
+			w.block(name, BlockedPDB, "%s", msg)
+			return nil
+		}
+	}
+	return cand
+}
+
+// offeringPrice is the price of the node's offering, else the cheapest
+// price of the type, else 0.
+func offeringPrice(it *scheduling.InstanceType, zone, capacityType string) float64 {
+	best := math.Inf(1)
+	for _, o := range it.Offerings {
+		if o.Zone == zone && o.CapacityType == capacityType {
+			return o.Price
+		}
+		best = min(best, o.Price)
+	}
+	if math.IsInf(best, 1) {
+		return 0
+	}
+	return best
+}
+
+// evictionCost is upstream's per-pod eviction cost: 1, plus the pod
+// deletion cost and priority scaled down, clamped to [-10, 10].
+func evictionCost(pod *corev1.Pod) float64 {
+	cost := 1.0
+	if v, ok := pod.Annotations[karpv1.PodDeletionCostAnnotationKey]; ok {
+		if n, err := strconv.ParseFloat(v, 64); err == nil {
+			cost += n / math.Pow(2, 27)
+		}
+	}
+	if pod.Spec.Priority != nil {
+		cost += float64(*pod.Spec.Priority) / math.Pow(2, 25)
+	}
+	return min(10, max(-10, cost))
+}
+
+// lifetimeRemaining is the fraction of expireAfter the node has left (1
+// without expiry): nodes about to expire are cheaper to disrupt.
+func lifetimeRemaining(np *karpv1.NodePool, nc *karpv1.NodeClaim, now time.Time) float64 {
+	expire := nc.Spec.ExpireAfter.Duration
+	if expire == nil {
+		expire = np.Spec.Template.Spec.ExpireAfter.Duration
+	}
+	if expire == nil || *expire <= 0 {
+		return 1
+	}
+	age := now.Sub(nc.CreationTimestamp.Time)
+	return min(1, max(0, 1-float64(age)/float64(*expire)))
+}
+
+// doNotDisrupt reports whether the pod's do-not-disrupt annotation is
+// active: "true", or a duration that has not elapsed since the pod started.
+// Other values are ignored, as upstream does.
+func doNotDisrupt(pod *corev1.Pod, now time.Time) bool {
+	v, ok := pod.Annotations[karpv1.DoNotDisruptAnnotationKey]
+	if !ok {
+		return false
+	}
+	if v == "true" {
+		return true
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return false
+	}
+	start := pod.CreationTimestamp.Time
+	if pod.Status.StartTime != nil {
+		start = pod.Status.StartTime.Time
+	}
+	return now.Before(start.Add(d))
+}
+
+// pdbIndex finds the PDBs that cover a pod.
+type pdbIndex struct {
+	byNamespace map[string][]pdbEntry
+}
+
+type pdbEntry struct {
+	pdb      *policyv1.PodDisruptionBudget
+	selector labels.Selector
+}
+
+func newPDBIndex(pdbs []*policyv1.PodDisruptionBudget) *pdbIndex {
+	idx := &pdbIndex{byNamespace: map[string][]pdbEntry{}}
+	for _, pdb := range pdbs {
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil || pdb.Spec.Selector == nil {
+			continue
+		}
+		idx.byNamespace[pdb.Namespace] = append(idx.byNamespace[pdb.Namespace], pdbEntry{pdb: pdb, selector: sel})
+	}
+	return idx
+}
+
+// blocks explains why evicting the pod would be refused, or returns "".
+// A pod covered by more than one PDB cannot be evicted at all; a pod whose
+// PDB allows no disruption cannot be evicted now, unless the pod is not
+// ready and the PDB lets unhealthy pods go.
+func (x *pdbIndex) blocks(pod *corev1.Pod) string {
+	var names []string
+	var only *policyv1.PodDisruptionBudget
+	for _, e := range x.byNamespace[pod.Namespace] {
+		if e.selector.Matches(labels.Set(pod.Labels)) {
+			names = append(names, e.pdb.Name)
+			only = e.pdb
+		}
+	}
+	switch {
+	case len(names) > 1:
+		return fmt.Sprintf("pod %s/%s is covered by more than one PDB (%s)", pod.Namespace, pod.Name, strings.Join(names, ", "))
+	case len(names) == 0:
+		return ""
+	}
+	if only.Status.DisruptionsAllowed > 0 {
+		return ""
+	}
+	if p := only.Spec.UnhealthyPodEvictionPolicy; p != nil && *p == policyv1.AlwaysAllow && !podReady(pod) {
+		return ""
+	}
+	return fmt.Sprintf("PDB %s/%s prevents evicting pod %s/%s", only.Namespace, only.Name, pod.Namespace, pod.Name)
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

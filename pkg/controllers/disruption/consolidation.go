@@ -1,0 +1,168 @@
+package disruption
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/simulation"
+)
+
+// consolidation holds what the multi- and single-node methods share.
+type consolidation struct{ c *Controller }
+
+// Reason is Underutilized.
+func (m *consolidation) Reason() karpv1.DisruptionReason { return karpv1.DisruptionReasonUnderutilized }
+
+// ShouldDisrupt keeps non-empty candidates of NodePools that consolidate
+// underutilized nodes, with a known price, once consolidateAfter elapsed;
+// it records why the others are kept.
+func (m *consolidation) ShouldDisrupt(_ context.Context, c *Candidate) bool {
+	if len(c.ReschedulablePods) == 0 || c.NodePool.Spec.Replicas != nil {
+		return false
+	}
+	w := m.c.pass
+	if c.NodePool.Spec.Disruption.ConsolidationPolicy == karpv1.ConsolidationPolicyWhenEmpty {
+		w.block(c.Name(), BlockedPolicy, "NodePool %s consolidates only empty nodes (WhenEmpty) and the node runs %d pod(s)",
+			c.NodePool.Name, len(c.ReschedulablePods))
+		return false
+	}
+	if c.InstanceType == nil || c.Price == 0 {
+		w.block(c.Name(), BlockedUnknownPrice, "the node's instance type or price is unknown")
+		return false
+	}
+	ok, why := consolidatable(c, m.c.clock.Now())
+	if !ok {
+		w.block(c.Name(), why.reason, "%s", why.message)
+	}
+	return ok
+}
+
+// sortForConsolidation orders candidates by price per unit of disruption,
+// highest first (upstream's order): expensive, lightly used nodes first.
+func sortForConsolidation(cands []*Candidate) []*Candidate {
+	out := append([]*Candidate(nil), cands...)
+	sort.SliceStable(out, func(i, j int) bool {
+		return out[i].Price/out[i].DisruptionCost > out[j].Price/out[j].DisruptionCost
+	})
+	return out
+}
+
+// evaluate simulates removing the candidates and returns a command, or an
+// empty one with the reason.
+func (m *consolidation) evaluate(ctx context.Context, method string, cands []*Candidate) (Command, string, error) {
+	res, err := m.c.simulator.Simulate(ctx, simulation.ConsolidationOptions{RequireCheaper: true,
+		SpotToSpot: m.c.opts.SpotToSpot}, cands...)
+	if err != nil {
+		return Command{}, "", err
+	}
+	if res.Decision == simulation.ConsolidationNone {
+		return Command{}, res.Reason, nil
+	}
+	cmd := Command{Candidates: cands, Replacements: res.Replacements, Reason: m.Reason(), Method: method, Savings: res.Savings}
+	if why := m.balanced(cmd); why != "" {
+		return Command{}, why, nil
+	}
+	return cmd, "", nil
+}
+
+// balanced applies the Balanced policy of every NodePool the command
+// touches: each must find the move worth its disruption.
+func (m *consolidation) balanced(cmd Command) string {
+	w := m.c.pass
+	savings, disruption := map[string]float64{}, map[string]float64{}
+	for _, c := range cmd.Candidates {
+		savings[c.NodePool.Name] += c.Price
+		disruption[c.NodePool.Name] += c.DisruptionCost
+	}
+	for _, r := range cmd.Replacements {
+		savings[r.NodePool.Name] -= r.Price
+	}
+	for _, c := range cmd.Candidates {
+		np := c.NodePool
+		if np.Spec.Disruption.ConsolidationPolicy != karpv1.ConsolidationPolicyBalanced {
+			continue
+		}
+		score, ok := simulation.BalancedApproves(savings[np.Name], w.poolCost[np.Name], disruption[np.Name], w.poolDisruption[np.Name])
+		consolidationScore.Observe(score)
+		if !ok {
+			return fmt.Sprintf("NodePool %s is Balanced and the saving ($%.4f/h) is not worth the disruption (score %.2f < 0.5)",
+				np.Name, savings[np.Name], score)
+		}
+	}
+	return ""
+}
+
+// MultiNodeConsolidation looks for the largest prefix of the candidates
+// (in consolidation order, within budgets, at most MaxMultiNodeCandidates)
+// that can go at once, by binary search on the prefix length: the search
+// is O(log n) solves, which bounds it at 1,000 nodes (upstream issue 3186).
+// A prefix succeeds when it can be deleted or replaced by fewer, cheaper
+// nodes.
+type MultiNodeConsolidation struct{ consolidation }
+
+// ComputeCommand runs the prefix search.
+func (m *MultiNodeConsolidation) ComputeCommand(ctx context.Context, budgets Budgets, candidates ...*Candidate) (Command, error) {
+	cands := withinBudget(m.c.pass, budgets, m.Reason(), sortForConsolidation(candidates))
+	if n := m.c.opts.MaxMultiNodeCandidates; len(cands) > n {
+		cands = cands[:n]
+	}
+	if len(cands) < 2 {
+		return Command{}, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.c.opts.MultiNodeTimeout)
+	defer cancel()
+	var best Command
+	lo, hi := 2, len(cands)
+	for lo <= hi {
+		mid := (lo + hi) / 2
+		cmd, _, err := m.evaluate(ctx, "multi", cands[:mid])
+		if errors.Is(err, context.DeadlineExceeded) {
+			consolidationTimeouts.WithLabelValues("multi").Inc()
+			log.FromContext(ctx).Info("multi-node consolidation timed out", "best", best.String())
+			return best, nil
+		}
+		if err != nil {
+			return Command{}, err
+		}
+		if !cmd.Empty() && len(cmd.Replacements) < mid {
+			best, lo = cmd, mid+1
+		} else {
+			hi = mid - 1
+		}
+	}
+	return best, nil
+}
+
+// SingleNodeConsolidation tries each candidate alone, in consolidation
+// order, and returns the first that can be deleted or replaced with
+// cheaper capacity; every other one records why not.
+type SingleNodeConsolidation struct{ consolidation }
+
+// ComputeCommand tries candidates one by one until one succeeds or the
+// search times out.
+func (s *SingleNodeConsolidation) ComputeCommand(ctx context.Context, budgets Budgets, candidates ...*Candidate) (Command, error) {
+	w := s.c.pass
+	cands := withinBudget(w, budgets, s.Reason(), sortForConsolidation(candidates))
+	ctx, cancel := context.WithTimeout(ctx, s.c.opts.SingleNodeTimeout)
+	defer cancel()
+	for _, c := range cands {
+		cmd, why, err := s.evaluate(ctx, "single", []*Candidate{c})
+		if errors.Is(err, context.DeadlineExceeded) {
+			consolidationTimeouts.WithLabelValues("single").Inc()
+			return Command{}, nil
+		}
+		if err != nil {
+			return Command{}, err
+		}
+		if !cmd.Empty() {
+			return cmd, nil
+		}
+		w.block(c.Name(), BlockedNoCheaper, "%s", why)
+	}
+	return Command{}, nil
+}

@@ -1,0 +1,258 @@
+package disruption
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/simulation"
+	"github.com/karp-autoscaler/karp/pkg/state"
+)
+
+// Controller is the singleton disruption loop.
+type Controller struct {
+	kubeClient    client.Client
+	cloudProvider cloudprovider.CloudProvider
+	cluster       *state.Cluster
+	clock         clock.Clock
+	events        *recorder
+	opts          Options
+	methods       []Method
+	simulator     *passSimulator
+
+	// pass is the world of the running pass (read by the methods).
+	pass *world
+	// queue holds started commands waiting for their replacements.
+	queue []*queued
+	// pending is a consolidation decision waiting for validation.
+	pending *pending
+	// deleted remembers NodeClaims this controller just deleted.
+	deleted map[string]time.Time
+	// memo is the consolidation input of the last pass that found nothing,
+	// and when; an unchanged input is not searched again for memoTTL.
+	memo   string
+	memoAt time.Time
+}
+
+// memoTTL forces a fresh consolidation search at least this often.
+const memoTTL = 5 * time.Minute
+
+// NewController builds the disruption controller.
+func NewController(kubeClient client.Client, cloudProvider cloudprovider.CloudProvider, cluster *state.Cluster,
+	recorder EventRecorder, clk clock.Clock, opts Options, solverOpts simulation.Options) *Controller {
+	c := &Controller{kubeClient: kubeClient, cloudProvider: cloudProvider, cluster: cluster, clock: clk,
+		events: newRecorder(recorder), opts: opts, deleted: map[string]time.Time{},
+		simulator: &passSimulator{kubeClient: kubeClient, opts: solverOpts}}
+	c.methods = NewMethods(c)
+	return c
+}
+
+// Name is the controller's name.
+func (c *Controller) Name() string { return "disruption" }
+
+// Register runs the loop as a singleton.
+func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
+	if err := RegisterMetrics(crmetrics.Registry); err != nil {
+		return fmt.Errorf("registering disruption metrics: %w", err)
+	}
+	singleton := source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		q.Add(reconcile.Request{})
+		return nil
+	})
+	err := builder.ControllerManagedBy(mgr).Named(c.Name()).WatchesRawSource(singleton).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		Complete(reconcile.Func(func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+			return c.Reconcile(ctx)
+		}))
+	if err != nil {
+		return fmt.Errorf("registering disruption controller: %w", err)
+	}
+	return nil
+}
+
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;create;delete;patch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims/status,verbs=patch;update
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=limitranges;namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile runs one pass (see the package doc) and says when to run the
+// next: at once after an action, soon while commands are queued or a
+// decision awaits validation, else after PollPeriod.
+func (c *Controller) Reconcile(ctx context.Context) (reconcile.Result, error) {
+	synced, err := c.cluster.Synced(ctx)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if !synced {
+		log.FromContext(ctx).V(1).Info("waiting on cluster sync")
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
+	acted, err := c.Pass(ctx)
+	switch {
+	case err != nil:
+		return reconcile.Result{}, err
+	case acted:
+		return reconcile.Result{RequeueAfter: time.Millisecond}, nil
+	case c.pending != nil:
+		return reconcile.Result{RequeueAfter: max(time.Millisecond, c.pending.at.Sub(c.clock.Now()))}, nil
+	case len(c.queue) > 0:
+		return reconcile.Result{RequeueAfter: min(time.Second, c.opts.PollPeriod)}, nil
+	}
+	return reconcile.Result{RequeueAfter: c.opts.PollPeriod}, nil
+}
+
+// Pass runs one disruption pass over a synced state and reports whether
+// it started a command.
+func (c *Controller) Pass(ctx context.Context) (bool, error) {
+	// 1. Advance the queue, then build the world without its nodes.
+	errQueue := c.advance(ctx)
+	w := c.buildWorld(ctx, c.queuedIDs())
+	c.pass = w
+	// 2. Clear what a lost command left behind.
+	if err := c.clearStale(ctx, w); err != nil {
+		errQueue = errors.Join(errQueue, err)
+	}
+	if err := c.simulator.refresh(ctx, c, w); err != nil {
+		return false, errors.Join(errQueue, err)
+	}
+	// 3. Decide (or validate a decision), then act.
+	acted, err := c.decide(ctx, w)
+	// 4. Say why the other nodes stay.
+	return acted, errors.Join(errQueue, err, c.explain(ctx, w))
+}
+
+// decide validates a pending decision whose delay passed, or runs the
+// methods; commands that need no validation start at once.
+func (c *Controller) decide(ctx context.Context, w *world) (bool, error) {
+	if p := c.pending; p != nil {
+		if c.clock.Now().Before(p.at) {
+			return false, nil
+		}
+		c.pending = nil
+		cmd, why := c.validate(ctx, w, p)
+		if cmd.Empty() {
+			failedValidations.WithLabelValues(consolidationType(p.cmd)).Inc()
+			log.FromContext(ctx).Info("abandoning disruption after validation", "command", p.cmd.String(), "reason", why)
+			for _, cand := range p.cmd.Candidates {
+				c.events.rejected(cand, why)
+			}
+			return false, nil
+		}
+		return true, c.start(ctx, cmd)
+	}
+	cmd, method, err := c.compute(ctx, w)
+	if err != nil || cmd.Empty() {
+		return false, err
+	}
+	if needsValidation(method) && c.opts.ValidationDelay > 0 {
+		c.pending = &pending{cmd: cmd, method: method, at: c.clock.Now().Add(c.opts.ValidationDelay)}
+		log.FromContext(ctx).V(1).Info("validating disruption", "command", cmd.String(), "delay", c.opts.ValidationDelay)
+		return false, nil
+	}
+	return true, c.start(ctx, cmd)
+}
+
+// compute tries the methods in order and returns the first command.
+func (c *Controller) compute(ctx context.Context, w *world) (Command, Method, error) {
+	for _, m := range c.methods {
+		var cands []*Candidate
+		for _, cand := range w.candidates {
+			if m.ShouldDisrupt(ctx, cand) {
+				cands = append(cands, cand)
+			}
+		}
+		eligibleNodes.WithLabelValues(string(m.Reason())).Set(float64(len(cands)))
+		if len(cands) == 0 {
+			continue
+		}
+		budgets := buildBudgets(ctx, w, m.Reason())
+		_, isConsolidation := m.(interface{ evaluate(context.Context, string, []*Candidate) (Command, string, error) })
+		key := ""
+		if isConsolidation {
+			key = memoKey(w, cands, budgets)
+			if key == c.memo && c.clock.Since(c.memoAt) < memoTTL {
+				continue
+			}
+		}
+		start := c.clock.Now()
+		cmd, err := m.ComputeCommand(ctx, budgets, cands...)
+		evaluationDuration.WithLabelValues(methodName(m), consolidationTypeOf(m)).Observe(c.clock.Since(start).Seconds())
+		if err != nil {
+			return Command{}, nil, err
+		}
+		if !cmd.Empty() {
+			return cmd, m, nil
+		}
+		if isConsolidation && m == c.methods[len(c.methods)-1] {
+			c.memo, c.memoAt = key, c.clock.Now()
+		}
+	}
+	return Command{}, nil, nil
+}
+
+// memoKey fingerprints what a consolidation search depends on: every
+// node's pods and state, the candidates and the budgets.
+func memoKey(w *world, cands []*Candidate, budgets Budgets) string {
+	var b strings.Builder
+	for _, sn := range w.stateNodes {
+		fmt.Fprintf(&b, "%s:%d:%d:%t:%t;", sn.ID(), len(sn.Pods), len(sn.Nominated), sn.MarkedForDeletion, sn.Initialized())
+	}
+	b.WriteString("|")
+	for _, cand := range cands {
+		b.WriteString(cand.Name() + ",")
+	}
+	b.WriteString("|")
+	pools := make([]string, 0, len(budgets))
+	for k, v := range budgets {
+		pools = append(pools, k+"="+strconv.Itoa(v))
+	}
+	sort.Strings(pools)
+	b.WriteString(strings.Join(pools, ","))
+	for _, name := range w.poolNames {
+		b.WriteString(w.nodePools[name].ResourceVersion)
+	}
+	return b.String()
+}
+
+func methodName(m Method) string {
+	switch m.(type) {
+	case *Emptiness:
+		return "emptiness"
+	case *Drift:
+		return "drift"
+	case *MultiNodeConsolidation:
+		return "multi"
+	case *SingleNodeConsolidation:
+		return "single"
+	}
+	return fmt.Sprintf("%T", m)
+}
+
+func consolidationTypeOf(m Method) string {
+	switch m.(type) {
+	case *Emptiness:
+		return "empty"
+	case *MultiNodeConsolidation:
+		return "multi"
+	case *SingleNodeConsolidation:
+		return "single"
+	}
+	return ""
+}

@@ -1,0 +1,26 @@
+// Package disruption is karp's voluntary disruption controller: a
+// singleton loop that removes or replaces nodes the cluster no longer needs
+// (empty, drifted, or whose pods fit elsewhere or on cheaper capacity),
+// within each NodePool's budgets and never against a PDB or a
+// karpenter.sh/do-not-disrupt pod or node.
+//
+// One pass (Controller.Reconcile):
+//  1. Wait until the cluster state is synced.
+//  2. Advance the orchestration queue: delete candidates whose
+//     replacements are initialized, roll back commands that failed or
+//     timed out. Remove stale karpenter.sh/disrupted taints and
+//     DisruptionReason conditions from nodes no queued command owns (this
+//     is what makes a controller restart safe).
+//  3. If a consolidation command is awaiting validation and its delay has
+//     passed, re-check it and start it (or reject it).
+//  4. Otherwise build candidates and budgets, and try the methods in order
+//     (NewMethods); the first command found is validated (consolidation)
+//     or started at once (drift).
+//  5. Record why every other managed node is not being disrupted: a
+//     DisruptionBlocked NodeClaim condition and a de-duplicated event.
+//
+// Decisions are made by the pure simulator (pkg/simulation Consolidate):
+// every reschedulable pod of the candidates must fit on the remaining
+// nodes plus the replacements. The package acts through the API and the
+// cluster state only; it never sleeps inside Reconcile.
+package disruption

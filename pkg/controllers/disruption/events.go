@@ -1,0 +1,116 @@
+package disruption
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+)
+
+// Event reasons, as upstream names them.
+const (
+	ReasonDisruptionBlocked          = "DisruptionBlocked"
+	ReasonUnconsolidatable           = "Unconsolidatable"
+	ReasonDisruptionLaunching        = "DisruptionLaunching"
+	ReasonDisruptionWaitingReadiness = "DisruptionWaitingReadiness"
+	ReasonDisruptionTerminating      = "DisruptionTerminating"
+	ReasonConsolidationRejected      = "ConsolidationRejected"
+)
+
+// maxMessageLength caps event messages (the API limit is 1kB).
+const maxMessageLength = 1000
+
+// EventRecorder is the part of k8s.io/client-go/tools/events'
+// EventRecorder the controller uses.
+type EventRecorder interface {
+	Eventf(regarding runtime.Object, related runtime.Object, eventtype, reason, action, note string, args ...interface{})
+}
+
+// recorder publishes the controller's events, each at most once per
+// object, reason and message (a node's "why not" is re-published only when
+// it changes).
+type recorder struct {
+	rec EventRecorder
+
+	mu   sync.Mutex
+	last map[string]string // object UID + reason -> last message
+}
+
+func newRecorder(rec EventRecorder) *recorder {
+	return &recorder{rec: rec, last: map[string]string{}}
+}
+
+func (r *recorder) publish(obj runtime.Object, uid, eventType, reason, message string) {
+	if r.rec == nil || obj == nil {
+		return
+	}
+	if len(message) > maxMessageLength {
+		message = message[:maxMessageLength-3] + "..."
+	}
+	key := uid + "\x00" + reason
+	r.mu.Lock()
+	if r.last[key] == message {
+		r.mu.Unlock()
+		return
+	}
+	r.last[key] = message
+	r.mu.Unlock()
+	r.rec.Eventf(obj, nil, eventType, reason, "Disruption", "%s", message)
+}
+
+// forget drops what was published for a node, so a node that comes back
+// to the same state is reported again.
+func (r *recorder) forget(uid string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k := range r.last {
+		if strings.HasPrefix(k, uid+"\x00") {
+			delete(r.last, k)
+		}
+	}
+}
+
+// blocked says why the node is not disrupted.
+func (r *recorder) blocked(node *corev1.Node, b blocker) {
+	reason := ReasonDisruptionBlocked
+	switch b.reason {
+	case BlockedConsolidateAfter, BlockedNoCheaper, BlockedPolicy, BlockedUnknownPrice, BlockedDisabled:
+		reason = ReasonUnconsolidatable
+	}
+	r.publish(node, string(node.UID), corev1.EventTypeNormal, reason, b.message)
+}
+
+func (r *recorder) launching(c *Candidate, cmd Command, replacements []string) {
+	msg := fmt.Sprintf("Disrupting node: %s (%s)", cmd.Reason, cmd.Decision())
+	if len(replacements) > 0 {
+		msg += ", launching " + strings.Join(replacements, ", ")
+	}
+	r.publish(c.StateNode.Node, string(c.StateNode.Node.UID), corev1.EventTypeNormal, ReasonDisruptionLaunching, msg)
+}
+
+func (r *recorder) waiting(c *Candidate, replacements []string) {
+	r.publish(c.StateNode.Node, string(c.StateNode.Node.UID), corev1.EventTypeNormal, ReasonDisruptionWaitingReadiness,
+		"Waiting on readiness to continue disruption: "+strings.Join(replacements, ", "))
+}
+
+func (r *recorder) terminating(c *Candidate, cmd Command) {
+	r.publish(c.StateNode.Node, string(c.StateNode.Node.UID), corev1.EventTypeNormal, ReasonDisruptionTerminating,
+		fmt.Sprintf("Disrupting node: %s", cmd.Reason))
+}
+
+func (r *recorder) rejected(c *Candidate, why string) {
+	r.publish(c.StateNode.Node, string(c.StateNode.Node.UID), corev1.EventTypeNormal, ReasonConsolidationRejected, why)
+}
+
+func hasDisruptedTaint(taints []corev1.Taint) bool {
+	for _, t := range taints {
+		if t.Key == karpv1.DisruptedTaintKey {
+			return true
+		}
+	}
+	return false
+}

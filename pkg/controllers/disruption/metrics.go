@@ -1,0 +1,69 @@
+package disruption
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/karp-autoscaler/karp/pkg/metrics"
+)
+
+const (
+	voluntaryDisruptionSubsystem = "voluntary_disruption"
+	decisionLabel                = "decision"
+	consolidationTypeLabel       = "consolidation_type"
+)
+
+var (
+	decisionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Subsystem: voluntaryDisruptionSubsystem, Name: "decisions_total",
+		Help: "Number of disruption decisions performed. Labeled by disruption decision, reason, and consolidation type.",
+	}, []string{decisionLabel, metrics.ReasonLabel, consolidationTypeLabel})
+	eligibleNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: metrics.Namespace, Subsystem: voluntaryDisruptionSubsystem, Name: "eligible_nodes",
+		Help: "Number of nodes eligible for disruption by Karpenter. Labeled by disruption reason.",
+	}, []string{metrics.ReasonLabel})
+	evaluationDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: metrics.Namespace, Subsystem: voluntaryDisruptionSubsystem, Name: "decision_evaluation_duration_seconds",
+		Help:    "Duration of the disruption decision evaluation process in seconds. Labeled by method and consolidation type.",
+		Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
+	}, []string{metrics.MethodLabel, consolidationTypeLabel})
+	consolidationTimeouts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Subsystem: voluntaryDisruptionSubsystem, Name: "consolidation_timeouts_total",
+		Help: "Number of times the Consolidation algorithm has reached a timeout. Labeled by consolidation type.",
+	}, []string{consolidationTypeLabel})
+	failedValidations = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Subsystem: voluntaryDisruptionSubsystem, Name: "failed_validations_total",
+		Help: "Number of candidates that were selected for disruption but failed validation. Labeled by consolidation type.",
+	}, []string{consolidationTypeLabel})
+	queueFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Subsystem: voluntaryDisruptionSubsystem, Name: "queue_failures_total",
+		Help: "The number of times that an enqueued disruption decision failed. Labeled by disruption method.",
+	}, []string{decisionLabel, metrics.ReasonLabel, consolidationTypeLabel})
+	allowedDisruptions = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: metrics.Namespace, Subsystem: metrics.NodePoolSubsystem, Name: "allowed_disruptions",
+		Help: "The number of nodes for a given NodePool that can be concurrently disrupting at a point in time. Labeled by NodePool and reason.",
+	}, []string{metrics.NodePoolLabel, metrics.ReasonLabel})
+	consolidationScore = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: metrics.Namespace, Name: "consolidation_score",
+		Help:    "Balanced consolidation score of evaluated moves (savings share over disruption share).",
+		Buckets: []float64{0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 5, 10},
+	})
+)
+
+// RegisterMetrics registers the disruption metrics (and the shared
+// NodeClaimsDisruptedTotal, when nobody did) with reg; registering twice is
+// harmless.
+func RegisterMetrics(reg prometheus.Registerer) error {
+	var errs []error
+	for _, c := range []prometheus.Collector{decisionsTotal, eligibleNodes, evaluationDuration, consolidationTimeouts,
+		failedValidations, queueFailures, allowedDisruptions, consolidationScore, metrics.NodeClaimsDisruptedTotal} {
+		if err := reg.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,33 @@
+package disruption
+
+import "time"
+
+// Options tune the disruption controller.
+type Options struct {
+	// PollPeriod is how often the loop runs when it did nothing (10s).
+	PollPeriod time.Duration
+	// ValidationDelay is how long a consolidation decision waits before it
+	// is re-checked and acted on (upstream's 15s).
+	ValidationDelay time.Duration
+	// QueueTimeout is how long a command may wait for its replacements to
+	// initialize before it is rolled back (upstream's 10m minimum).
+	QueueTimeout time.Duration
+	// MultiNodeTimeout and SingleNodeTimeout bound the consolidation
+	// searches (upstream's 1m and 3m).
+	MultiNodeTimeout  time.Duration
+	SingleNodeTimeout time.Duration
+	// MaxMultiNodeCandidates bounds the multi-node search (upstream's 100).
+	MaxMultiNodeCandidates int
+	// SpotToSpot allows replacing spot nodes with cheaper spot nodes.
+	SpotToSpot bool
+	// NominationTTL is how long pods of a command stay nominated to its
+	// replacements between queue passes.
+	NominationTTL time.Duration
+}
+
+// DefaultOptions are upstream's settings.
+func DefaultOptions() Options {
+	return Options{PollPeriod: 10 * time.Second, ValidationDelay: 15 * time.Second, QueueTimeout: 10 * time.Minute,
+		MultiNodeTimeout: time.Minute, SingleNodeTimeout: 3 * time.Minute, MaxMultiNodeCandidates: 100,
+		NominationTTL: 20 * time.Second}
+}

@@ -1,0 +1,237 @@
+package disruption
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning"
+	"github.com/karp-autoscaler/karp/pkg/metrics"
+	"github.com/karp-autoscaler/karp/pkg/state"
+)
+
+// queued is a started command waiting for its replacements.
+type queued struct {
+	cmd Command
+	// replacements are the names of the NodeClaims launched for it, index
+	// for index with cmd.Replacements.
+	replacements []string
+	started      time.Time
+}
+
+// owns reports the StateNode IDs of the command's candidates.
+func (q *queued) ids() []string {
+	out := make([]string, 0, len(q.cmd.Candidates))
+	for _, c := range q.cmd.Candidates {
+		out = append(out, c.StateNode.ID())
+	}
+	return out
+}
+
+// queuedIDs are the candidate IDs of every queued command.
+func (c *Controller) queuedIDs() map[string]bool {
+	out := map[string]bool{}
+	for _, q := range c.queue {
+		for _, id := range q.ids() {
+			out[id] = true
+		}
+	}
+	return out
+}
+
+// start runs a command: launch the replacements (nominating the
+// candidates' pods to them), taint the candidates and set their
+// DisruptionReason, mark them for deletion, then either delete them at once
+// (no replacements) or queue the command until the replacements initialize.
+// Any failure undoes what was done.
+func (c *Controller) start(ctx context.Context, cmd Command) error {
+	q := &queued{cmd: cmd, started: c.clock.Now()}
+	for _, r := range cmd.Replacements {
+		obj := provisioning.NewNodeClaim(r)
+		if err := c.kubeClient.Create(ctx, obj); err != nil {
+			return errors.Join(fmt.Errorf("creating replacement nodeclaim: %w", err), c.rollback(ctx, q))
+		}
+		c.cluster.UpdateNodeClaim(obj)
+		q.replacements = append(q.replacements, obj.Name)
+	}
+	c.nominate(q)
+	for _, cand := range cmd.Candidates {
+		if err := c.setDisrupted(ctx, cand.Name(), true); err != nil {
+			return errors.Join(err, c.rollback(ctx, q))
+		}
+		if err := c.setReason(ctx, cand.NodeClaim().Name, cmd.Reason); err != nil {
+			return errors.Join(err, c.rollback(ctx, q))
+		}
+	}
+	c.cluster.MarkForDeletion(q.ids()...)
+	decisionsTotal.WithLabelValues(cmd.Decision(), string(cmd.Reason), consolidationType(cmd)).Inc()
+	log.FromContext(ctx).Info("disrupting nodes", "command", cmd.String(), "reason", cmd.Reason,
+		"savings", fmt.Sprintf("%.4f", cmd.Savings))
+	for _, cand := range cmd.Candidates {
+		c.events.launching(cand, cmd, q.replacements)
+	}
+	if len(q.replacements) == 0 {
+		return c.finish(ctx, q)
+	}
+	c.queue = append(c.queue, q)
+	return nil
+}
+
+// nominate points the candidates' pods at the replacements chosen for them,
+// so the provisioner does not launch capacity for them again.
+func (c *Controller) nominate(q *queued) {
+	for i, name := range q.replacements {
+		for _, pod := range q.cmd.Replacements[i].Pods {
+			c.cluster.Nominate(pod, state.NodeClaimID(name), c.opts.NominationTTL)
+		}
+	}
+}
+
+// advance moves every queued command on: finished ones delete their
+// candidates, failed or timed-out ones roll back.
+func (c *Controller) advance(ctx context.Context) error {
+	var errs []error
+	keep := c.queue[:0]
+	for _, q := range c.queue {
+		done, err := c.advanceOne(ctx, q)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if !done {
+			keep = append(keep, q)
+		}
+	}
+	c.queue = keep
+	return errors.Join(errs...)
+}
+
+func (c *Controller) advanceOne(ctx context.Context, q *queued) (bool, error) {
+	if c.clock.Since(q.started) > c.opts.QueueTimeout {
+		return true, c.fail(ctx, q, "replacements did not initialize within "+c.opts.QueueTimeout.String())
+	}
+	ready := 0
+	for _, name := range q.replacements {
+		nc := &karpv1.NodeClaim{}
+		err := c.kubeClient.Get(ctx, types.NamespacedName{Name: name}, nc)
+		if apierrors.IsNotFound(err) || (err == nil && nc.DeletionTimestamp != nil) {
+			return true, c.fail(ctx, q, "replacement nodeclaim "+name+" was deleted")
+		}
+		if err != nil {
+			return false, fmt.Errorf("getting replacement nodeclaim: %w", err)
+		}
+		if nc.StatusConditions().IsTrue(karpv1.ConditionTypeInitialized) {
+			ready++
+		}
+	}
+	if ready < len(q.replacements) {
+		c.nominate(q)
+		for _, cand := range q.cmd.Candidates {
+			c.events.waiting(cand, q.replacements)
+		}
+		return false, nil
+	}
+	return true, c.finish(ctx, q)
+}
+
+// finish deletes the candidates' NodeClaims; the termination controllers
+// drain and remove them.
+func (c *Controller) finish(ctx context.Context, q *queued) error {
+	var errs []error
+	for _, cand := range q.cmd.Candidates {
+		nc := cand.NodeClaim()
+		if err := c.kubeClient.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("deleting nodeclaim %s: %w", nc.Name, err))
+			continue
+		}
+		c.deleted[nc.Name] = c.clock.Now()
+		metrics.NodeClaimsDisruptedTotal.WithLabelValues(strings.ToLower(string(q.cmd.Reason)), cand.NodePool.Name,
+			cand.CapacityType, string(cand.NodePool.Spec.Disruption.ConsolidationPolicy), metrics.TerminationModeGraceful).Inc()
+		c.events.terminating(cand, q.cmd)
+	}
+	return errors.Join(errs...)
+}
+
+// fail rolls the command back and counts the failure.
+func (c *Controller) fail(ctx context.Context, q *queued, why string) error {
+	log.FromContext(ctx).Info("disruption command failed, rolling back", "command", q.cmd.String(), "reason", why)
+	queueFailures.WithLabelValues(q.cmd.Decision(), string(q.cmd.Reason), consolidationType(q.cmd)).Inc()
+	return c.rollback(ctx, q)
+}
+
+// rollback untaints the candidates, clears their DisruptionReason,
+// unmarks them and deletes the replacements launched for them.
+func (c *Controller) rollback(ctx context.Context, q *queued) error {
+	var errs []error
+	for _, cand := range q.cmd.Candidates {
+		errs = append(errs, c.setDisrupted(ctx, cand.Name(), false), c.setReason(ctx, cand.NodeClaim().Name, ""))
+	}
+	c.cluster.UnmarkForDeletion(q.ids()...)
+	for _, name := range q.replacements {
+		nc := &karpv1.NodeClaim{}
+		nc.Name = name
+		if err := c.kubeClient.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("deleting replacement nodeclaim %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// consolidationType is the consolidation_type label of a command.
+func consolidationType(cmd Command) string {
+	switch cmd.Method {
+	case "emptiness":
+		return "empty"
+	case "multi", "single":
+		return cmd.Method
+	}
+	return ""
+}
+
+// clearStale removes the disrupted taint and DisruptionReason from managed
+// nodes that no queued command owns and that are not being deleted: what a
+// command left behind when the controller restarted or a rollback failed.
+func (c *Controller) clearStale(ctx context.Context, w *world) error {
+	queued := c.queuedIDs()
+	now := c.clock.Now()
+	for name, at := range c.deleted {
+		if now.Sub(at) > staleGrace {
+			delete(c.deleted, name)
+		}
+	}
+	var errs []error
+	for _, sn := range w.stateNodes {
+		nc := sn.NodeClaim
+		if nc == nil || queued[sn.ID()] || nc.DeletionTimestamp != nil || c.deleted[nc.Name] != (time.Time{}) {
+			continue
+		}
+		if sn.Node != nil && sn.Node.DeletionTimestamp != nil {
+			continue
+		}
+		tainted := sn.Node != nil && hasDisruptedTaint(sn.Node.Spec.Taints)
+		reason := nc.StatusConditions().Get(karpv1.ConditionTypeDisruptionReason) != nil
+		if !tainted && !reason {
+			continue
+		}
+		log.FromContext(ctx).Info("clearing a stale disruption", "NodeClaim", nc.Name)
+		if tainted {
+			errs = append(errs, c.setDisrupted(ctx, sn.Node.Name, false))
+		}
+		if reason {
+			errs = append(errs, c.setReason(ctx, nc.Name, ""))
+		}
+		c.cluster.UnmarkForDeletion(sn.ID())
+	}
+	return errors.Join(errs...)
+}
+
+// staleGrace is how long a NodeClaim the controller deleted is left alone
+// by clearStale while the informers catch up with the deletion.
+const staleGrace = time.Minute

@@ -1,0 +1,65 @@
+package disruption
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/simulation"
+)
+
+// passSimulator answers what-ifs over the input gathered at the start of a
+// pass (refresh); probes of one pass share it.
+type passSimulator struct {
+	kubeClient client.Client
+	in         simulation.Input
+	opts       simulation.Options
+}
+
+var _ Simulator = (*passSimulator)(nil)
+
+// refresh gathers the solver input: every node of the cluster state, the
+// launchable NodePools with their instance types, DaemonSets, LimitRanges
+// and namespaces. Volume topology is not resolved: pods with zonal volumes
+// are kept from moving zones by their nodes' existing placements only.
+func (s *passSimulator) refresh(ctx context.Context, c *Controller, w *world) error {
+	nodes, _ := c.cluster.Snapshot()
+	in := simulation.Input{Nodes: nodes, DaemonSets: c.cluster.DaemonSets(), Options: s.opts}
+	for _, name := range w.poolNames {
+		np, its := w.nodePools[name], w.typeList[name]
+		if its == nil || np.DeletionTimestamp != nil || np.Spec.Replicas != nil ||
+			!np.StatusConditions().IsTrue(karpv1.ConditionTypeReady) {
+			continue
+		}
+		in.NodePools = append(in.NodePools, &simulation.NodePool{NodePool: np, InstanceTypes: its})
+	}
+	var limitRanges corev1.LimitRangeList
+	if err := s.kubeClient.List(ctx, &limitRanges); err != nil {
+		return fmt.Errorf("listing limitranges: %w", err)
+	}
+	in.LimitRanges = limitRanges.Items
+	var namespaces corev1.NamespaceList
+	if err := s.kubeClient.List(ctx, &namespaces); err != nil {
+		return fmt.Errorf("listing namespaces: %w", err)
+	}
+	for i := range namespaces.Items {
+		in.Namespaces = append(in.Namespaces, &namespaces.Items[i])
+	}
+	s.in = in
+	return nil
+}
+
+// Simulate runs the consolidation what-if for the candidates.
+func (s *passSimulator) Simulate(ctx context.Context, opts simulation.ConsolidationOptions, candidates ...*Candidate) (*simulation.Consolidation, error) {
+	cs := make([]simulation.ConsolidationCandidate, 0, len(candidates))
+	for _, c := range candidates {
+		cs = append(cs, simulation.ConsolidationCandidate{Name: c.Name(), Price: c.Price, CapacityType: c.CapacityType})
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return simulation.Consolidate(ctx, s.in, cs, opts), nil
+}
