@@ -48,7 +48,7 @@ type world struct {
 	// typeList keeps each NodePool's instance types in provider order.
 	typeList map[string][]*scheduling.InstanceType
 	// poolNames are the NodePools by name, sorted.
-	poolNames []string
+	poolNames  []string
 	candidates []*Candidate
 	blocked    map[string]blocker
 	// poolCost and poolDisruption sum the price and disruption cost of

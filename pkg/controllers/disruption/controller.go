@@ -183,7 +183,9 @@ func (c *Controller) compute(ctx context.Context, w *world) (Command, Method, er
 			continue
 		}
 		budgets := buildBudgets(ctx, w, m.Reason())
-		_, isConsolidation := m.(interface{ evaluate(context.Context, string, []*Candidate) (Command, string, error) })
+		_, isConsolidation := m.(interface {
+			evaluate(context.Context, string, []*Candidate) (Command, string, error)
+		})
 		key := ""
 		if isConsolidation {
 			key = memoKey(w, cands, budgets)
