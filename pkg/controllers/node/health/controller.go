@@ -1,0 +1,191 @@
+package health
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/metrics"
+	"github.com/karp-autoscaler/karp/pkg/operator/index"
+)
+
+const (
+	// MaxUnhealthyFraction is the largest share of a pool's nodes that may
+	// be unhealthy for repair to proceed (rounded up).
+	MaxUnhealthyFraction = 0.2
+	// BlockedRetry is how long a blocked repair waits before re-checking.
+	BlockedRetry = 5 * time.Minute
+)
+
+// Controller replaces unhealthy nodes.
+type Controller struct {
+	kubeClient    client.Client
+	cloudProvider cloudprovider.CloudProvider
+	clock         clock.Clock
+	recorder      events.EventRecorder
+}
+
+var _ reconcile.ObjectReconciler[*corev1.Node] = (*Controller)(nil)
+
+// NewController builds the node repair controller.
+func NewController(kubeClient client.Client, cp cloudprovider.CloudProvider, clk clock.Clock, recorder events.EventRecorder) *Controller {
+	return &Controller{kubeClient: kubeClient, cloudProvider: cp, clock: clk, recorder: recorder}
+}
+
+// Name is the controller's name.
+func (c *Controller) Name() string { return "node.health" }
+
+// Register watches Nodes and registers the repair metric.
+func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
+	if err := metrics.Register(crmetrics.Registry, UnhealthyDisruptedTotal); err != nil {
+		return err
+	}
+	return builder.ControllerManagedBy(mgr).
+		Named(c.Name()).
+		For(&corev1.Node{}).
+		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
+}
+
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;patch;delete
+
+// Reconcile deletes the Node's NodeClaim once a repair policy's toleration
+// has passed and the pool's unhealthy share allows it.
+func (c *Controller) Reconcile(ctx context.Context, node *corev1.Node) (reconcile.Result, error) {
+	policies := c.cloudProvider.RepairPolicies()
+	if len(policies) == 0 || !node.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, nil
+	}
+	nodeClaim, err := c.nodeClaimOf(ctx, node)
+	if err != nil || nodeClaim == nil || !nodeClaim.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, err
+	}
+	now := c.clock.Now()
+	cond, wait := dueCondition(node, policies, now)
+	if cond == nil {
+		// Healthy, or unhealthy for less than the toleration.
+		if wait > 0 {
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
+		return reconcile.Result{}, nil
+	}
+	pool := nodeClaim.Labels[karpv1.NodePoolLabelKey]
+	unhealthy, total, err := c.unhealthyShare(ctx, pool, policies)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if allowed := int(math.Ceil(MaxUnhealthyFraction * float64(total))); unhealthy > allowed {
+		c.recorder.Eventf(node, nil, corev1.EventTypeWarning, ReasonNodeRepairBlocked, "Repair",
+			"Node repair blocked: %d of %d nodes are unhealthy, more than %d%%", unhealthy, total, int(MaxUnhealthyFraction*100))
+		return reconcile.Result{RequeueAfter: BlockedRetry}, nil
+	}
+	return reconcile.Result{}, c.repair(ctx, node, nodeClaim, cond, now)
+}
+
+// repair deletes the NodeClaim with a termination deadline of now, so the
+// drain does not wait on a node that cannot run its pods anyway.
+func (c *Controller) repair(ctx context.Context, node *corev1.Node, nodeClaim *karpv1.NodeClaim, cond *corev1.NodeCondition, now time.Time) error {
+	stored := nodeClaim.DeepCopy()
+	if nodeClaim.Annotations == nil {
+		nodeClaim.Annotations = map[string]string{}
+	}
+	nodeClaim.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey] = now.UTC().Format(time.RFC3339)
+	if err := c.kubeClient.Patch(ctx, nodeClaim, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("annotating termination timestamp: %w", err))
+	}
+	if err := c.kubeClient.Delete(ctx, nodeClaim, client.Preconditions{UID: &nodeClaim.UID}); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("deleting unhealthy nodeclaim: %w", err))
+	}
+	c.recorder.Eventf(node, nil, corev1.EventTypeWarning, ReasonNodeRepair, "Repair",
+		"Replacing node: condition %s has been %s since %s", cond.Type, cond.Status, cond.LastTransitionTime.UTC().Format(time.RFC3339))
+	log.FromContext(ctx).Info("disrupting nodeclaim", "reason", metrics.ReasonUnhealthy, "condition", string(cond.Type),
+		"NodeClaim", klog.KObj(nodeClaim))
+	pool, capacityType := nodeClaim.Labels[karpv1.NodePoolLabelKey], nodeClaim.Labels[karpv1.CapacityTypeLabelKey]
+	UnhealthyDisruptedTotal.WithLabelValues(string(cond.Type), pool, capacityType).Inc()
+	metrics.NodeClaimsDisruptedTotal.WithLabelValues(metrics.ReasonUnhealthy, pool, capacityType, "", metrics.TerminationModeForceful).Inc()
+	return nil
+}
+
+// dueCondition returns the first Node condition that has matched a policy
+// for at least its toleration; otherwise how long until the earliest
+// matching condition is due (zero when none matches).
+func dueCondition(node *corev1.Node, policies []cloudprovider.RepairPolicy, now time.Time) (*corev1.NodeCondition, time.Duration) {
+	var wait time.Duration
+	for _, policy := range policies {
+		cond := matching(node, policy)
+		if cond == nil {
+			continue
+		}
+		due := cond.LastTransitionTime.Add(policy.TolerationDuration)
+		if !now.Before(due) {
+			return cond, 0
+		}
+		if left := due.Sub(now); wait == 0 || left < wait {
+			wait = left
+		}
+	}
+	return nil, wait
+}
+
+func matching(node *corev1.Node, policy cloudprovider.RepairPolicy) *corev1.NodeCondition {
+	for i := range node.Status.Conditions {
+		cond := &node.Status.Conditions[i]
+		if cond.Type == policy.ConditionType && cond.Status == policy.ConditionStatus {
+			return cond
+		}
+	}
+	return nil
+}
+
+// unhealthyShare counts the pool's Nodes matching any policy now (however
+// long) and all of its Nodes; an empty pool means every Node.
+func (c *Controller) unhealthyShare(ctx context.Context, pool string, policies []cloudprovider.RepairPolicy) (int, int, error) {
+	var list corev1.NodeList
+	var opts []client.ListOption
+	if pool != "" {
+		opts = append(opts, client.MatchingLabels{karpv1.NodePoolLabelKey: pool})
+	}
+	if err := c.kubeClient.List(ctx, &list, opts...); err != nil {
+		return 0, 0, fmt.Errorf("listing nodes: %w", err)
+	}
+	unhealthy := 0
+	for i := range list.Items {
+		for _, policy := range policies {
+			if matching(&list.Items[i], policy) != nil {
+				unhealthy++
+				break
+			}
+		}
+	}
+	return unhealthy, len(list.Items), nil
+}
+
+// nodeClaimOf returns the Node's NodeClaim, or nil when karp does not
+// manage the Node.
+func (c *Controller) nodeClaimOf(ctx context.Context, node *corev1.Node) (*karpv1.NodeClaim, error) {
+	if node.Spec.ProviderID == "" {
+		return nil, nil
+	}
+	var list karpv1.NodeClaimList
+	if err := c.kubeClient.List(ctx, &list, client.MatchingFields{index.NodeClaimProviderID: node.Spec.ProviderID}); err != nil {
+		return nil, fmt.Errorf("listing nodeclaims: %w", err)
+	}
+	if len(list.Items) == 0 {
+		return nil, nil
+	}
+	return &list.Items[0], nil
+}
