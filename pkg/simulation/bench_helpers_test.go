@@ -14,8 +14,8 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
 )
 
-// sharedDir finds ../shared from the repository root (the directory holding go.mod).
-func sharedDir(tb testing.TB) string {
+// repoRoot is the directory holding go.mod.
+func repoRoot(tb testing.TB) string {
 	tb.Helper()
 	dir, err := os.Getwd()
 	if err != nil {
@@ -23,7 +23,7 @@ func sharedDir(tb testing.TB) string {
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared")
+			return dir
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
@@ -32,6 +32,9 @@ func sharedDir(tb testing.TB) string {
 		dir = parent
 	}
 }
+
+// sharedDir is ../shared from the repository root.
+func sharedDir(tb testing.TB) string { return filepath.Join(repoRoot(tb), "..", "shared") }
 
 // benchInput loads the scheduling benchmark: 400 instance types, one
 // NodePool, n diverse pods.
