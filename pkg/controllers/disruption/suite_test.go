@@ -1,0 +1,385 @@
+package disruption_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/fake"
+	"github.com/karp-autoscaler/karp/pkg/controllers/disruption"
+	statecontrollers "github.com/karp-autoscaler/karp/pkg/controllers/state"
+	"github.com/karp-autoscaler/karp/pkg/simulation"
+	"github.com/karp-autoscaler/karp/pkg/state"
+	"github.com/karp-autoscaler/karp/pkg/test"
+	"github.com/karp-autoscaler/karp/pkg/test/environment"
+)
+
+var env *environment.Environment
+
+func TestMain(m *testing.M) {
+	var err error
+	env, err = environment.Start(context.Background())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	os.Exit(code)
+}
+
+const zone = "test-zone-1"
+
+// Test instance types: on-demand only, so prices are the listed ones.
+var (
+	smallType = fake.NewInstanceType(fake.InstanceTypeOptions{Name: "small", Resources: test.ResourceList("cpu", "2", "memory", "4Gi", "pods", "10"),
+		Offerings: []*cloudprovider.Offering{{Zone: zone, CapacityType: karpv1.CapacityTypeOnDemand, Price: 0.10, Available: true}}})
+	largeType = fake.NewInstanceType(fake.InstanceTypeOptions{Name: "large", Resources: test.ResourceList("cpu", "8", "memory", "16Gi", "pods", "40"),
+		Offerings: []*cloudprovider.Offering{{Zone: zone, CapacityType: karpv1.CapacityTypeOnDemand, Price: 1.00, Available: true}}})
+)
+
+// harness is one test's world: a manager whose cache feeds a fresh
+// cluster state, a fake provider, a fake clock and a disruption controller
+// the test drives pass by pass.
+type harness struct {
+	t          *testing.T
+	ctx        context.Context
+	client     client.Client
+	clock      *clocktesting.FakeClock
+	provider   *fake.CloudProvider
+	cluster    *state.Cluster
+	controller *disruption.Controller
+	mgr        manager.Manager
+	opts       disruption.Options
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &harness{t: t, ctx: ctx, client: env.Client, clock: clocktesting.NewFakeClock(time.Now()),
+		provider: fake.New(smallType, largeType), opts: disruption.DefaultOptions()}
+	t.Cleanup(func() { h.cleanup(); cancel() })
+	h.start(ctx)
+	return h
+}
+
+// start builds a manager, a cluster state and a controller, as a
+// (re)started process would.
+func (h *harness) start(ctx context.Context) {
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
+	if err != nil {
+		h.t.Fatalf("building manager: %v", err)
+	}
+	h.mgr = mgr
+	h.cluster = state.NewCluster(h.clock, mgr.GetClient())
+	if err := statecontrollers.Register(ctx, mgr, h.cluster); err != nil {
+		h.t.Fatalf("registering state controllers: %v", err)
+	}
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			h.t.Errorf("manager stopped: %v", err)
+		}
+	}()
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		h.t.Fatal("cache did not sync")
+	}
+	h.newController()
+}
+
+func (h *harness) newController() {
+	h.controller = disruption.NewController(h.mgr.GetClient(), h.provider, h.cluster, h.mgr.GetEventRecorder("karp"),
+		h.clock, h.opts, simulation.Options{PreferencePolicy: simulation.PreferencePolicyRespect, MinValuesPolicy: simulation.MinValuesPolicyStrict})
+}
+
+// restart simulates a controller restart: a new manager, state and
+// controller over the same API.
+func (h *harness) restart() {
+	ctx, cancel := context.WithCancel(h.ctx)
+	h.t.Cleanup(cancel)
+	h.start(ctx)
+}
+
+func (h *harness) cleanup() {
+	ctx := context.Background()
+	grace := client.GracePeriodSeconds(0)
+	for _, obj := range []client.Object{&corev1.Pod{}, &appsv1.DaemonSet{}, &policyv1.PodDisruptionBudget{}} {
+		if err := env.Client.DeleteAllOf(ctx, obj, client.InNamespace("default"), grace); err != nil {
+			h.t.Errorf("cleaning up %T: %v", obj, err)
+		}
+	}
+	for _, obj := range []client.Object{&karpv1.NodeClaim{}, &karpv1.NodePool{}, &corev1.Node{}} {
+		if err := env.Client.DeleteAllOf(ctx, obj); err != nil {
+			h.t.Errorf("cleaning up %T: %v", obj, err)
+		}
+	}
+	_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		var pods corev1.PodList
+		var claims karpv1.NodeClaimList
+		var nodes corev1.NodeList
+		if env.Client.List(ctx, &pods) != nil || env.Client.List(ctx, &claims) != nil || env.Client.List(ctx, &nodes) != nil {
+			return false, nil
+		}
+		return len(pods.Items) == 0 && len(claims.Items) == 0 && len(nodes.Items) == 0, nil
+	})
+}
+
+// eventually polls cond (real time) until it holds or fails the test.
+func (h *harness) eventually(what string, cond func() bool) {
+	h.t.Helper()
+	err := wait.PollUntilContextTimeout(h.ctx, 10*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
+		return cond(), nil
+	})
+	if err != nil {
+		h.t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+func (h *harness) create(obj client.Object) {
+	h.t.Helper()
+	if err := h.client.Create(h.ctx, obj); err != nil {
+		h.t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+// readyNodePool creates the NodePool and marks it Ready.
+func (h *harness) readyNodePool(np *karpv1.NodePool) *karpv1.NodePool {
+	h.t.Helper()
+	h.create(np)
+	conds := np.StatusConditions()
+	for _, c := range []string{karpv1.ConditionTypeValidationSucceeded, karpv1.ConditionTypeNodeClassReady} {
+		conds.SetTrue(c)
+	}
+	if err := h.client.Status().Update(h.ctx, np); err != nil {
+		h.t.Fatalf("marking NodePool %s ready: %v", np.Name, err)
+	}
+	h.eventually("NodePool in state", func() bool {
+		for _, got := range h.cluster.NodePools() {
+			if got.Name == np.Name && got.StatusConditions().IsTrue(karpv1.ConditionTypeReady) {
+				return true
+			}
+		}
+		return false
+	})
+	return np
+}
+
+// nodeOpts customise a running node.
+type nodeOpts struct {
+	pool        string
+	it          *cloudprovider.InstanceType
+	annotations map[string]string
+	conditions  []string // extra True NodeClaim conditions
+	taints      []corev1.Taint
+	initialized time.Time
+}
+
+// runningNode creates an initialized NodeClaim and its Ready Node of the
+// given type in zone test-zone-1 (on-demand), then the pods bound to it,
+// and waits until the cluster state holds them.
+func (h *harness) runningNode(name string, o nodeOpts, pods ...*corev1.Pod) *karpv1.NodeClaim {
+	h.t.Helper()
+	if o.pool == "" {
+		o.pool = "default"
+	}
+	if o.initialized.IsZero() {
+		o.initialized = h.clock.Now().Add(-time.Hour)
+	}
+	labels := map[string]string{karpv1.NodePoolLabelKey: o.pool, corev1.LabelInstanceTypeStable: o.it.Name,
+		corev1.LabelTopologyZone: zone, karpv1.CapacityTypeLabelKey: karpv1.CapacityTypeOnDemand,
+		corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux", corev1.LabelHostname: name}
+	providerID := "fake://" + name
+	nc := test.MakeNodeClaim(name).Labels(labels).Annotations(o.annotations).Obj()
+	h.create(nc)
+	nc.Status.ProviderID, nc.Status.NodeName = providerID, name
+	nc.Status.Capacity, nc.Status.Allocatable = o.it.Capacity, o.it.Allocatable
+	for _, c := range append([]string{karpv1.ConditionTypeLaunched, karpv1.ConditionTypeRegistered, karpv1.ConditionTypeInitialized}, o.conditions...) {
+		nc.StatusConditions().WithClock(clocktesting.NewFakePassiveClock(o.initialized)).SetTrue(c)
+	}
+	if err := h.client.Status().Update(h.ctx, nc); err != nil {
+		h.t.Fatalf("updating nodeclaim status: %v", err)
+	}
+	node := test.MakeNode(name).Labels(labels).ProviderID(providerID).Obj()
+	node.Annotations = o.annotations
+	node.Spec.Taints = o.taints
+	h.create(node)
+	node.Status.Capacity, node.Status.Allocatable = o.it.Capacity, o.it.Allocatable
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	if err := h.client.Status().Update(h.ctx, node); err != nil {
+		h.t.Fatalf("updating node status: %v", err)
+	}
+	for _, pod := range pods {
+		h.bind(pod, name)
+	}
+	h.eventually("node "+name+" in state", func() bool {
+		for _, sn := range h.cluster.Nodes() {
+			if sn.Name() == name && sn.Initialized() && len(sn.Pods) == len(pods) && sn.Node != nil && len(sn.Node.Status.Allocatable) > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	return nc
+}
+
+// bind creates a running pod on the node.
+func (h *harness) bind(pod *corev1.Pod, node string) {
+	h.t.Helper()
+	pod.Spec.NodeName = node
+	h.create(pod)
+	pod.Status.Phase = corev1.PodRunning
+	pod.Status.StartTime = &metav1.Time{Time: h.clock.Now().Add(-time.Hour)}
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	if err := h.client.Status().Update(h.ctx, pod); err != nil {
+		h.t.Fatalf("updating pod status: %v", err)
+	}
+}
+
+// pod is a workload pod owned by a ReplicaSet.
+func pod(name, cpu string) *corev1.Pod {
+	return test.MakePod(name).Namespace("default").Owner("ReplicaSet", "rs", "rs-uid").Requests("cpu", cpu).Obj()
+}
+
+// pass runs one disruption pass.
+func (h *harness) pass() bool {
+	h.t.Helper()
+	acted, err := h.controller.Pass(h.ctx)
+	if err != nil {
+		h.t.Fatalf("disruption pass: %v", err)
+	}
+	return acted
+}
+
+// decide runs a pass, lets the validation delay pass, and runs another.
+func (h *harness) decide() {
+	h.t.Helper()
+	h.pass()
+	h.clock.Step(h.opts.ValidationDelay)
+	h.pass()
+}
+
+func (h *harness) nodeClaim(name string) *karpv1.NodeClaim {
+	nc := &karpv1.NodeClaim{}
+	if err := h.client.Get(h.ctx, types.NamespacedName{Name: name}, nc); err != nil {
+		return nil
+	}
+	return nc
+}
+
+// gone reports whether the NodeClaim was deleted.
+func (h *harness) gone(name string) bool {
+	nc := h.nodeClaim(name)
+	return nc == nil || nc.DeletionTimestamp != nil
+}
+
+func (h *harness) tainted(name string) bool {
+	node := &corev1.Node{}
+	if err := h.client.Get(h.ctx, types.NamespacedName{Name: name}, node); err != nil {
+		return false
+	}
+	for _, t := range node.Spec.Taints {
+		if t.Key == karpv1.DisruptedTaintKey {
+			return true
+		}
+	}
+	return false
+}
+
+// blocked returns the DisruptionBlocked condition of the NodeClaim.
+func (h *harness) blocked(name string) *metav1.Condition {
+	nc := h.nodeClaim(name)
+	if nc == nil {
+		return nil
+	}
+	return nc.StatusConditions().Get(disruption.ConditionTypeDisruptionBlocked)
+}
+
+// replacements lists NodeClaims that are not among the given names.
+func (h *harness) replacements(existing ...string) []karpv1.NodeClaim {
+	var list karpv1.NodeClaimList
+	if err := h.client.List(h.ctx, &list); err != nil {
+		h.t.Fatalf("listing nodeclaims: %v", err)
+	}
+	known := map[string]bool{}
+	for _, n := range existing {
+		known[n] = true
+	}
+	var out []karpv1.NodeClaim
+	for _, nc := range list.Items {
+		if !known[nc.Name] {
+			out = append(out, nc)
+		}
+	}
+	return out
+}
+
+// initialize marks a replacement NodeClaim launched, registered and
+// initialized, with a Node, as the lifecycle controller would.
+func (h *harness) initialize(nc *karpv1.NodeClaim, it *cloudprovider.InstanceType) {
+	h.t.Helper()
+	labels := map[string]string{karpv1.NodePoolLabelKey: nc.Labels[karpv1.NodePoolLabelKey], corev1.LabelInstanceTypeStable: it.Name,
+		corev1.LabelTopologyZone: zone, karpv1.CapacityTypeLabelKey: karpv1.CapacityTypeOnDemand, corev1.LabelHostname: nc.Name}
+	node := test.MakeNode(nc.Name).Labels(labels).ProviderID("fake://" + nc.Name).Obj()
+	h.create(node)
+	node.Status.Capacity, node.Status.Allocatable = it.Capacity, it.Allocatable
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	if err := h.client.Status().Update(h.ctx, node); err != nil {
+		h.t.Fatalf("updating node status: %v", err)
+	}
+	nc.Status.ProviderID, nc.Status.NodeName = "fake://"+nc.Name, nc.Name
+	for _, c := range []string{karpv1.ConditionTypeLaunched, karpv1.ConditionTypeRegistered, karpv1.ConditionTypeInitialized} {
+		nc.StatusConditions().SetTrue(c)
+	}
+	if err := h.client.Status().Update(h.ctx, nc); err != nil {
+		h.t.Fatalf("initializing replacement: %v", err)
+	}
+	h.eventually("replacement initialized in state", func() bool {
+		for _, sn := range h.cluster.Nodes() {
+			if sn.NodeClaim != nil && sn.NodeClaim.Name == nc.Name && sn.Initialized() {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// pdb creates a PDB over app=<app> with the given allowed disruptions.
+func (h *harness) pdb(name, app string, allowed int32) {
+	h.t.Helper()
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}}}
+	h.create(pdb)
+	pdb.Status.DisruptionsAllowed = allowed
+	if err := h.client.Status().Update(h.ctx, pdb); err != nil {
+		h.t.Fatalf("updating pdb status: %v", err)
+	}
+	h.eventually("pdb in state", func() bool {
+		for _, p := range h.cluster.PDBs() {
+			if p.Name == name && p.Status.DisruptionsAllowed == allowed {
+				return true
+			}
+		}
+		return false
+	})
+}
