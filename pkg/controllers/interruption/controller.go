@@ -1,0 +1,151 @@
+package interruption
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/metrics"
+	"github.com/karp-autoscaler/karp/pkg/operator/index"
+)
+
+// NoticeAnnotationKey on a Node holds the RFC3339 time its instance will
+// be reclaimed (a spot interruption notice).
+const NoticeAnnotationKey = kwokv1alpha1.Group + "/interruption-time"
+
+// NoticePeriod is how long before reclaiming an instance a notice is
+// given (EC2's spot interruption warning).
+const NoticePeriod = 2 * time.Minute
+
+// Event reasons (upstream's AWS provider names).
+const (
+	ReasonSpotInterrupted           = "SpotInterrupted"
+	ReasonTerminatingOnInterruption = "TerminatingOnInterruption"
+)
+
+// OfferingMarker makes an offering unavailable for a while; the kwok
+// provider implements it.
+type OfferingMarker interface {
+	MarkOfferingUnavailable(key cloudprovider.OfferingKey)
+}
+
+// Controller handles interruption notices.
+type Controller struct {
+	kubeClient client.Client
+	offerings  OfferingMarker
+	clock      clock.Clock
+	recorder   events.EventRecorder
+}
+
+var _ reconcile.ObjectReconciler[*corev1.Node] = (*Controller)(nil)
+
+// NewController builds the interruption controller. offerings may be nil
+// (the provider keeps no availability cache).
+func NewController(kubeClient client.Client, offerings OfferingMarker, clk clock.Clock, recorder events.EventRecorder) *Controller {
+	return &Controller{kubeClient: kubeClient, offerings: offerings, clock: clk, recorder: recorder}
+}
+
+// Name is the controller's name.
+func (c *Controller) Name() string { return "node.interruption" }
+
+// Register watches Nodes carrying a notice.
+func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
+	noticed := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetAnnotations()[NoticeAnnotationKey] != ""
+	})
+	return builder.ControllerManagedBy(mgr).
+		Named(c.Name()).
+		For(&corev1.Node{}, builder.WithPredicates(noticed)).
+		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
+}
+
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;patch;delete
+
+// Reconcile marks the offering unavailable, sets the drain deadline and
+// deletes the NodeClaim of a Node with an interruption notice.
+func (c *Controller) Reconcile(ctx context.Context, node *corev1.Node) (reconcile.Result, error) {
+	raw := node.Annotations[NoticeAnnotationKey]
+	if raw == "" {
+		return reconcile.Result{}, nil
+	}
+	reclaimAt, err := time.Parse(time.RFC3339, raw)
+	if err != nil {
+		return reconcile.Result{}, reconcile.TerminalError(fmt.Errorf("parsing %s %q: %w", NoticeAnnotationKey, raw, err))
+	}
+	nodeClaim, err := c.nodeClaimOf(ctx, node)
+	if err != nil || nodeClaim == nil || !nodeClaim.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, err
+	}
+	key := cloudprovider.OfferingKey{
+		InstanceType: nodeClaim.Labels[corev1.LabelInstanceTypeStable],
+		Zone:         nodeClaim.Labels[corev1.LabelTopologyZone],
+		CapacityType: nodeClaim.Labels[karpv1.CapacityTypeLabelKey],
+	}
+	if c.offerings != nil && key.InstanceType != "" {
+		c.offerings.MarkOfferingUnavailable(key)
+	}
+	if err := c.setDeadline(ctx, nodeClaim, reclaimAt); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := c.kubeClient.Delete(ctx, nodeClaim, client.Preconditions{UID: &nodeClaim.UID}); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("deleting interrupted nodeclaim: %w", err))
+	}
+	left := reclaimAt.Sub(c.clock.Now()).Round(time.Second)
+	c.recorder.Eventf(node, nil, corev1.EventTypeWarning, ReasonSpotInterrupted, "Interrupt",
+		"Node received an interruption notice; its instance is reclaimed at %s", reclaimAt.UTC().Format(time.RFC3339))
+	c.recorder.Eventf(nodeClaim, nil, corev1.EventTypeWarning, ReasonTerminatingOnInterruption, "Interrupt",
+		"Terminating on interruption: replacing the node and draining it within %s; offering %s unavailable for a while", left, key)
+	log.FromContext(ctx).Info("disrupting nodeclaim", "reason", metrics.ReasonInterrupted, "NodeClaim", klog.KObj(nodeClaim),
+		"offering", key.String(), "reclaimIn", left.String())
+	metrics.NodeClaimsDisruptedTotal.WithLabelValues(metrics.ReasonInterrupted, nodeClaim.Labels[karpv1.NodePoolLabelKey],
+		key.CapacityType, "", metrics.TerminationModeForceful).Inc()
+	return reconcile.Result{}, nil
+}
+
+// setDeadline makes the reclaim time the NodeClaim's termination deadline
+// unless an earlier one is already set.
+func (c *Controller) setDeadline(ctx context.Context, nodeClaim *karpv1.NodeClaim, reclaimAt time.Time) error {
+	if v, ok := nodeClaim.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey]; ok {
+		if existing, err := time.Parse(time.RFC3339, v); err == nil && !existing.After(reclaimAt) {
+			return nil
+		}
+	}
+	stored := nodeClaim.DeepCopy()
+	if nodeClaim.Annotations == nil {
+		nodeClaim.Annotations = map[string]string{}
+	}
+	nodeClaim.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey] = reclaimAt.UTC().Format(time.RFC3339)
+	if err := c.kubeClient.Patch(ctx, nodeClaim, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("setting termination deadline: %w", err))
+	}
+	return nil
+}
+
+func (c *Controller) nodeClaimOf(ctx context.Context, node *corev1.Node) (*karpv1.NodeClaim, error) {
+	if node.Spec.ProviderID == "" {
+		return nil, nil
+	}
+	var list karpv1.NodeClaimList
+	if err := c.kubeClient.List(ctx, &list, client.MatchingFields{index.NodeClaimProviderID: node.Spec.ProviderID}); err != nil {
+		return nil, fmt.Errorf("listing nodeclaims: %w", err)
+	}
+	if len(list.Items) == 0 {
+		return nil, nil
+	}
+	return &list.Items[0], nil
+}
