@@ -6,19 +6,22 @@
 //
 // It is pure: data in, decisions out. It imports only the standard library,
 // k8s.io/api, k8s.io/apimachinery, karp's pkg/apis and pkg/scheduling. It
-// never reads the clock (callers pass now) and never logs; reasons are
-// returned as values.
+// never reads the clock (it needs no time) and never logs; reasons are
+// returned as values (scheduling.Status), so "does not fit" is never an error.
 //
 // How it packs (see Solve): pods are grouped into scheduling equivalence
 // classes whose compatibility (requirements, tolerated NodePools, fitting
 // instance types, topology groups) is computed once; pods are sorted
-// largest-first by dominant resource; each pod goes to existing capacity
-// first, else to the open NodeClaim where it raises the cost least (best fit
-// on ties), else to a new NodeClaim from the first NodePool (by weight) that
-// can hold it. Capacity reservations are handed out in NodeClaim order as
-// long as they have room; a NodeClaim that gets one is pinned to it. Every NodeClaim always carries the cheapest instance type its
-// pods fit on, so "shrinking" is continuous. Resource math uses int64
-// vectors; deterministic for the same input (no map-order dependence).
+// largest-first by dominant resource. Each pod goes to existing capacity if
+// it fits there at any relaxation level (kube-scheduler would bind it there),
+// else, level by level, to the open NodeClaim where it raises the cost least
+// (tightest fit on ties), else to a new NodeClaim from the first NodePool (by
+// weight) that can hold it when that is cheaper. Every NodeClaim always
+// carries the cheapest instance type its pods fit on, so "shrinking" is
+// continuous. Capacity reservations are handed out in NodeClaim order while
+// they have room; a NodeClaim that gets one is pinned to it. Pods with
+// resource claims (DRA) are reported, not simulated. Resource math uses int64
+// vectors; results are deterministic for the same input.
 //
 // Invariants:
 //   - Every placement satisfies the pod's hard constraints at the moment it
@@ -28,5 +31,7 @@
 //     limits respected.
 //   - A NodeClaim's daemon overhead counts exactly the DaemonSets whose pods
 //     would land on it (node affinity against the NodePool and instance type,
-//     tolerations, LimitRange defaults).
+//     tolerations, LimitRange defaults), and never less.
+//   - A pod counted by a zone-like topology group fixes its NodeClaim's
+//     domain for that key when it is placed.
 package simulation
