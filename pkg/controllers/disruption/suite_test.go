@@ -192,6 +192,7 @@ type nodeOpts struct {
 	annotations map[string]string
 	conditions  []string // extra True NodeClaim conditions
 	taints      []corev1.Taint
+	finalizers  []string
 	initialized time.Time
 }
 
@@ -210,7 +211,7 @@ func (h *harness) runningNode(name string, o nodeOpts, pods ...*corev1.Pod) *kar
 		corev1.LabelTopologyZone: zone, karpv1.CapacityTypeLabelKey: karpv1.CapacityTypeOnDemand,
 		corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux", corev1.LabelHostname: name}
 	providerID := "fake://" + name
-	nc := test.MakeNodeClaim(name).Labels(labels).Annotations(o.annotations).Obj()
+	nc := test.MakeNodeClaim(name).Labels(labels).Annotations(o.annotations).Finalizers(o.finalizers...).Obj()
 	h.create(nc)
 	nc.Status.ProviderID, nc.Status.NodeName = providerID, name
 	nc.Status.Capacity, nc.Status.Allocatable = o.it.Capacity, o.it.Allocatable
@@ -382,4 +383,18 @@ func (h *harness) pdb(name, app string, allowed int32) {
 		}
 		return false
 	})
+}
+
+// releaseFinalizers drops the finalizers of the named NodeClaims.
+func (h *harness) releaseFinalizers(names ...string) {
+	for _, n := range names {
+		nc := h.nodeClaim(n)
+		if nc == nil {
+			continue
+		}
+		nc.Finalizers = nil
+		if err := h.client.Update(h.ctx, nc); err != nil {
+			h.t.Errorf("releasing finalizers of %s: %v", n, err)
+		}
+	}
 }
