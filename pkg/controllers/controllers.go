@@ -17,9 +17,15 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/controllers/interruption"
+	"github.com/karp-autoscaler/karp/pkg/controllers/node/health"
 	nodetermination "github.com/karp-autoscaler/karp/pkg/controllers/node/termination"
+	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclass"
+	nodeclaimdisruption "github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/disruption"
+	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/expiration"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/garbagecollection"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/lifecycle"
+	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/podevents"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/termination"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodepool/counter"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodepool/hash"
@@ -81,6 +87,8 @@ func NewControllers(deps Deps) []Controller {
 		garbagecollection.NewController(deps.KubeClient, deps.APIReader, deps.CloudProvider, deps.Clock),
 		// Sums each NodePool's nodes into status.resources and status.nodes.
 		counter.NewController(deps.KubeClient),
+		// Sets each KWOKNodeClass's Ready condition.
+		nodeclass.NewController(deps.KubeClient, deps.Clock),
 		// Mirrors the NodeClass's readiness into NodeClassReady.
 		readiness.NewController(deps.KubeClient, deps.CloudProvider, deps.Clock),
 		// Runs the runtime validation into ValidationSucceeded.
@@ -96,6 +104,7 @@ func NewControllers(deps Deps) []Controller {
 		// Registers the scheduler, node and pod metrics.
 		provisioning.NewMetricsRegistrar(crmetrics.Registry, cluster),
 	}
+	list = append(list, signalControllers(deps)...)
 	// Feed the cluster state: one informer controller per kind.
 	for _, c := range statecontrollers.NewControllers(deps.KubeClient, cluster) {
 		list = append(list, c)
@@ -122,4 +131,42 @@ func provisioningOptions(o *options.Options) provisioning.Options {
 		opts.MinValuesPolicy = simulation.MinValuesPolicy(o.MinValuesPolicy)
 	}
 	return opts
+}
+
+// signalControllers are the controllers that raise disruption signals or
+// act on the forceful ones.
+func signalControllers(deps Deps) []Controller {
+	list := []Controller{
+		// Sets Drifted and Consolidatable on NodeClaims.
+		nodeclaimdisruption.NewController(deps.KubeClient, deps.CloudProvider, deps.Clock),
+		// Records each NodeClaim's lastPodEventTime for consolidateAfter.
+		podevents.NewController(deps.KubeClient, deps.Clock),
+		// Deletes NodeClaims past expireAfter (forceful).
+		expiration.NewController(deps.KubeClient, deps.CloudProvider, deps.Clock),
+		// Replaces nodes on a spot interruption notice (forceful).
+		interruption.NewController(deps.KubeClient, offeringMarker(deps.CloudProvider), deps.Clock, deps.Recorder),
+	}
+	if deps.Options != nil && deps.Options.FeatureGates.Enabled(options.FeatureNodeRepair) {
+		// Replaces nodes unhealthy past the provider's repair policies.
+		list = append(list, health.NewController(deps.KubeClient, deps.CloudProvider, deps.Clock, deps.Recorder))
+	}
+	return list
+}
+
+// offeringMarker finds the provider's unavailable-offerings cache through
+// any decorators (the metrics wrapper); nil when it keeps none.
+func offeringMarker(cp cloudprovider.CloudProvider) interruption.OfferingMarker {
+	for cp != nil {
+		if m, ok := cp.(interruption.OfferingMarker); ok {
+			return m
+		}
+		wrapper, ok := cp.(interface {
+			Unwrap() cloudprovider.CloudProvider
+		})
+		if !ok {
+			return nil
+		}
+		cp = wrapper.Unwrap()
+	}
+	return nil
 }
