@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -100,6 +101,14 @@ func (c *Controller) Reconcile(ctx context.Context, node *corev1.Node) (reconcil
 		// The Node was deleted directly: the NodeClaim (and instance) go too.
 		if err := c.kubeClient.Delete(ctx, nodeClaim); client.IgnoreNotFound(err) != nil {
 			return reconcile.Result{}, fmt.Errorf("deleting nodeclaim: %w", err)
+		}
+		// Read it back, so this pass's condition patch applies to the
+		// deleting version.
+		if err := c.apiReader.Get(ctx, client.ObjectKeyFromObject(nodeClaim), nodeClaim); err != nil {
+			if !apierrors.IsNotFound(err) {
+				return reconcile.Result{}, fmt.Errorf("getting nodeclaim: %w", err)
+			}
+			nodeClaim = nil
 		}
 	}
 	if gone, err := c.instanceGoneWhileNotReady(ctx, node); err != nil || gone {

@@ -34,7 +34,8 @@ var criticalPriorityClasses = map[string]bool{
 type drainPlan struct {
 	// waiting are the pods the drain still waits for (not yet gone).
 	waiting []*corev1.Pod
-	// evict are the pods of the first group with pods to evict.
+	// evict are the pods to evict now: those of the first group that
+	// still has pods on the node, unless already terminating or protected.
 	evict []*corev1.Pod
 	// forceDelete are pods whose grace period no longer fits before the
 	// node's termination deadline.
@@ -49,6 +50,11 @@ type drainPlan struct {
 // planDrain decides what to do with a node's pods at now. deadline is the
 // node's termination deadline (zero when the NodeClaim has no
 // terminationGracePeriod).
+//
+// A group counts as present while any of its pods is still on the node,
+// terminating or protected ones included, so DaemonSet pods keep serving
+// workload pods until those are really gone. Pods out of time are deleted
+// whatever their group.
 func planDrain(pods []corev1.Pod, deadline, now time.Time) drainPlan {
 	var plan drainPlan
 	var groups [groupCount][]*corev1.Pod
@@ -68,22 +74,22 @@ func planDrain(pods []corev1.Pod, deadline, now time.Time) drainPlan {
 				plan.nextForce = at
 			}
 		}
-		if pod.DeletionTimestamp != nil {
-			// Already on its way out: wait for it.
-			continue
-		}
-		if doNotDisruptActive(pod, now) {
+		if pod.DeletionTimestamp == nil && doNotDisruptActive(pod, now) {
 			plan.blocked = append(plan.blocked, pod)
-			continue
 		}
 		g := drainGroup(pod)
 		groups[g] = append(groups[g], pod)
 	}
 	for g := range groups {
-		if len(groups[g]) > 0 {
-			plan.evict = groups[g]
-			break
+		if len(groups[g]) == 0 {
+			continue
 		}
+		for _, pod := range groups[g] {
+			if pod.DeletionTimestamp == nil && !doNotDisruptActive(pod, now) {
+				plan.evict = append(plan.evict, pod)
+			}
+		}
+		break
 	}
 	return plan
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -176,4 +177,29 @@ func TestProviderDeleteFailureKeepsTheFinalizer(t *testing.T) {
 	if instances, _ := cp.List(t.Context()); len(instances) != 0 {
 		t.Errorf("provider still has %d instances", len(instances))
 	}
+}
+
+func TestDeletionStampsTheTerminationDeadline(t *testing.T) {
+	h.Reset(t)
+	cp := fake.New()
+	c := termination.NewController(h.Client, cp, h.Clock, h.Recorder)
+	// A second finalizer keeps the NodeClaim readable after karp lets go.
+	nc := test.MakeNodeClaim("deadline").NodePool("default").Finalizers(karpv1.TerminationFinalizer, "test.karp.sh/hold").
+		TerminationGracePeriod(time.Hour).Obj()
+	h.Create(t, nc)
+	if err := h.Env.Client.Delete(t.Context(), nc); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := operatortest.Reconcile(t, h, c, nc.Name); err != nil {
+		t.Fatal(err)
+	}
+	got := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: nc.Name}}
+	if !h.Get(t, got) {
+		t.Fatal("nodeclaim gone despite the extra finalizer")
+	}
+	want := got.DeletionTimestamp.Add(time.Hour).UTC().Format(time.RFC3339)
+	if v := got.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey]; v != want {
+		t.Errorf("termination timestamp = %q, want deletion + terminationGracePeriod = %q", v, want)
+	}
+	h.WaitForEvent(t, "NodeClaim", nc.Name, termination.ReasonTerminationGracePeriodExpiring)
 }
