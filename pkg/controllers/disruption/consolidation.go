@@ -129,13 +129,28 @@ func (m *MultiNodeConsolidation) ComputeCommand(ctx context.Context, budgets Bud
 		if err != nil {
 			return Command{}, err
 		}
-		if !cmd.Empty() && len(cmd.Replacements) < mid {
+		if !cmd.Empty() && len(cmd.Replacements) < mid && worthMerging(cmd) {
 			best, lo = cmd, mid+1
 		} else {
 			hi = mid - 1
 		}
 	}
 	return best, nil
+}
+
+// worthMerging reports whether a multi-node command is worth disrupting
+// several nodes for: a delete always is; a replacement must save more than
+// removing its priciest candidate alone could, else single-node
+// consolidation does better with fewer disruptions.
+func worthMerging(cmd Command) bool {
+	if len(cmd.Replacements) == 0 {
+		return true
+	}
+	priciest := 0.0
+	for _, c := range cmd.Candidates {
+		priciest = max(priciest, c.Price)
+	}
+	return cmd.Savings > priciest
 }
 
 // SingleNodeConsolidation tries each candidate alone, in consolidation

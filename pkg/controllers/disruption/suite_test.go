@@ -230,12 +230,13 @@ func (h *harness) runningNode(name string, o nodeOpts, pods ...*corev1.Pod) *kar
 	if err := h.client.Status().Update(h.ctx, node); err != nil {
 		h.t.Fatalf("updating node status: %v", err)
 	}
+	h.settleTaints(node, o.taints)
 	for _, pod := range pods {
 		h.bind(pod, name)
 	}
 	h.eventually("node "+name+" in state", func() bool {
 		for _, sn := range h.cluster.Nodes() {
-			if sn.Name() == name && sn.Initialized() && len(sn.Pods) == len(pods) && sn.Node != nil && len(sn.Node.Status.Allocatable) > 0 {
+			if sn.Name() == name && sn.Initialized() && len(sn.Pods) == len(pods) && sn.Node != nil && len(sn.Node.Status.Allocatable) > 0 && len(sn.Node.Spec.Taints) == len(o.taints) {
 				return true
 			}
 		}
@@ -348,6 +349,7 @@ func (h *harness) initialize(nc *karpv1.NodeClaim, it *cloudprovider.InstanceTyp
 	if err := h.client.Status().Update(h.ctx, node); err != nil {
 		h.t.Fatalf("updating node status: %v", err)
 	}
+	h.settleTaints(node, nil)
 	nc.Status.ProviderID, nc.Status.NodeName = "fake://"+nc.Name, nc.Name
 	for _, c := range []string{karpv1.ConditionTypeLaunched, karpv1.ConditionTypeRegistered, karpv1.ConditionTypeInitialized} {
 		nc.StatusConditions().SetTrue(c)
@@ -396,5 +398,15 @@ func (h *harness) releaseFinalizers(names ...string) {
 		if err := h.client.Update(h.ctx, nc); err != nil {
 			h.t.Errorf("releasing finalizers of %s: %v", n, err)
 		}
+	}
+}
+
+// settleTaints sets the node's taints, dropping the not-ready taint the
+// API server adds at creation (no node lifecycle controller runs here).
+func (h *harness) settleTaints(node *corev1.Node, taints []corev1.Taint) {
+	h.t.Helper()
+	node.Spec.Taints = taints
+	if err := h.client.Update(h.ctx, node); err != nil {
+		h.t.Fatalf("setting node taints: %v", err)
 	}
 }
