@@ -73,9 +73,13 @@ func TestControllersRunUnderTheManager(t *testing.T) {
 		current.Spec.Taints = slices.DeleteFunc(current.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
 		return h.Update(t.Context(), current) == nil
 	})
-	poll(t, "nodeclaim initialized", func() bool {
-		got := &karpv1.NodeClaim{}
+	got := &karpv1.NodeClaim{}
+	current := &corev1.Node{}
+	pollOr(t, "nodeclaim initialized", func() bool {
 		return h.Get(t.Context(), keyOf(nc.Name), got) == nil && got.StatusConditions().IsTrue(karpv1.ConditionTypeReady)
+	}, func() string {
+		_ = h.Get(t.Context(), keyOf(node.Name), current)
+		return fmt.Sprintf("nodeclaim conditions %+v; node taints %v labels %v", got.Status.Conditions, current.Spec.Taints, current.Labels)
 	})
 
 	_, body, err := get(fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort))
@@ -116,11 +120,17 @@ func startWithControllers(t *testing.T, env *environment.Environment, healthPort
 
 func poll(t *testing.T, what string, cond func() bool) {
 	t.Helper()
+	pollOr(t, what, cond, func() string { return "" })
+}
+
+// pollOr waits for cond; on timeout it fails with describe's account.
+func pollOr(t *testing.T, what string, cond func() bool, describe func() string) {
+	t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		return cond(), nil
 	})
 	if err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
+		t.Fatalf("waiting for %s: %v %s", what, err, describe())
 	}
 }
 
