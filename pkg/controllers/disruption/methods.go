@@ -9,6 +9,10 @@ func NewMethods(c *Controller) []Method {
 		&Emptiness{c: c},
 		// Replaces drifted nodes one at a time, at any price.
 		&Drift{c: c},
+		// Replaces nodes a DaemonSet pod cannot fit for lack of resources
+		// with capacity sized for their pods plus every DaemonSet, at any
+		// price, within the Drifted budgets.
+		&DaemonSetFit{c: c},
 		// Deletes or replaces several nodes at once with cheaper capacity
 		// (bounded prefix search).
 		&MultiNodeConsolidation{consolidation{c}},
