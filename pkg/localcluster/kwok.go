@@ -18,8 +18,10 @@ const (
 //     standard conditions (Ready=True), nodeInfo and, when the creator
 //     set none, a Hostname address (its name) and a default capacity;
 //     phase Running.
-//   - node-heartbeat: keeps the conditions' heartbeat fresh. Liveness comes
-//     mostly from the Node lease kwok renews (--node-lease-duration-seconds).
+//   - node-heartbeat: refreshes the conditions' heartbeat every five
+//     minutes or so. Liveness comes from the Node lease kwok renews
+//     (--node-lease-duration-seconds), which the node lifecycle controller
+//     reads, so frequent status writes would only load the API server.
 //   - pod-running: a Pending Pod bound to a managed Node becomes Running and
 //     Ready with an IP.
 //   - pod-succeeded: a Running Pod owned by a Job completes.
@@ -102,8 +104,8 @@ spec:
       operator: In
       values: ['True']
   delay:
-    durationMilliseconds: 20000
-    jitterDurationMilliseconds: 25000
+    durationMilliseconds: 300000
+    jitterDurationMilliseconds: 330000
   next:
     statusTemplate: |
       {{ $now := Now }}

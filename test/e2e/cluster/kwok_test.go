@@ -1,10 +1,15 @@
 package cluster
 
 import (
+	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
@@ -44,6 +49,57 @@ func TestKWOKLeavesNodesWithoutItsAnnotationAlone(t *testing.T) {
 			t.Fatalf("kwok made node %s Ready although it lacks %s", foreign.Name, localcluster.KWOKNodeAnnotationKey)
 		}
 	}
+}
+
+// The node lifecycle controller must run: it adds node.kubernetes.io/
+// not-ready to a node reporting Ready=False and lifts it once the node is
+// Ready. The node is not kwok's, so only the test writes its status.
+func TestNodeLifecycleControllerTaintsAndLiftsNotReady(t *testing.T) {
+	f := framework.Current(t)
+	ctx := t.Context()
+	node := framework.MakeKWOKNode("lifecycle")
+	node.Annotations = nil
+	if err := f.Client.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	setReady := func(status corev1.ConditionStatus) {
+		t.Helper()
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := f.Client.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
+				return err
+			}
+			now := metav1.Now()
+			node.Status.Conditions = []corev1.NodeCondition{{
+				Type: corev1.NodeReady, Status: status, Reason: "Test", LastHeartbeatTime: now, LastTransitionTime: now,
+			}}
+			return f.Client.Status().Update(ctx, node)
+		})
+		if err != nil {
+			t.Fatalf("setting Ready=%s: %v", status, err)
+		}
+	}
+	taints := func(ctx context.Context) (bool, string) {
+		if err := f.Client.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
+			return false, err.Error()
+		}
+		for _, taint := range node.Spec.Taints {
+			if taint.Key == corev1.TaintNodeNotReady {
+				return true, ""
+			}
+		}
+		return false, ""
+	}
+	setReady(corev1.ConditionFalse)
+	framework.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		tainted, errText := taints(ctx)
+		return tainted, fmt.Sprintf("Ready=False node lacks the not-ready taint (taints %v) %s", node.Spec.Taints, errText)
+	})
+	setReady(corev1.ConditionTrue)
+	framework.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		tainted, errText := taints(ctx)
+		return !tainted && errText == "", fmt.Sprintf("Ready=True node keeps the not-ready taint (taints %v) %s", node.Spec.Taints, errText)
+	})
+	_ = f.Client.Delete(ctx, node)
 }
 
 func TestExampleNodePoolsApplyAndList(t *testing.T) {

@@ -89,20 +89,21 @@ func PodRunning(pod *corev1.Pod) bool {
 // passes, then fails the test with the last description cond gave.
 func Eventually(t testing.TB, timeout time.Duration, cond func(ctx context.Context) (bool, string)) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), timeout)
-	defer cancel()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
-	last := ""
 	for {
-		ok, desc := cond(ctx)
+		// cond gets the test's context, not one bounded by timeout, so
+		// its last description is about the condition, not an expired
+		// deadline.
+		ok, desc := cond(t.Context())
 		if ok {
 			return
 		}
-		last = desc
 		select {
-		case <-ctx.Done():
-			t.Fatalf("condition not met within %s: %s", timeout, last)
+		case <-deadline.C:
+			t.Fatalf("condition not met within %s: %s", timeout, desc)
 		case <-tick.C:
 		}
 	}
