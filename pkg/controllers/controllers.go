@@ -17,6 +17,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/controllers/disruption"
 	"github.com/karp-autoscaler/karp/pkg/controllers/interruption"
 	"github.com/karp-autoscaler/karp/pkg/controllers/node/health"
 	nodetermination "github.com/karp-autoscaler/karp/pkg/controllers/node/termination"
@@ -103,6 +104,10 @@ func NewControllers(deps Deps) []Controller {
 		provisioning.NewNodeController(provisioner.Batcher()),
 		// Registers the scheduler, node and pod metrics.
 		provisioning.NewMetricsRegistrar(crmetrics.Registry, cluster),
+		// Deletes or replaces empty, drifted and underutilized nodes
+		// within budgets (singleton), and says why the others stay.
+		disruption.NewController(deps.KubeClient, deps.CloudProvider, cluster, deps.Recorder, deps.Clock,
+			disruptionOptions(deps.Options), solverOptions(provisioningOptions(deps.Options))),
 	}
 	list = append(list, signalControllers(deps)...)
 	// Feed the cluster state: one informer controller per kind.
@@ -110,6 +115,29 @@ func NewControllers(deps Deps) []Controller {
 		list = append(list, c)
 	}
 	return list
+}
+
+// disruptionOptions maps the process flags onto the disruption
+// controller's options.
+func disruptionOptions(o *options.Options) disruption.Options {
+	opts := disruption.DefaultOptions()
+	if o == nil {
+		return opts
+	}
+	if o.DisruptionValidationDelay >= 0 {
+		opts.ValidationDelay = o.DisruptionValidationDelay
+	}
+	if o.DisruptionPollPeriod > 0 {
+		opts.PollPeriod = o.DisruptionPollPeriod
+	}
+	opts.SpotToSpot = o.FeatureGates.Enabled(options.FeatureSpotToSpotConsolidation)
+	opts.NominationTTL = provisioningOptions(o).NominationTTL()
+	return opts
+}
+
+// solverOptions are the solver settings the provisioner uses.
+func solverOptions(p provisioning.Options) simulation.Options {
+	return simulation.Options{PreferencePolicy: p.PreferencePolicy, MinValuesPolicy: p.MinValuesPolicy}
 }
 
 // provisioningOptions maps the process flags onto the provisioner's options.

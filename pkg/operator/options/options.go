@@ -74,7 +74,12 @@ type Options struct {
 	PreferencePolicy        string
 	MinValuesPolicy         string
 	IgnoreDRARequests       bool
-	FeatureGates            FeatureGates
+	// DisruptionValidationDelay is how long a consolidation decision waits
+	// before it is re-checked and acted on; DisruptionPollPeriod is how
+	// often the disruption loop runs when idle.
+	DisruptionValidationDelay time.Duration
+	DisruptionPollPeriod      time.Duration
+	FeatureGates              FeatureGates
 }
 
 // AddFlags registers every option on fs, defaulting each from its
@@ -104,6 +109,8 @@ func AddFlags(fs *flag.FlagSet) *Options {
 	fs.StringVar(&o.PreferencePolicy, "preference-policy", env("PREFERENCE_POLICY", PreferencePolicyRespect), "How to treat preferences (preferred affinities, ScheduleAnyway spreads): Respect or Ignore.")
 	fs.StringVar(&o.MinValuesPolicy, "min-values-policy", env("MIN_VALUES_POLICY", MinValuesPolicyStrict), "How to treat minValues: Strict or BestEffort.")
 	fs.BoolVar(&o.IgnoreDRARequests, "ignore-dra-requests", envBool("IGNORE_DRA_REQUESTS", true), "Ignore pods' dynamic resource claims when provisioning.")
+	fs.DurationVar(&o.DisruptionValidationDelay, "disruption-validation-delay", envDuration("DISRUPTION_VALIDATION_DELAY", 15*time.Second), "How long a consolidation decision waits before it is re-checked and acted on.")
+	fs.DurationVar(&o.DisruptionPollPeriod, "disruption-poll-period", envDuration("DISRUPTION_POLL_PERIOD", 10*time.Second), "How often the disruption loop looks for nodes to disrupt when idle.")
 	o.FeatureGates = DefaultFeatureGates()
 	fs.Var(&o.FeatureGates, "feature-gates", "Optional features: comma-separated Name=true|false pairs.")
 	if v, ok := os.LookupEnv("FEATURE_GATES"); ok {
