@@ -1,0 +1,66 @@
+package disruption
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/test"
+	"github.com/karp-autoscaler/karp/test/e2e/framework"
+)
+
+// TestExpireAfterReplacesNodes runs pods on a NodePool with expireAfter
+// 2m and waits until every original NodeClaim is gone and the pods run
+// again, on new nodes.
+func TestExpireAfterReplacesNodes(t *testing.T) {
+	const name = "e2e-expiration"
+	pool := test.MakeNodePool(name).
+		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand).
+		ExpireAfter(karpv1.NewNillableDuration(2 * time.Minute)).
+		// Only expiration removes nodes.
+		ConsolidationPolicy(karpv1.ConsolidationPolicyWhenEmpty).
+		ConsolidateAfter(karpv1.MustParseNillableDuration(karpv1.Never)).
+		Obj()
+	f := sigSetup(t, name, pool)
+	cl := f.Client
+	termCreate(t, cl, sigDeployment(name, 2, "1"))
+	original := sigWaitRunning(t, cl, name, 2)
+	if len(original) == 0 {
+		t.Fatal("no NodeClaim under the pods")
+	}
+	for n := range original {
+		nc := sigNodeClaims(t.Context(), cl, name)[n]
+		if nc.Spec.ExpireAfter.String() != "2m0s" {
+			t.Fatalf("NodeClaim %s expireAfter = %s, want 2m", n, nc.Spec.ExpireAfter.String())
+		}
+	}
+
+	// Expiry is at 2m; draining and relaunching take seconds.
+	framework.Eventually(t, 5*time.Minute, func(ctx context.Context) (bool, string) {
+		claims := sigNodeClaims(ctx, cl, name)
+		left := 0
+		for n := range original {
+			if _, ok := claims[n]; ok {
+				left++
+			}
+		}
+		running := sigRunningPods(ctx, cl, name)
+		onNew := 0
+		for _, p := range running {
+			onOriginal := false
+			for n := range original {
+				if claims[n].Status.NodeName == p.Spec.NodeName {
+					onOriginal = true
+				}
+			}
+			if !onOriginal {
+				onNew++
+			}
+		}
+		return left == 0 && onNew == 2, fmt.Sprintf("%d of %d original NodeClaims left, %d of 2 pods running on new nodes", left, len(original), onNew)
+	})
+}

@@ -1,0 +1,75 @@
+package disruption
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/controllers/interruption"
+	"github.com/karp-autoscaler/karp/pkg/test"
+	"github.com/karp-autoscaler/karp/test/e2e/framework"
+)
+
+// TestInterruptionReplacesTheNodeBeforeTheNoticeEnds delivers a spot
+// interruption notice with `karp interrupt NODE` and checks, by sampling
+// the cluster, that the pod runs on a new node and the interrupted node is
+// gone before the notice's reclaim time, and that the replacement uses a
+// different offering.
+func TestInterruptionReplacesTheNodeBeforeTheNoticeEnds(t *testing.T) {
+	const name = "e2e-interruption"
+	pool := test.MakeNodePool(name).
+		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeSpot).
+		ConsolidationPolicy(karpv1.ConsolidationPolicyWhenEmpty).
+		ConsolidateAfter(karpv1.MustParseNillableDuration(karpv1.Never)).
+		Obj()
+	f := sigSetup(t, name, pool)
+	cl := f.Client
+	termCreate(t, cl, sigDeployment(name, 1, "1"))
+	claims := sigWaitRunning(t, cl, name, 1)
+	if len(claims) != 1 {
+		t.Fatalf("pod runs under %d NodeClaims, want 1", len(claims))
+	}
+	var victim karpv1.NodeClaim
+	for n := range claims {
+		victim = sigNodeClaims(t.Context(), cl, name)[n]
+	}
+	node := victim.Status.NodeName
+
+	out, err := exec.Command(termKarpBin, "interrupt", "--kubeconfig", f.Cluster.Kubeconfig, node).CombinedOutput()
+	if err != nil {
+		t.Fatalf("karp interrupt: %v\n%s", err, out)
+	}
+	got := &corev1.Node{}
+	if err := cl.Get(t.Context(), types.NamespacedName{Name: node}, got); err != nil {
+		t.Fatal(err)
+	}
+	reclaimAt, err := time.Parse(time.RFC3339, got.Annotations[interruption.NoticeAnnotationKey])
+	if err != nil {
+		t.Fatalf("notice annotation: %v", err)
+	}
+
+	framework.Eventually(t, 3*time.Minute, func(ctx context.Context) (bool, string) {
+		running := sigRunningPods(ctx, cl, name)
+		onNew := len(running) == 1 && running[0].Spec.NodeName != node
+		nodeGone := apierrors.IsNotFound(cl.Get(ctx, types.NamespacedName{Name: node}, &corev1.Node{}))
+		return onNew && nodeGone, fmt.Sprintf("pod on a new node %v, interrupted node gone %v", onNew, nodeGone)
+	})
+	if now := time.Now(); !now.Before(reclaimAt) {
+		t.Errorf("the node was replaced only at %s, after the notice ended at %s", now.UTC().Format(time.RFC3339), reclaimAt.UTC().Format(time.RFC3339))
+	}
+	offering := func(nc karpv1.NodeClaim) string {
+		return nc.Labels[corev1.LabelInstanceTypeStable] + "/" + nc.Labels[corev1.LabelTopologyZone] + "/" + nc.Labels[karpv1.CapacityTypeLabelKey]
+	}
+	for _, nc := range sigNodeClaims(t.Context(), cl, name) {
+		if nc.Name != victim.Name && offering(nc) == offering(victim) {
+			t.Errorf("replacement %s uses the interrupted offering %s", nc.Name, offering(nc))
+		}
+	}
+}
