@@ -20,11 +20,14 @@ tools: ## build the local control plane binaries into bin/k8s (no-op when the pi
 	hack/build-tools.sh
 
 .PHONY: run
-run: build tools ## start a local control plane with the example NodePools; Ctrl-C stops it
-	$(BIN)/karp up --bin-dir $(BIN)/k8s $(foreach f,$(RUN_EXAMPLES),--apply $(f))
+run: build tools ## local cluster + karp controller (kwok provider) + examples/, with a live view of nodes; Ctrl-C stops all
+	$(BIN)/karp run --bin-dir $(BIN)/k8s $(foreach f,$(RUN_EXAMPLES),--apply $(f))
 
-# The NodePool examples (and the KWOKNodeClass they reference) applied by `make run`.
-RUN_EXAMPLES ?= $(wildcard examples/nodepool*.yaml)
+# The examples `make run` applies: the NodePools default and stable, gpu and
+# generalcompute with their KWOKNodeClass, the all-nodes DaemonSet, and the
+# inflate-gpu, my-team and nginx-demo workloads.
+RUN_EXAMPLES ?= examples/nodepools-default-stable.yaml examples/nodepool-gpu.yaml examples/nodepool-generalcompute.yaml \
+	examples/daemonset-all-nodes.yaml examples/deployment-inflate-gpu.yaml examples/deployment-my-team.yaml examples/nginx-demo.yaml
 
 .PHONY: e2e
 e2e: tools ## run only the end-to-end suites against the local control plane

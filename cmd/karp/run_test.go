@@ -1,0 +1,41 @@
+package main
+
+import (
+	"io"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestRunFlagsPassControllerFlagsThrough(t *testing.T) {
+	opts, err := parseRunFlags([]string{"--dir", "d", "--apply", "a.yaml", "--instance-types-file-path", "types.json",
+		"--", "--log-level=debug", "--batch-idle-duration=2s"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	abs := func(p string) string {
+		a, err := filepath.Abs(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	want := []string{"controller", "--kubeconfig=/k", "--disable-leader-election", "--metrics-port=0", "--health-probe-port=0",
+		"--instance-types-file-path=" + abs("types.json"), "--log-level=debug", "--batch-idle-duration=2s"}
+	if diff := cmp.Diff(want, opts.controllerCommandArgs("/k")); diff != "" {
+		t.Errorf("controller args (-want,+got):\n%s", diff)
+	}
+	if opts.up.dir != abs("d") || len(opts.up.apply) != 1 || opts.up.apply[0] != abs("a.yaml") {
+		t.Errorf("dir %q apply %q, want absolute paths", opts.up.dir, opts.up.apply)
+	}
+	if !opts.showView {
+		t.Error("the view is on by default")
+	}
+}
+
+func TestRunFlagsRejectUnknownFlags(t *testing.T) {
+	if _, err := parseRunFlags([]string{"--no-such-flag"}, io.Discard); err == nil {
+		t.Error("an unknown flag before -- was accepted")
+	}
+}
