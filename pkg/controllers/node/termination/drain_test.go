@@ -37,7 +37,9 @@ func annotated(k, v string) podOpt {
 	return func(p *corev1.Pod) { p.Annotations = map[string]string{k: v} }
 }
 func phase(ph corev1.PodPhase) podOpt { return func(p *corev1.Pod) { p.Status.Phase = ph } }
-func grace(s int64) podOpt         { return func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr.To(s) } }
+func grace(s int64) podOpt {
+	return func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr.To(s) }
+}
 func started(at time.Time) podOpt {
 	return func(p *corev1.Pod) { p.Status.StartTime = &metav1.Time{Time: at} }
 }

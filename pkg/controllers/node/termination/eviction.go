@@ -123,6 +123,11 @@ func (q *Queue) evict(ctx context.Context, req evictionRequest) bool {
 	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
 		// Gone already, or the name now belongs to a newer pod.
 		return false
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		// The namespace controller is deleting the pod anyway; the drain
+		// waits for it (and queues it again if it lingers).
+		log.FromContext(ctx).V(1).Info("not evicting pod of a terminating namespace", "Pod", klog.KObj(pod))
+		return false
 	case apierrors.IsTooManyRequests(err), isMultiplePDBError(err):
 		q.recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonFailedDraining, "Evict", "Failed to evict pod: %s", truncate(err.Error()))
 		return true
