@@ -319,7 +319,7 @@ func termRepoRoot(t *testing.T) string {
 
 var (
 	termKarpBuildOnce sync.Once
-	termKarpBin   string
+	termKarpBin       string
 	termKarpBuildErr  error
 )
 
