@@ -19,6 +19,14 @@ func NewCloudProvider(opts *options.Options, kubeClient client.Client) (cloudpro
 		if opts.InstanceTypesFilePath != "" {
 			kwokOpts = append(kwokOpts, kwok.WithCatalogFile(opts.InstanceTypesFilePath))
 		}
+		offerings, err := options.ParseOfferings(opts.InsufficientCapacity)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, o := range offerings {
+			kwokOpts = append(kwokOpts, kwok.WithInsufficientCapacity(cloudprovider.OfferingKey{
+				InstanceType: o.InstanceType, Zone: o.Zone, CapacityType: o.CapacityType}))
+		}
 		cp, err := kwok.New(kubeClient, kwokOpts...)
 		if err != nil {
 			return nil, nil, fmt.Errorf("building kwok cloud provider: %w", err)

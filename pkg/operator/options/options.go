@@ -54,6 +54,10 @@ type Options struct {
 	// InstanceTypesFilePath is the kwok provider's catalog file; empty
 	// means the embedded EC2 catalog.
 	InstanceTypesFilePath string
+	// InsufficientCapacity lists kwok offerings ("type/zone/capacity-type",
+	// comma-separated) whose launches fail with insufficient capacity, to
+	// exercise fallback.
+	InsufficientCapacity string
 
 	KarpenterService        string
 	MetricsPort             int
@@ -90,6 +94,7 @@ func AddFlags(fs *flag.FlagSet) *Options {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty uses the in-cluster config, then $KUBECONFIG and ~/.kube/config.")
 	fs.StringVar(&o.CloudProvider, "cloud-provider", env("CLOUD_PROVIDER", CloudProviderKWOK), "The cloud provider that launches nodes: "+strings.Join(SelectableCloudProviders, ", ")+".")
 	fs.StringVar(&o.InstanceTypesFilePath, "instance-types-file-path", env("INSTANCE_TYPES_FILE_PATH", ""), "kwok provider: instance-type catalog file; empty uses the embedded EC2 catalog.")
+	fs.StringVar(&o.InsufficientCapacity, "kwok-insufficient-capacity", env("KWOK_INSUFFICIENT_CAPACITY", ""), "kwok provider: comma-separated offerings (instance-type/zone/capacity-type) whose launches fail with insufficient capacity.")
 	fs.StringVar(&o.KarpenterService, "karpenter-service", env("KARPENTER_SERVICE", ""), "The Karpenter Service name for the dynamic webhook certificate.")
 	fs.IntVar(&o.MetricsPort, "metrics-port", envInt("METRICS_PORT", 8080), "The port the metric endpoint binds to for operating metrics about the controller itself.")
 	fs.IntVar(&o.HealthProbePort, "health-probe-port", envInt("HEALTH_PROBE_PORT", 8081), "The port the health probe endpoint binds to for reporting controller health.")
@@ -159,6 +164,9 @@ func (o *Options) Validate() error {
 	if o.LeaderElectionName == "" {
 		errs = append(errs, errors.New("--leader-election-name must not be empty"))
 	}
+	if _, err := ParseOfferings(o.InsufficientCapacity); err != nil {
+		errs = append(errs, fmt.Errorf("--kwok-insufficient-capacity: %w", err))
+	}
 	if o.FeatureGates.envErr != nil {
 		errs = append(errs, fmt.Errorf("FEATURE_GATES: %w", o.FeatureGates.envErr))
 	}
@@ -202,4 +210,26 @@ func envDuration(key string, def time.Duration) time.Duration {
 		return v
 	}
 	return def
+}
+
+// Offering is one "instance-type/zone/capacity-type" entry of
+// --kwok-insufficient-capacity.
+type Offering struct{ InstanceType, Zone, CapacityType string }
+
+// ParseOfferings parses a comma-separated list of
+// "instance-type/zone/capacity-type" offerings; empty means none.
+func ParseOfferings(list string) ([]Offering, error) {
+	var out []Offering
+	for _, item := range strings.Split(list, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		parts := strings.Split(item, "/")
+		if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+			return nil, fmt.Errorf("offering %q is not instance-type/zone/capacity-type", item)
+		}
+		out = append(out, Offering{InstanceType: parts[0], Zone: parts[1], CapacityType: parts[2]})
+	}
+	return out, nil
 }

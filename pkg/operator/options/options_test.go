@@ -89,3 +89,19 @@ func TestInvalidOptions(t *testing.T) {
 		})
 	}
 }
+
+func TestParseOfferings(t *testing.T) {
+	got, err := options.ParseOfferings("m5.large/us-east-1a/spot, c5.xlarge/us-east-1b/on-demand,")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []options.Offering{{"m5.large", "us-east-1a", "spot"}, {"c5.xlarge", "us-east-1b", "on-demand"}}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+	for _, bad := range []string{"m5.large", "m5.large/us-east-1a", "/us-east-1a/spot", "a/b/c/d"} {
+		if _, err := options.ParseOfferings(bad); err == nil {
+			t.Errorf("%q: accepted", bad)
+		}
+	}
+}
