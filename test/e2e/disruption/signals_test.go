@@ -3,6 +3,7 @@ package disruption
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -124,3 +125,54 @@ func sigWaitRunning(t *testing.T, cl client.Client, namespace string, replicas i
 	}
 	return claims
 }
+
+// sigRunningWatcher samples, every 200 ms, how many pods of an app run.
+type sigRunningWatcher struct {
+	cancel  context.CancelFunc
+	done    chan struct{}
+	mu      sync.Mutex
+	samples int
+	min     int
+}
+
+func sigWatchRunning(t *testing.T, cl client.Client, namespace, app string) *sigRunningWatcher {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &sigRunningWatcher{cancel: cancel, done: make(chan struct{}), min: 1 << 30}
+	go func() {
+		defer close(w.done)
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			var list corev1.PodList
+			if err := cl.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{"app": app}); err == nil {
+				n := termCountAvailable(list.Items)
+				w.mu.Lock()
+				w.samples++
+				w.min = min(w.min, n)
+				w.mu.Unlock()
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	t.Cleanup(func() { w.stop() })
+	return w
+}
+
+// stop ends sampling and returns the number of samples and the fewest
+// running pods seen.
+func (w *sigRunningWatcher) stop() (samples, fewest int) {
+	w.cancel()
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.samples, w.min
+}
+
+// sigFastDisruption are controller flags that make the disruption loop
+// react in seconds instead of upstream's 10s poll and 15s validation.
+var sigFastDisruption = []string{"--disruption-poll-period=1s", "--disruption-validation-delay=2s"}
