@@ -255,23 +255,31 @@ func termCreate(t *testing.T, cl client.Client, obj client.Object) {
 }
 
 // termCleanUp deletes the test's namespace (its workload) and NodePool,
-// then the NodePool's NodeClaims, waits until karp terminated them, and
-// deletes the KWOKNodeClass; the namespace, NodePool and KWOKNodeClass
-// share the name.
+// then the NodePool's NodeClaims, and the KWOKNodeClass; the namespace,
+// NodePool and KWOKNodeClass share the name. It waits until karp
+// terminated the NodeClaims and every object is gone, so the next test
+// starts clean.
 func termCleanUp(cl client.Client, name string) {
 	ctx := context.Background()
 	_ = cl.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	_ = cl.Delete(ctx, &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	_ = cl.DeleteAllOf(ctx, &karpv1.NodeClaim{}, client.MatchingLabels{karpv1.NodePoolLabelKey: name})
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
+	termWaitGone(ctx, cl, func() bool {
 		var list karpv1.NodeClaimList
-		if err := cl.List(ctx, &list, client.MatchingLabels{karpv1.NodePoolLabelKey: name}); err == nil && len(list.Items) == 0 {
-			break
-		}
+		return cl.List(ctx, &list, client.MatchingLabels{karpv1.NodePoolLabelKey: name}) == nil && len(list.Items) == 0
+	})
+	_ = cl.Delete(ctx, &kwokv1alpha1.KWOKNodeClass{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	for _, obj := range []client.Object{&corev1.Namespace{}, &karpv1.NodePool{}, &kwokv1alpha1.KWOKNodeClass{}} {
+		termWaitGone(ctx, cl, func() bool { return apierrors.IsNotFound(cl.Get(ctx, types.NamespacedName{Name: name}, obj)) })
+	}
+}
+
+// termWaitGone polls gone for up to two minutes.
+func termWaitGone(ctx context.Context, cl client.Client, gone func() bool) {
+	deadline := time.Now().Add(2 * time.Minute)
+	for !gone() && time.Now().Before(deadline) {
 		time.Sleep(500 * time.Millisecond)
 	}
-	_ = cl.Delete(ctx, &kwokv1alpha1.KWOKNodeClass{ObjectMeta: metav1.ObjectMeta{Name: name}})
 }
 
 // termApplyManifest creates every object of a multi-document YAML file in
