@@ -337,6 +337,34 @@ func TestPodsLeaveGroupByGroup(t *testing.T) {
 	f.reconcileUntil(t, node.Name, "the node is released", gone(t, node))
 }
 
+func TestAPodUnderTwoPDBsIsRetriedUntilOneGoes(t *testing.T) {
+	f := setup(t)
+	_, node := managedNode(t, f, "two-pdbs", nil)
+	pod := podOn(t, node.Name, "doubly")
+	blockingPDB(t, "doubly", 1)
+	second := blockingPDB(t, "doubly-too", 1)
+	second.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "doubly"}}
+	if err := h.Env.Client.Update(t.Context(), second); err != nil {
+		t.Fatal(err)
+	}
+	setPDBAllowed(t, second, 1)
+	deleteNode(t, node)
+
+	f.passes(t, node.Name, 5)
+	if !exists(t, pod) {
+		t.Fatal("pod evicted although two PDBs select it (the API refuses such evictions)")
+	}
+	h.WaitForEvent(t, "Pod", pod.Name, ReasonFailedDraining)
+	// The user fixes the budgets: the retried eviction goes through.
+	if err := h.Env.Client.Delete(t.Context(), second); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcileUntil(t, node.Name, "the node is released", gone(t, node))
+	if exists(t, pod) {
+		t.Error("pod still exists")
+	}
+}
+
 func TestPodsToleratingTheDisruptedTaintAreLeftAlone(t *testing.T) {
 	f := setup(t)
 	_, node := managedNode(t, f, "tolerated", nil)
@@ -371,6 +399,8 @@ func TestDoNotDisruptBlocksTheDrainUntilTheTerminationGracePeriodForcesIt(t *tes
 		p.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}
 		p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](30)
 	})
+	// A PDB allowing nothing does not hold it past the deadline either.
+	blockingPDB(t, pod.Name, 0)
 	deleteNode(t, node)
 
 	f.passes(t, node.Name, 5)
