@@ -102,7 +102,6 @@ func (h *harness) starvedDaemonSet(cpu, node, message string) *corev1.Pod {
 
 func TestNodeADaemonSetPodDoesNotFitIsReplacedWithOneThatFits(t *testing.T) {
 	h := newHarness(t)
-	disruption.WithDaemonSetFit(h.controller)
 	h.readyNodePool(test.MakeNodePool("default").Budgets(karpv1.Budget{Nodes: "100%"}).Obj())
 	h.runningNode("full", nodeOpts{it: smallType}, pod("web", "1500m"))
 	dsPod := h.starvedDaemonSet("1", "full", "0/1 nodes are available: 1 Insufficient cpu.")
@@ -135,7 +134,6 @@ func TestNodeADaemonSetPodDoesNotFitIsReplacedWithOneThatFits(t *testing.T) {
 
 func TestDaemonSetPodBlockedByATaintReplacesNothing(t *testing.T) {
 	h := newHarness(t)
-	disruption.WithDaemonSetFit(h.controller)
 	h.readyNodePool(test.MakeNodePool("default").Budgets(karpv1.Budget{Nodes: "100%"}).Obj())
 	h.runningNode("full", nodeOpts{it: smallType}, pod("web", "1500m"))
 	h.starvedDaemonSet("1", "full", "0/1 nodes are available: 1 node(s) had untolerated taint {dedicated: x}.")
@@ -148,7 +146,6 @@ func TestDaemonSetPodBlockedByATaintReplacesNothing(t *testing.T) {
 
 func TestDaemonSetReplacementRespectsBudgets(t *testing.T) {
 	h := newHarness(t)
-	disruption.WithDaemonSetFit(h.controller)
 	h.readyNodePool(test.MakeNodePool("default").Budgets(karpv1.Budget{Nodes: "0", Reasons: []karpv1.DisruptionReason{karpv1.DisruptionReasonDrifted}}).Obj())
 	h.runningNode("full", nodeOpts{it: smallType}, pod("web", "1500m"))
 	h.starvedDaemonSet("1", "full", "0/1 nodes are available: 1 Insufficient cpu.")
