@@ -57,6 +57,7 @@ type Controller struct {
 	cloudProvider cloudprovider.CloudProvider
 	clock         clock.Clock
 	phases        []phase
+	superseded    *superseded
 }
 
 var _ reconcile.ObjectReconciler[*karpv1.NodeClaim] = (*Controller)(nil)
@@ -67,6 +68,7 @@ func NewController(kubeClient client.Client, cp cloudprovider.CloudProvider, clk
 		kubeClient:    kubeClient,
 		cloudProvider: cp,
 		clock:         clk,
+		superseded:    newSuperseded(),
 		// Phases, in order; each needs the previous one's result.
 		phases: []phase{
 			// Create the instance and hydrate the status.
@@ -100,6 +102,11 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 // Reconcile adds the finalizer, then runs the phases and patches the result.
 func (c *Controller) Reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim) (reconcile.Result, error) {
 	if !nodeClaim.DeletionTimestamp.IsZero() || !IsManaged(nodeClaim, c.cloudProvider, c.kubeClient.Scheme()) {
+		c.superseded.forget(nodeClaim.UID)
+		return reconcile.Result{}, nil
+	}
+	if c.superseded.stale(nodeClaim.UID, nodeClaim.ResourceVersion) {
+		// Our last write's event will bring us back with fresh data.
 		return reconcile.Result{}, nil
 	}
 	ctx = metrics.WithController(ctx, c.Name())
@@ -111,6 +118,7 @@ func (c *Controller) Reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 		if err := c.kubeClient.Patch(ctx, nodeClaim, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("adding finalizer: %w", err))
 		}
+		c.superseded.add(nodeClaim.UID, stored.ResourceVersion)
 	}
 	// 2. Run the phases on a copy in memory.
 	before := nodeClaim.DeepCopy()
@@ -144,6 +152,7 @@ func (c *Controller) patch(ctx context.Context, before, nodeClaim *karpv1.NodeCl
 		if err := c.kubeClient.Patch(ctx, patched, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 			return client.IgnoreNotFound(fmt.Errorf("patching nodeclaim: %w", err))
 		}
+		c.superseded.add(nodeClaim.UID, before.ResourceVersion)
 		nodeClaim.ResourceVersion = patched.ResourceVersion
 	}
 	if !equality.Semantic.DeepEqual(before.Status, nodeClaim.Status) {
@@ -152,6 +161,7 @@ func (c *Controller) patch(ctx context.Context, before, nodeClaim *karpv1.NodeCl
 		if err := c.kubeClient.Status().Patch(ctx, nodeClaim, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 			return client.IgnoreNotFound(fmt.Errorf("patching nodeclaim status: %w", err))
 		}
+		c.superseded.add(nodeClaim.UID, base.ResourceVersion)
 	}
 	return nil
 }
