@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -19,6 +21,7 @@ import (
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/fake"
+	"github.com/karp-autoscaler/karp/pkg/metrics"
 	"github.com/karp-autoscaler/karp/pkg/operator/operatortest"
 	"github.com/karp-autoscaler/karp/pkg/test"
 )
@@ -216,6 +219,28 @@ func exists(t *testing.T, obj client.Object) bool {
 	return h.Get(t, obj.DeepCopyObject().(client.Object))
 }
 
+// observations sums the sample counts of a summary or histogram vector.
+func observations(t *testing.T, c prometheus.Collector) uint64 {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 100)
+	c.Collect(ch)
+	close(ch)
+	var n uint64
+	for m := range ch {
+		var out dto.Metric
+		if err := m.Write(&out); err != nil {
+			t.Fatal(err)
+		}
+		if out.Summary != nil {
+			n += out.Summary.GetSampleCount()
+		}
+		if out.Histogram != nil {
+			n += out.Histogram.GetSampleCount()
+		}
+	}
+	return n
+}
+
 func nodeClaimCondition(t *testing.T, name, condType string) *metav1.Condition {
 	t.Helper()
 	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}}
@@ -230,6 +255,9 @@ func TestDrainEvictsPodsThenDeletesTheInstanceAndReleasesTheNode(t *testing.T) {
 	nc, node := managedNode(t, f, "drain", nil)
 	a, b := podOn(t, node.Name, "a"), podOn(t, node.Name, "b")
 	evictedBefore := testutil.ToFloat64(podsDrainedTotal.WithLabelValues(""))
+	terminatedBefore := testutil.ToFloat64(metrics.NodesTerminatedTotal.WithLabelValues("default", ""))
+	drainedBefore := testutil.ToFloat64(nodesDrainedTotal.WithLabelValues("default"))
+	durationsBefore, lifetimesBefore := observations(t, nodesTerminationDurationSeconds), observations(t, nodesLifetimeDurationSeconds)
 	deleteNode(t, node)
 
 	f.reconcile(t, node.Name)
@@ -248,6 +276,16 @@ func TestDrainEvictsPodsThenDeletesTheInstanceAndReleasesTheNode(t *testing.T) {
 	}
 	if instances, _ := f.cp.List(t.Context()); len(instances) != 0 {
 		t.Errorf("provider still has %d instances", len(instances))
+	}
+	for metric, grew := range map[string]float64{
+		"karpenter_nodes_terminated_total":             testutil.ToFloat64(metrics.NodesTerminatedTotal.WithLabelValues("default", "")) - terminatedBefore,
+		"karpenter_nodes_drained_total":                testutil.ToFloat64(nodesDrainedTotal.WithLabelValues("default")) - drainedBefore,
+		"karpenter_nodes_termination_duration_seconds": float64(observations(t, nodesTerminationDurationSeconds) - durationsBefore),
+		"karpenter_nodes_lifetime_duration_seconds":    float64(observations(t, nodesLifetimeDurationSeconds) - lifetimesBefore),
+	} {
+		if grew != 1 {
+			t.Errorf("%s grew by %v, want 1", metric, grew)
+		}
 	}
 	for _, cond := range []string{karpv1.ConditionTypeDrained, karpv1.ConditionTypeVolumesDetached} {
 		if c := nodeClaimCondition(t, nc.Name, cond); c == nil || c.Status != metav1.ConditionTrue {
