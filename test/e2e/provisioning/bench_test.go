@@ -1,0 +1,217 @@
+package provisioning_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok"
+	"github.com/karp-autoscaler/karp/pkg/scheduling"
+	"github.com/karp-autoscaler/karp/test/e2e/framework"
+)
+
+// benchEnv turns TestBenchmarkThousandPods on. It is off in `make test`:
+// it restarts the controller on another catalog, launches ~80 nodes and
+// its numbers only mean something on an otherwise idle machine.
+const benchEnv = "KARP_BENCH"
+
+// TestBenchmarkThousandPods runs upstream's performance suite "basic"
+// workload and reports, not asserts, how long karp took (see
+// docs/performance.md): 500 pods at 900m/3100Mi and 500 at 3500m/28Gi on
+// a NodePool of types with at most 32 cpu, from the kwok provider's
+// bench catalog.
+func TestBenchmarkThousandPods(t *testing.T) {
+	if os.Getenv(benchEnv) == "" {
+		t.Skipf("benchmark: set %s=1 to run it", benchEnv)
+	}
+	catalogPath := filepath.Join(repoRoot, "..", "shared", "bench", "kwok-instance-types.json")
+	types, err := kwok.LoadInstanceTypes(catalogPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ensureNodeClass(t)
+	pid := restartControllerWith(t, "--instance-types-file-path="+catalogPath)
+	t.Cleanup(stopController)
+	nodePool := pool("bench").ConsolidateAfter(karpv1.NillableDuration{}).
+		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeSpot, karpv1.CapacityTypeOnDemand).
+		Requirement(kwokv1alpha1.InstanceCPULabelKey, corev1.NodeSelectorOpLt, "33").Obj()
+	// The bench catalog has linux and windows, amd64 and arm64 types: no
+	// os or arch requirement.
+	nodePool.Spec.Template.Spec.Requirements = nodePool.Spec.Template.Spec.Requirements[2:]
+	create(t, nodePool)
+	waitNodePoolReady(t, "bench")
+	cpuBefore := processCPUSeconds(t, pid)
+
+	small := deployment("bench-small", 500, "900m", "3100Mi", onPool("bench"))
+	large := deployment("bench-large", 500, "3500m", "28Gi", onPool("bench"))
+	running := countRunning(t, "bench-small", "bench-large")
+	start := time.Now()
+	create(t, small, large)
+	framework.Eventually(t, 10*time.Minute, func(context.Context) (bool, string) {
+		n := running()
+		return n == 1000, fmt.Sprintf("%d of 1000 pods running", n)
+	})
+	elapsed := time.Since(start)
+	peakRSS := processPeakRSS(t, pid)
+	cpuAfter := processCPUSeconds(t, pid)
+
+	nodes := nodesOf(t, "bench")
+	cost, counts := 0.0, map[string]int{}
+	prices := map[string]float64{}
+	for _, it := range types {
+		for _, o := range it.Offerings {
+			prices[it.Name+"/"+o.Zone+"/"+o.CapacityType] = o.Price
+		}
+	}
+	for _, n := range nodes {
+		l := n.Labels
+		cost += prices[l[corev1.LabelInstanceTypeStable]+"/"+l[corev1.LabelTopologyZone]+"/"+l[karpv1.CapacityTypeLabelKey]]
+		counts[l[karpv1.CapacityTypeLabelKey]]++
+	}
+	bound := fractionalBound(types, []*corev1.Pod{podOf(small), podOf(large)}, 500, 33)
+	t.Logf("BENCH 1000 pods Running in %.1fs; controller peak RSS %.1f MB, CPU %.2fs during the run (%.2fs since start); "+
+		"%d nodes %v, $%.2f/hour, %.3f x the fractional bound $%.2f/hour",
+		elapsed.Seconds(), float64(peakRSS)/1e6, cpuAfter-cpuBefore, cpuAfter, len(nodes), counts, cost, cost/bound, bound)
+}
+
+// waitNodePoolReady waits until the controller reports the NodePool Ready.
+func waitNodePoolReady(t *testing.T, name string) {
+	t.Helper()
+	framework.Eventually(t, scaleTimeout, func(ctx context.Context) (bool, string) {
+		got := &karpv1.NodePool{}
+		if err := framework.Current(t).Client.Get(ctx, client.ObjectKey{Name: name}, got); err != nil {
+			return false, err.Error()
+		}
+		return got.StatusConditions().IsTrue(karpv1.ConditionTypeReady), fmt.Sprintf("NodePool %s not Ready: %v", name, got.Status.Conditions)
+	})
+}
+
+func podOf(d *appsv1.Deployment) *corev1.Pod {
+	return &corev1.Pod{Spec: *d.Spec.Template.Spec.DeepCopy()}
+}
+
+// countRunning watches pods labelled app=<one of apps> and returns a func
+// counting those Running.
+func countRunning(t *testing.T, apps ...string) func() int {
+	t.Helper()
+	f := framework.Current(t)
+	wc, err := client.NewWithWatch(f.Config, client.Options{Scheme: f.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := wc.Watch(t.Context(), &corev1.PodList{}, client.InNamespace("default"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	var mu sync.Mutex
+	state := map[string]bool{}
+	go func() {
+		for ev := range w.ResultChan() {
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok || !hasApp(pod, apps) {
+				continue
+			}
+			mu.Lock()
+			state[pod.Name] = ev.Type != watch.Deleted && framework.PodRunning(pod)
+			mu.Unlock()
+		}
+	}()
+	return func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, r := range state {
+			if r {
+				n++
+			}
+		}
+		return n
+	}
+}
+
+func hasApp(pod *corev1.Pod, apps []string) bool {
+	for _, a := range apps {
+		if pod.Labels["app"] == a {
+			return true
+		}
+	}
+	return false
+}
+
+// fractionalBound is the cost lower bound docs/performance.md uses: per
+// resource, the pods' total request priced at the cheapest $ per unit any
+// allowed offering sells (types under maxCPU cpu); the largest of these.
+func fractionalBound(types []*scheduling.InstanceType, pods []*corev1.Pod, replicas int, maxCPU int64) float64 {
+	best := 0.0
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		total := 0.0
+		for _, p := range pods {
+			q := p.Spec.Containers[0].Resources.Requests[name]
+			total += q.AsApproximateFloat64() * float64(replicas)
+		}
+		cheapest := -1.0
+		for _, it := range types {
+			cpu := it.Capacity[corev1.ResourceCPU]
+			c := it.Capacity[name]
+			if cpu.Value() >= maxCPU || c.IsZero() {
+				continue
+			}
+			for _, o := range it.Offerings {
+				if per := o.Price / c.AsApproximateFloat64(); cheapest < 0 || per < cheapest {
+					cheapest = per
+				}
+			}
+		}
+		best = max(best, total*cheapest)
+	}
+	return best
+}
+
+// processCPUSeconds is the user+system CPU time of pid from /proc.
+func processCPUSeconds(t *testing.T, pid int) float64 {
+	t.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Fields after the parenthesised command name; utime and stime are
+	// fields 14 and 15 (1-based), in clock ticks of 1/100 s on Linux.
+	fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	return (utime + stime) / 100
+}
+
+// processPeakRSS is pid's peak resident set size (VmHWM) in bytes.
+func processPeakRSS(t *testing.T, pid int) int64 {
+	t.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb * 1024
+		}
+	}
+	t.Fatal("no VmHWM in /proc status")
+	return 0
+}

@@ -1,0 +1,130 @@
+package provisioning_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/test/e2e/framework"
+)
+
+// The seed workloads and what each must run as.
+var (
+	seedFiles = []string{"nodepools-default-stable.yaml", "nodepool-gpu.yaml", "nodepool-generalcompute.yaml",
+		"daemonset-all-nodes.yaml", "deployment-inflate-gpu.yaml", "deployment-my-team.yaml", "nginx-demo.yaml"}
+	gpuTypes    = []string{"p3.8xlarge", "p3.16xlarge"}
+	myTeamTypes = []string{"m5.large", "m5.xlarge", "m5.2xlarge", "c5.large", "c5.xlarge", "c5a.large", "c5a.xlarge", "r5.large", "r5.xlarge"}
+)
+
+func seedObjects() []client.Object {
+	meta := func(ns, name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }
+	objs := []client.Object{
+		&appsv1.Deployment{ObjectMeta: meta("default", "inflate-gpu")},
+		&appsv1.Deployment{ObjectMeta: meta("default", "workload-my-team")},
+		&appsv1.Deployment{ObjectMeta: meta("default", "nginx-demo-deployment")},
+		&policyv1.PodDisruptionBudget{ObjectMeta: meta("default", "nginx-demo-pdb")},
+		&appsv1.DaemonSet{ObjectMeta: meta("kube-system", "log-collector")},
+	}
+	for _, pool := range []string{"default", "stable", "gpu", "generalcompute"} {
+		objs = append(objs, &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: pool}})
+	}
+	return objs
+}
+
+// TestSeedScenarios applies the user examples `make run` applies and
+// checks every workload runs where its NodePool says.
+func TestSeedScenarios(t *testing.T) {
+	ensureController(t)
+	applyExamples(t, seedFiles...)
+	t.Cleanup(func() { deleteAndWait(t, seedObjects()...) })
+
+	gpuPods := waitRunning(t, "default", "inflate-gpu", 3)
+	myTeamPods := waitRunning(t, "default", "workload-my-team", 200)
+	nginxPods := waitRunning(t, "default", "nginx-demo", 2)
+	framework.Eventually(t, scaleTimeout, func(context.Context) (bool, string) { return daemonSetEverywhere(t) })
+
+	// inflate-gpu: only on p3.8xlarge/p3.16xlarge on-demand of the gpu pool.
+	for _, pod := range gpuPods {
+		node := nodeByName(t, pod.Spec.NodeName)
+		l := node.Labels
+		if l[karpv1.NodePoolLabelKey] != "gpu" || !slices.Contains(gpuTypes, l[corev1.LabelInstanceTypeStable]) || l[karpv1.CapacityTypeLabelKey] != karpv1.CapacityTypeOnDemand {
+			t.Errorf("inflate-gpu pod %s on %s: pool %q type %q capacity %q", pod.Name, node.Name,
+				l[karpv1.NodePoolLabelKey], l[corev1.LabelInstanceTypeStable], l[karpv1.CapacityTypeLabelKey])
+		}
+	}
+	// my-team: only on the listed types, labelled billing-team=my-team.
+	for _, pod := range myTeamPods {
+		l := nodeByName(t, pod.Spec.NodeName).Labels
+		if l["billing-team"] != "my-team" || !slices.Contains(myTeamTypes, l[corev1.LabelInstanceTypeStable]) || l[karpv1.CapacityTypeLabelKey] != karpv1.CapacityTypeOnDemand {
+			t.Errorf("my-team pod %s on %s: billing-team %q type %q capacity %q", pod.Name, pod.Spec.NodeName,
+				l["billing-team"], l[corev1.LabelInstanceTypeStable], l[karpv1.CapacityTypeLabelKey])
+		}
+	}
+	// nginx-demo: the hostname spread puts the replicas on different hosts.
+	if nginxPods[0].Spec.NodeName == nginxPods[1].Spec.NodeName {
+		t.Errorf("both nginx-demo replicas on %s", nginxPods[0].Spec.NodeName)
+	}
+	if ok, desc := daemonSetEverywhere(t); !ok {
+		t.Error(desc)
+	}
+	expectOneToOne(t)
+}
+
+// daemonSetEverywhere reports whether a log-collector pod runs on every
+// karp Node (tainted ones included) and every Node's pods fit within its
+// allocatable.
+func daemonSetEverywhere(t *testing.T) (bool, string) {
+	cl := framework.Current(t).Client
+	var nodes corev1.NodeList
+	var pods corev1.PodList
+	if err := cl.List(t.Context(), &nodes, client.HasLabels{karpv1.NodePoolLabelKey}); err != nil {
+		return false, err.Error()
+	}
+	if err := cl.List(t.Context(), &pods); err != nil {
+		return false, err.Error()
+	}
+	daemon := map[string]bool{}
+	requested := map[string]corev1.ResourceList{}
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if pod.Labels["app"] == "log-collector" && framework.PodRunning(pod) {
+			daemon[pod.Spec.NodeName] = true
+		}
+		sum := requested[pod.Spec.NodeName]
+		if sum == nil {
+			sum = corev1.ResourceList{}
+		}
+		for name, q := range resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}) {
+			total := sum[name]
+			total.Add(q)
+			sum[name] = total
+		}
+		requested[pod.Spec.NodeName] = sum
+	}
+	if len(nodes.Items) == 0 {
+		return false, "no karp nodes"
+	}
+	for _, node := range nodes.Items {
+		if !daemon[node.Name] {
+			return false, fmt.Sprintf("node %s (%s, taints %v) runs no log-collector pod", node.Name, node.Labels[karpv1.NodePoolLabelKey], node.Spec.Taints)
+		}
+		for name, q := range requested[node.Name] {
+			if alloc, ok := node.Status.Allocatable[name]; ok && q.Cmp(alloc) > 0 {
+				return false, fmt.Sprintf("node %s: pods request %s %s, allocatable %s", node.Name, q.String(), name, alloc.String())
+			}
+		}
+	}
+	return true, ""
+}
