@@ -30,6 +30,17 @@ import (
 // candidate: the worst case for a pass.
 func BenchmarkConsolidationPass(b *testing.B) {
 	c, w := benchCluster(b)
+	b.Run("as-packed", func(b *testing.B) { benchPass(b, c, w) })
+	// Without launchable capacity every move must be a delete, which a
+	// packed cluster never allows: single-node consolidation simulates
+	// every candidate before giving up.
+	pools := c.simulator.in.NodePools
+	c.simulator.in.NodePools = nil
+	b.Run("nothing-to-do", func(b *testing.B) { benchPass(b, c, w) })
+	c.simulator.in.NodePools = pools
+}
+
+func benchPass(b *testing.B, c *Controller, w *world) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	var cmd Command
@@ -45,6 +56,7 @@ func BenchmarkConsolidationPass(b *testing.B) {
 	b.ReportMetric(float64(len(w.stateNodes)), "nodes")
 	b.ReportMetric(float64(len(w.candidates)), "candidates")
 	b.ReportMetric(float64(len(cmd.Candidates)), "disrupted")
+	b.Logf("decision: %s", cmd.String())
 }
 
 // benchCluster packs the diverse pods with the solver and loads the result

@@ -155,20 +155,36 @@ func worthMerging(cmd Command) bool {
 
 // SingleNodeConsolidation tries each candidate alone, in consolidation
 // order, and returns the first that can be deleted or replaced with
-// cheaper capacity; every other one records why not.
-type SingleNodeConsolidation struct{ consolidation }
+// cheaper capacity; every other one records why not. A pass simulates at
+// most SingleNodeBatch candidates and the next pass continues after the
+// last one, so a pass stays short at 1,000 nodes while every candidate is
+// still visited in turn.
+type SingleNodeConsolidation struct {
+	consolidation
+	// cursor is the last candidate evaluated; complete is true when the
+	// last pass got through every candidate.
+	cursor   string
+	complete bool
+}
 
-// ComputeCommand tries candidates one by one until one succeeds or the
-// search times out.
+// ComputeCommand tries candidates one by one until one succeeds, the batch
+// is used up or the search times out.
 func (s *SingleNodeConsolidation) ComputeCommand(ctx context.Context, budgets Budgets, candidates ...*Candidate) (Command, error) {
 	w := s.c.pass
-	cands := withinBudget(w, budgets, s.Reason(), sortForConsolidation(candidates))
+	cands := rotateAfter(withinBudget(w, budgets, s.Reason(), sortForConsolidation(candidates)), s.cursor)
+	batch := s.c.opts.SingleNodeBatch
+	if batch <= 0 || batch > len(cands) {
+		batch = len(cands)
+	}
+	s.complete = batch == len(cands)
 	ctx, cancel := context.WithTimeout(ctx, s.c.opts.SingleNodeTimeout)
 	defer cancel()
-	for _, c := range cands {
+	for _, c := range cands[:batch] {
+		s.cursor = c.Name()
 		cmd, why, err := s.evaluate(ctx, "single", []*Candidate{c})
 		if errors.Is(err, context.DeadlineExceeded) {
 			consolidationTimeouts.WithLabelValues("single").Inc()
+			s.complete = false
 			return Command{}, nil
 		}
 		if err != nil {
@@ -180,4 +196,15 @@ func (s *SingleNodeConsolidation) ComputeCommand(ctx context.Context, budgets Bu
 		w.block(c.Name(), BlockedNoCheaper, "%s", why)
 	}
 	return Command{}, nil
+}
+
+// rotateAfter returns cands starting after the one named cursor (in order
+// when it is absent).
+func rotateAfter(cands []*Candidate, cursor string) []*Candidate {
+	for i, c := range cands {
+		if c.Name() == cursor {
+			return append(append([]*Candidate(nil), cands[i+1:]...), cands[:i+1]...)
+		}
+	}
+	return cands
 }

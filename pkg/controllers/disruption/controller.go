@@ -202,7 +202,7 @@ func (c *Controller) compute(ctx context.Context, w *world) (Command, Method, er
 		if !cmd.Empty() {
 			return cmd, m, nil
 		}
-		if isConsolidation && m == c.methods[len(c.methods)-1] {
+		if single, ok := m.(*SingleNodeConsolidation); ok && single.complete {
 			c.memo, c.memoAt = key, c.clock.Now()
 		}
 	}

@@ -18,6 +18,6 @@ func NewMethods(c *Controller) []Method {
 		&MultiNodeConsolidation{consolidation{c}},
 		// Deletes or replaces one node with cheaper capacity, possibly by
 		// several smaller nodes.
-		&SingleNodeConsolidation{consolidation{c}},
+		&SingleNodeConsolidation{consolidation: consolidation{c}},
 	}
 }

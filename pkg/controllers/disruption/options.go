@@ -16,6 +16,9 @@ type Options struct {
 	// searches (upstream's 1m and 3m).
 	MultiNodeTimeout  time.Duration
 	SingleNodeTimeout time.Duration
+	// SingleNodeBatch is how many candidates single-node consolidation
+	// simulates per pass at most (0: all); the next pass continues.
+	SingleNodeBatch int
 	// MaxMultiNodeCandidates bounds the multi-node search (upstream's 100).
 	MaxMultiNodeCandidates int
 	// SpotToSpot allows replacing spot nodes with cheaper spot nodes.
@@ -28,6 +31,6 @@ type Options struct {
 // DefaultOptions are upstream's settings.
 func DefaultOptions() Options {
 	return Options{PollPeriod: 10 * time.Second, ValidationDelay: 15 * time.Second, QueueTimeout: 10 * time.Minute,
-		MultiNodeTimeout: time.Minute, SingleNodeTimeout: 3 * time.Minute, MaxMultiNodeCandidates: 100,
+		MultiNodeTimeout: time.Minute, SingleNodeTimeout: 3 * time.Minute, MaxMultiNodeCandidates: 100, SingleNodeBatch: 25,
 		NominationTTL: 20 * time.Second}
 }
