@@ -63,10 +63,12 @@ type constraint struct {
 
 // podInfo is a pod being placed.
 type podInfo struct {
-	pod    *corev1.Pod
-	class  *class
-	index  int
-	status *scheduling.Status
+	pod     *corev1.Pod
+	class   *class
+	variant *variant // the relaxation level it was placed at (NodeClaims only)
+	at      *target  // where it is now (merges and moves change it)
+	index   int
+	status  *scheduling.Status
 }
 
 // classKey renders everything that affects where a pod may go: namespace,

@@ -34,7 +34,7 @@ func (s *solver) finish(failed []*podInfo) *Result {
 		if pl.t.existing != nil {
 			res.Order = append(res.Order, Placement{Pod: pl.pod.pod, NodeClaim: -1, Node: pl.t.existing})
 		} else {
-			res.Order = append(res.Order, Placement{Pod: pl.pod.pod, NodeClaim: claimIndex[pl.t]})
+			res.Order = append(res.Order, Placement{Pod: pl.pod.pod, NodeClaim: claimIndex[pl.pod.at]})
 		}
 	}
 	sort.SliceStable(failed, func(i, j int) bool { return failed[i].index < failed[j].index })

@@ -348,6 +348,7 @@ func (s *solver) commit(p *podInfo, v *variant, o *option) {
 	t.used.Add(v.class.requests)
 	s.refreshFree(t)
 	s.reindex(t, pos)
+	p.variant = v
 	s.record(p, t)
 }
 
@@ -397,6 +398,7 @@ func (s *solver) commitExisting(p *podInfo, t *target) {
 }
 
 func (s *solver) record(p *podInfo, t *target) {
+	p.at = t
 	t.ports = append(t.ports, p.class.ports...)
 	t.pods = append(t.pods, p)
 	for _, g := range p.class.counts {

@@ -64,10 +64,20 @@ type poolCheck struct {
 // is only checked for cancellation between pods; pods not reached are
 // reported with an Error status.
 func Solve(ctx context.Context, in Input) *Result {
+	return solve(ctx, in, true)
+}
+
+// solve places the pods and, with compact, then merges and empties new
+// NodeClaims where that costs no more (tests compare against the result
+// without it).
+func solve(ctx context.Context, in Input, compact bool) *Result {
 	s := newSolver(&in)
 	pods, rejected := splitDRA(s.pendingPods())
 	sortPods(pods)
 	failed := s.run(ctx, pods)
+	if compact {
+		s.compact()
+	}
 	return s.finish(append(failed, rejected...))
 }
 

@@ -21,7 +21,8 @@ type target struct {
 	entry   *entry
 	cur     int // pool type index of the cheapest instance type that fits
 	relaxed bool
-	claim   int // index in solver.claims
+	claim   int     // index in solver.claims
+	into    *target // set when merged into another NodeClaim (see merge.go)
 }
 
 // taints are the taints pods must tolerate on the target.

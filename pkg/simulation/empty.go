@@ -1,0 +1,171 @@
+package simulation
+
+import (
+	"slices"
+	"sort"
+
+	"github.com/karp-autoscaler/karp/pkg/scheduling"
+)
+
+// Emptying NodeClaims into room other NodeClaims already have.
+//
+// Merging whole NodeClaims (merge.go) builds large nodes but leaves holes
+// a whole NodeClaim does not fit: eight 3.5-cpu pods on a 32-cpu node
+// leave room for four small pods, which sit on nodes of their own.
+// emptyClaims takes the NodeClaims cheapest first and moves each of their
+// pods to the tightest other NodeClaim that holds it on its current
+// instance type at no higher price; when every pod of a NodeClaim finds a
+// place, the NodeClaim is dropped (its whole price saved), otherwise its
+// pods stay where they were.
+//
+// Only pods without topology ties move: no spread or pod (anti-)affinity
+// of their own, counted by no topology group, blocked by no anti-affinity
+// term. Moving such a pod changes no topology count, so the constraints of
+// every other pod hold as they did. Node requirements, taints, resources
+// with the receiving node's daemon overhead, host ports, limits (the
+// receiving instance type is unchanged) and minValues are checked as at
+// placement.
+const emptyProbe = 16 // NodeClaims with enough free cpu tried per pod
+
+// move is a pod moved onto a NodeClaim, with what undoes it.
+type move struct {
+	pod      *podInfo
+	to       *target
+	oldEntry *entry
+	ports    int // len(to.ports) before
+}
+
+// emptyClaims drops the NodeClaims in live whose pods all fit elsewhere.
+func (s *solver) emptyClaims(live []*target) {
+	s.byFree = append(s.byFree[:0], live...)
+	sort.SliceStable(s.byFree, func(i, j int) bool { return freeLess(s.byFree[i], s.byFree[j]) })
+	order := slices.Clone(live)
+	slices.SortStableFunc(order, func(a, b *target) int {
+		switch {
+		case a.price() < b.price():
+			return -1
+		case a.price() > b.price():
+			return 1
+		}
+		return a.id - b.id
+	})
+	var moves []move
+	for _, t := range order {
+		if !movable(t) {
+			continue
+		}
+		moves = moves[:0]
+		ok := true
+		for _, pi := range t.pods {
+			m, found := s.moveOut(pi, t)
+			if !found {
+				ok = false
+				break
+			}
+			moves = append(moves, m)
+		}
+		if !ok {
+			for i := len(moves) - 1; i >= 0; i-- {
+				s.undoMove(moves[i])
+			}
+			continue
+		}
+		s.drop(t, moves)
+	}
+}
+
+// movable reports whether every pod of t is free of topology ties.
+func movable(t *target) bool {
+	for _, pi := range t.pods {
+		c := pi.class
+		if len(pi.variant.constraints) > 0 || len(c.counts) > 0 || len(c.owns) > 0 || len(c.inverse) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// moveOut puts pi on the tightest NodeClaim other than from that takes it
+// without changing instance type or raising its price.
+func (s *solver) moveOut(pi *podInfo, from *target) (move, bool) {
+	req := pi.class.requests
+	lo := sort.Search(len(s.byFree), func(i int) bool {
+		return s.byFree[i].free[scheduling.SlotCPU] >= req[scheduling.SlotCPU]
+	})
+	tried := 0
+	for _, t := range s.byFree[lo:] {
+		if tried >= emptyProbe {
+			break
+		}
+		if t == from || !req.Fits(t.free) {
+			continue
+		}
+		tried++
+		if e := s.takes(pi.variant, t); e != nil {
+			m := move{pod: pi, to: t, oldEntry: t.entry, ports: len(t.ports)}
+			pos := s.freePos(t)
+			t.entry = e
+			t.used.Add(req)
+			t.ports = append(t.ports, pi.class.ports...)
+			t.pods = append(t.pods, pi)
+			s.refreshFree(t)
+			s.reindex(t, pos)
+			return m, true
+		}
+	}
+	return move{}, false
+}
+
+// takes returns t's entry after adding a pod of v on t's current instance
+// type, nil when that is not possible at the same or a lower price.
+func (s *solver) takes(v *variant, t *target) *entry {
+	if s.poolFor(v, t.entry.pool.index).entry == nil {
+		return nil
+	}
+	e := s.compatEntry(t.entry, v)
+	if e == nil || !e.ok.has(t.cur) || !noDearer(e.price[t.cur], t.price()) || !s.fitsAt(e, t.cur, t.used, v.class.requests) {
+		return nil
+	}
+	if !s.portsFree(e, t.cur, v) {
+		return nil
+	}
+	if len(v.class.ports) > 0 {
+		if _, conflict := scheduling.HostPortConflict(t.ports, v.class.ports); conflict {
+			return nil
+		}
+	}
+	if e != t.entry && len(e.ports[t.cur]) > 0 {
+		if _, conflict := scheduling.HostPortConflict(t.ports, e.ports[t.cur]); conflict {
+			return nil
+		}
+	}
+	if p := e.pool; len(p.minValues) > 0 && !s.minValuesOK(e, t.used, v.class.requests) {
+		return nil
+	}
+	return e
+}
+
+// undoMove takes a moved pod back off its new NodeClaim.
+func (s *solver) undoMove(m move) {
+	t := m.to
+	pos := s.freePos(t)
+	t.entry = m.oldEntry
+	t.used.Sub(m.pod.class.requests)
+	t.ports = t.ports[:m.ports]
+	t.pods = t.pods[:len(t.pods)-1]
+	s.refreshFree(t)
+	s.reindex(t, pos)
+}
+
+// drop removes an emptied NodeClaim whose pods moved as listed.
+func (s *solver) drop(t *target, moves []move) {
+	for _, m := range moves {
+		m.pod.at = m.to
+	}
+	p := t.entry.pool
+	p.used.Sub(p.types[t.cur].capacity)
+	p.nodesUsed--
+	pos := s.freePos(t)
+	s.byFree = slices.Delete(s.byFree, pos, pos+1)
+	t.pods, t.ports = nil, nil
+}
