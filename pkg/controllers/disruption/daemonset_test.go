@@ -170,3 +170,41 @@ func eventSeen(h *harness, kind, name, reason string) bool {
 	}
 	return false
 }
+
+func TestDaemonSetReplacementRespectsPDBs(t *testing.T) {
+	h := newHarness(t)
+	h.readyNodePool(test.MakeNodePool("default").Budgets(karpv1.Budget{Nodes: "100%"}).Obj())
+	web := pod("web", "1500m")
+	web.Labels = map[string]string{"app": "web"}
+	h.runningNode("full", nodeOpts{it: smallType}, web)
+	h.pdb("web", "web", 0)
+	h.starvedDaemonSet("1", "full", "0/1 nodes are available: 1 Insufficient cpu.")
+
+	h.decide()
+	if h.tainted("full") || len(h.replacements("full")) != 0 {
+		t.Error("replaced although a PDB allows no disruption of its pod")
+	}
+}
+
+func TestDaemonSetStarvedNodeWhosePodsFitElsewhereIsDeleted(t *testing.T) {
+	h := newHarness(t)
+	h.readyNodePool(test.MakeNodePool("default").Budgets(karpv1.Budget{Nodes: "100%"}).
+		ConsolidateAfter(karpv1.MustParseNillableDuration(karpv1.Never)).Obj())
+	// The large node has room for the small node's pod plus the DaemonSet.
+	h.runningNode("roomy", nodeOpts{it: largeType}, pod("a", "1"))
+	h.runningNode("full", nodeOpts{it: smallType}, pod("b", "1500m"))
+	h.starvedDaemonSet("1", "full", "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match Pod's node affinity/selector.")
+
+	if !h.pass() {
+		t.Fatal("no command for the starved node")
+	}
+	if !h.gone("full") {
+		t.Error("starved node not deleted although its pod fits on the roomy node")
+	}
+	if reps := h.replacements("full", "roomy"); len(reps) != 0 {
+		t.Errorf("launched %d replacements; none are needed", len(reps))
+	}
+	if h.gone("roomy") {
+		t.Error("the roomy node was disrupted")
+	}
+}
