@@ -1,0 +1,130 @@
+package disruption
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/controllers/disruption"
+	"github.com/karp-autoscaler/karp/pkg/test"
+	"github.com/karp-autoscaler/karp/test/e2e/framework"
+)
+
+// TestNginxDemoConsolidatesWithoutBreakingItsPDB runs nginx-demo (two
+// replicas spread over hosts, PDB minAvailable 50%) beside three 2-cpu
+// filler pods on their own nodes, removes the filler and waits until karp
+// consolidated the pool down to the two nodes nginx needs. A watcher
+// sampling every 200 ms must never see fewer than one available replica,
+// and no nginx pod may be force-deleted. The nodes karp keeps say why.
+func TestNginxDemoConsolidatesWithoutBreakingItsPDB(t *testing.T) {
+	const name = "e2e-consolidation"
+	pool := test.MakeNodePool(name).
+		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand).
+		ConsolidationPolicy(karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized).
+		ConsolidateAfter(karpv1.MustParseNillableDuration("5s")).
+		Budgets(karpv1.Budget{Nodes: "100%"}).Obj()
+	f := consSetup(t, name, pool)
+	cl := f.Client
+	consStartKarp(t, f)
+	t.Cleanup(func() { consCleanUp(cl, name) })
+
+	consApply(t, cl, filepath.Join(consRepoRoot(t), "examples", "nginx-demo.yaml"), name, nil)
+	consCreate(t, cl, consSpread(consDeployment("filler", name, name, 3, "2")))
+	nginx := map[string]string{"app": "nginx-demo"}
+	framework.Eventually(t, 4*time.Minute, func(ctx context.Context) (bool, string) {
+		n, fill := consAvailable(ctx, cl, name, nginx), consAvailable(ctx, cl, name, map[string]string{"app": "filler"})
+		return n == 2 && fill == 3, fmt.Sprintf("%d of 2 nginx and %d of 3 filler pods available", n, fill)
+	})
+	before := len(consNodeClaims(t.Context(), cl, name))
+	t.Logf("%d nodes before the filler goes", before)
+
+	w := consWatch(t, cl, name, nginx)
+	if err := cl.DeleteAllOf(t.Context(), &corev1.Pod{}, client.InNamespace(name), client.MatchingLabels{"app": "filler"}); err != nil {
+		t.Fatal(err)
+	}
+	filler := consDeployment("filler", name, name, 0, "2")
+	if err := cl.Delete(t.Context(), filler); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 5*time.Minute, func(ctx context.Context) (bool, string) {
+		claims := consNodeClaims(ctx, cl, name)
+		avail := consAvailable(ctx, cl, name, nginx)
+		return len(claims) <= 2 && avail == 2, fmt.Sprintf("%d nodeclaims (want at most 2), %d of 2 nginx available", len(claims), avail)
+	})
+	samples, minAvail := w.stop()
+	t.Logf("%d samples, at least %d nginx replica(s) available in each", samples, minAvail)
+	if samples < 10 || minAvail < 1 {
+		t.Errorf("%d samples, minimum %d available nginx replicas; the PDB requires 1", samples, minAvail)
+	}
+	var events eventsv1.EventList
+	if err := cl.List(t.Context(), &events, client.InNamespace(name)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		if e.Reason == "Disrupted" && e.Regarding.Kind == "Pod" {
+			t.Errorf("pod %s was force-deleted: %s", e.Regarding.Name, e.Note)
+		}
+	}
+	// The nodes that stay say why.
+	framework.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
+		for _, nc := range consNodeClaims(ctx, cl, name) {
+			if c := nc.StatusConditions().Get(disruption.ConditionTypeDisruptionBlocked); c != nil && c.Message != "" {
+				t.Logf("nodeclaim %s stays: %s: %s", nc.Name, c.Reason, c.Message)
+				return true, ""
+			}
+		}
+		return false, "no remaining nodeclaim carries a DisruptionBlocked reason"
+	})
+}
+
+// consWatcher samples how many pods with the labels are available every
+// 200 ms.
+type consWatcher struct {
+	cancel  context.CancelFunc
+	done    chan struct{}
+	mu      sync.Mutex
+	samples int
+	min     int
+}
+
+func consWatch(t *testing.T, cl client.Client, namespace string, labels map[string]string) *consWatcher {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &consWatcher{cancel: cancel, done: make(chan struct{}), min: 1 << 30}
+	go func() {
+		defer close(w.done)
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if n := consAvailable(ctx, cl, namespace, labels); n >= 0 {
+				w.mu.Lock()
+				w.samples++
+				w.min = min(w.min, n)
+				w.mu.Unlock()
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	t.Cleanup(func() { w.stop() })
+	return w
+}
+
+func (w *consWatcher) stop() (samples, minimum int) {
+	w.cancel()
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.samples, w.min
+}
