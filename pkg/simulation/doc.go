@@ -18,10 +18,16 @@
 // (tightest fit on ties), else to a new NodeClaim from the first NodePool (by
 // weight) that can hold it when that is cheaper. Every NodeClaim always
 // carries the cheapest instance type its pods fit on, so "shrinking" is
-// continuous. Capacity reservations are handed out in NodeClaim order while
-// they have room; a NodeClaim that gets one is pinned to it. Pods with
-// resource claims (DRA) are reported, not simulated. Resource math uses int64
-// vectors; results are deterministic for the same input.
+// continuous. Once every pod is placed, the new NodeClaims are compacted
+// (merge.go, empty.go): pairs merge into one NodeClaim whose cheapest type
+// costs no more than both while every constraint still holds, then the
+// cheapest NodeClaims are emptied into room the others have, so on price
+// lists where a node twice the size costs twice as much the batch ends in
+// fewer, fuller nodes instead of one small node per pod. Capacity
+// reservations are handed out in NodeClaim order while they have room; a
+// NodeClaim that gets one is pinned to it. Pods with resource claims (DRA)
+// are reported, not simulated. Resource math uses int64 vectors; results
+// are deterministic for the same input.
 //
 // Invariants:
 //   - Every placement satisfies the pod's hard constraints at the moment it
@@ -34,4 +40,7 @@
 //     tolerations, LimitRange defaults), and never less.
 //   - A pod counted by a zone-like topology group fixes its NodeClaim's
 //     domain for that key when it is placed.
+//   - Compaction never raises the total price (beyond float rounding,
+//     priceTolerance) and never adds a NodeClaim; a merged or emptied
+//     NodeClaim's pods keep every constraint they were placed under.
 package simulation
