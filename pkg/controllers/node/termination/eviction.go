@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,6 +47,11 @@ type Queue struct {
 	kubeClient client.Client
 	recorder   events.EventRecorder
 	queue      workqueue.TypedRateLimitingInterface[evictionRequest]
+
+	mu sync.Mutex
+	// tracked holds the requests queued or backing off, so adding one again
+	// (every drain pass does) neither duplicates it nor cuts its backoff short.
+	tracked map[evictionRequest]struct{}
 }
 
 // NewQueue builds an eviction queue; it evicts once Start runs.
@@ -56,13 +62,21 @@ func NewQueue(kubeClient client.Client, recorder events.EventRecorder) *Queue {
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[evictionRequest](evictionBackoffBase, evictionBackoffMax),
 			workqueue.TypedRateLimitingQueueConfig[evictionRequest]{Name: "eviction-queue"}),
+		tracked: map[evictionRequest]struct{}{},
 	}
 }
 
 // Add queues pods for eviction. reason labels the drained-pods metric.
 func (q *Queue) Add(reason string, pods ...*corev1.Pod) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	for _, pod := range pods {
-		q.queue.Add(evictionRequest{NamespacedName: client.ObjectKeyFromObject(pod), UID: pod.UID, Reason: reason})
+		req := evictionRequest{NamespacedName: client.ObjectKeyFromObject(pod), UID: pod.UID, Reason: reason}
+		if _, ok := q.tracked[req]; ok {
+			continue
+		}
+		q.tracked[req] = struct{}{}
+		q.queue.Add(req)
 	}
 }
 
@@ -100,6 +114,9 @@ func (q *Queue) processNext(ctx context.Context) bool {
 		return true
 	}
 	q.queue.Forget(req)
+	q.mu.Lock()
+	delete(q.tracked, req)
+	q.mu.Unlock()
 	return true
 }
 
