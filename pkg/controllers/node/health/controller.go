@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,13 +38,28 @@ type Controller struct {
 	cloudProvider cloudprovider.CloudProvider
 	clock         clock.Clock
 	recorder      events.EventRecorder
+	// toleration, when positive, replaces every policy's toleration.
+	toleration time.Duration
+}
+
+// Option configures the controller.
+type Option func(*Controller)
+
+// WithToleration replaces the toleration of every repair policy (tests and
+// local clusters shorten kwok's 10 minutes); zero keeps the provider's.
+func WithToleration(d time.Duration) Option {
+	return func(c *Controller) { c.toleration = d }
 }
 
 var _ reconcile.ObjectReconciler[*corev1.Node] = (*Controller)(nil)
 
 // NewController builds the node repair controller.
-func NewController(kubeClient client.Client, cp cloudprovider.CloudProvider, clk clock.Clock, recorder events.EventRecorder) *Controller {
-	return &Controller{kubeClient: kubeClient, cloudProvider: cp, clock: clk, recorder: recorder}
+func NewController(kubeClient client.Client, cp cloudprovider.CloudProvider, clk clock.Clock, recorder events.EventRecorder, opts ...Option) *Controller {
+	c := &Controller{kubeClient: kubeClient, cloudProvider: cp, clock: clk, recorder: recorder}
+	for _, opt := range opts {
+		opt(c)
+	}
+	return c
 }
 
 // Name is the controller's name.
@@ -66,7 +82,7 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 // Reconcile deletes the Node's NodeClaim once a repair policy's toleration
 // has passed and the pool's unhealthy share allows it.
 func (c *Controller) Reconcile(ctx context.Context, node *corev1.Node) (reconcile.Result, error) {
-	policies := c.cloudProvider.RepairPolicies()
+	policies := c.policies()
 	if len(policies) == 0 || !node.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil
 	}
@@ -94,6 +110,17 @@ func (c *Controller) Reconcile(ctx context.Context, node *corev1.Node) (reconcil
 		return reconcile.Result{RequeueAfter: BlockedRetry}, nil
 	}
 	return reconcile.Result{}, c.repair(ctx, node, nodeClaim, cond, now)
+}
+
+// policies are the provider's repair policies with the toleration override.
+func (c *Controller) policies() []cloudprovider.RepairPolicy {
+	policies := slices.Clone(c.cloudProvider.RepairPolicies())
+	if c.toleration > 0 {
+		for i := range policies {
+			policies[i].TolerationDuration = c.toleration
+		}
+	}
+	return policies
 }
 
 // repair deletes the NodeClaim with a termination deadline of now, so the

@@ -144,3 +144,24 @@ func TestUnmanagedNodesAreLeftAlone(t *testing.T) {
 		t.Error("repair event on an unmanaged node")
 	}
 }
+
+func TestTolerationOverride(t *testing.T) {
+	setup(t)
+	// The fake provider's default policies tolerate NotReady for longer.
+	c := health.NewController(h.Client, fake.New(), h.Clock, h.Recorder, health.WithToleration(30*time.Second))
+	managedNode(t, "sick", corev1.ConditionFalse)
+	for i := range 4 {
+		managedNode(t, fmt.Sprintf("ok-%d", i), corev1.ConditionTrue)
+	}
+	h.Clock.Step(29 * time.Second)
+	if res, err := operatortest.Reconcile(t, h, c, "sick"); err != nil || res.RequeueAfter != time.Second {
+		t.Fatalf("at 29s: requeue %s, err %v; want 1s", res.RequeueAfter, err)
+	}
+	h.Clock.Step(time.Second)
+	if _, err := operatortest.Reconcile(t, h, c, "sick"); err != nil {
+		t.Fatal(err)
+	}
+	if claim(t, "sick").DeletionTimestamp.IsZero() {
+		t.Error("not repaired after the overridden 30s toleration")
+	}
+}
