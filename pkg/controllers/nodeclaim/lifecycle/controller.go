@@ -129,6 +129,11 @@ func (c *Controller) Reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	for _, p := range c.phases {
 		res, deleted, err := p.reconcile(ctx, nodeClaim, state)
 		if deleted {
+			if err == nil {
+				// A reconcile still holding this version (the cache has
+				// not seen the deletion yet) must not launch again.
+				c.superseded.add(nodeClaim.UID, before.ResourceVersion)
+			}
 			return reconcile.Result{}, err
 		}
 		results = append(results, res)
