@@ -145,7 +145,7 @@ func TestInsufficientSpotCapacityFallsBack(t *testing.T) {
 		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeSpot, karpv1.CapacityTypeOnDemand).
 		Requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m5.2xlarge").
 		Requirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "us-east-1b").Obj()
-	claims := recordNodeClaims(t, "e2e-ice")
+	claims, instances := recordNodeClaims(t, "e2e-ice"), recordNodes(t, "e2e-ice")
 	create(t, nodePool, deployment("e2e-ice", 1, "1", "1Gi", onPool("e2e-ice")))
 	pods := waitRunning(t, "default", "e2e-ice", 1)
 	node := nodeByName(t, pods[0].Spec.NodeName)
@@ -156,17 +156,31 @@ func TestInsufficientSpotCapacityFallsBack(t *testing.T) {
 	if names := claims(); len(names) > 2 {
 		t.Errorf("%d NodeClaims before the fallback landed (%v), want at most 2 (one retry)", len(names), names)
 	}
+	// The refused launch left no instance behind, not even for a while.
+	if names := instances(); len(names) != 1 {
+		t.Errorf("instances (Nodes) seen: %v, want only the fallback's", names)
+	}
+	expectOneToOne(t)
 }
 
 // recordNodeClaims watches NodeClaims of a pool from now on and returns a
 // func listing every name seen.
 func recordNodeClaims(t *testing.T, pool string) func() []string {
+	return record(t, &karpv1.NodeClaimList{}, pool)
+}
+
+// recordNodes is recordNodeClaims for Nodes (the kwok provider's instances).
+func recordNodes(t *testing.T, pool string) func() []string {
+	return record(t, &corev1.NodeList{}, pool)
+}
+
+func record(t *testing.T, list client.ObjectList, pool string) func() []string {
 	t.Helper()
 	wc, err := client.NewWithWatch(framework.Current(t).Config, client.Options{Scheme: framework.Current(t).Client.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := wc.Watch(t.Context(), &karpv1.NodeClaimList{}, client.MatchingLabels{karpv1.NodePoolLabelKey: pool})
+	w, err := wc.Watch(t.Context(), list, client.MatchingLabels{karpv1.NodePoolLabelKey: pool})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,9 +188,9 @@ func recordNodeClaims(t *testing.T, pool string) func() []string {
 	seen := map[string]bool{}
 	go func() {
 		for ev := range w.ResultChan() {
-			if nc, ok := ev.Object.(*karpv1.NodeClaim); ok && ev.Type != watch.Error {
+			if o, ok := ev.Object.(client.Object); ok && ev.Type != watch.Error {
 				mu.Lock()
-				seen[nc.Name] = true
+				seen[o.GetName()] = true
 				mu.Unlock()
 			}
 		}

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
+	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/test"
 	"github.com/karp-autoscaler/karp/test/e2e/framework"
 )
 
@@ -18,8 +21,12 @@ func TestControllerKilledDuringScaleOut(t *testing.T) {
 	ensureController(t)
 	ensureNodeClass(t)
 	const replicas = 24
+	// Instances take 5s to register, so the kill lands while launches are
+	// in flight: NodeClaims exist, their Nodes do not yet.
+	nodeClass := test.MakeKWOKNodeClass("e2e-slow").NodeRegistrationDelay(5 * time.Second).Obj()
+	create(t, nodeClass)
 	// c5.xlarge only: three 1-cpu pods per node (3.92 cpu allocatable).
-	nodePool := pool("e2e-restart").
+	nodePool := pool("e2e-restart").NodeClassRef(kwokv1alpha1.NodeClassReference("e2e-slow")).
 		Requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "c5.xlarge").
 		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand).Obj()
 	create(t, nodePool, deployment("e2e-restart", replicas, "1", "1Gi", onPool("e2e-restart")))

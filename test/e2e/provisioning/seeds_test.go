@@ -47,36 +47,60 @@ func TestSeedScenarios(t *testing.T) {
 	applyExamples(t, seedFiles...)
 	t.Cleanup(func() { deleteAndWait(t, seedObjects()...) })
 
-	gpuPods := waitRunning(t, "default", "inflate-gpu", 3)
-	myTeamPods := waitRunning(t, "default", "workload-my-team", 200)
-	nginxPods := waitRunning(t, "default", "nginx-demo", 2)
-	framework.Eventually(t, scaleTimeout, func(context.Context) (bool, string) { return daemonSetEverywhere(t) })
+	// The generalcompute pool consolidates at once (consolidateAfter 0s),
+	// so nodes may still be replaced after the pods first run: check the
+	// whole picture until it holds.
+	framework.Eventually(t, scaleTimeout, func(context.Context) (bool, string) { return seedsPlaced(t) })
+	expectOneToOne(t)
+}
 
+// seedsPlaced reports whether every seed workload runs where its NodePool
+// says and the DaemonSet runs on every node.
+func seedsPlaced(t *testing.T) (bool, string) {
+	nodes := map[string]*corev1.Node{}
+	var list corev1.NodeList
+	if err := framework.Current(t).Client.List(t.Context(), &list); err != nil {
+		return false, err.Error()
+	}
+	for i := range list.Items {
+		nodes[list.Items[i].Name] = &list.Items[i]
+	}
+	want := map[string]int{"inflate-gpu": 3, "workload-my-team": 200, "nginx-demo": 2}
+	placed := map[string][]corev1.Pod{}
+	for app, n := range want {
+		pods := podsOf(t, "default", app)
+		running := 0
+		for _, pod := range pods {
+			if framework.PodRunning(&pod) && pod.DeletionTimestamp == nil && nodes[pod.Spec.NodeName] != nil {
+				running++
+			}
+		}
+		if running != n || len(pods) != n {
+			return false, fmt.Sprintf("%s: %d of %d pods running (%d exist)", app, running, n, len(pods))
+		}
+		placed[app] = pods
+	}
 	// inflate-gpu: only on p3.8xlarge/p3.16xlarge on-demand of the gpu pool.
-	for _, pod := range gpuPods {
-		node := nodeByName(t, pod.Spec.NodeName)
-		l := node.Labels
+	for _, pod := range placed["inflate-gpu"] {
+		l := nodes[pod.Spec.NodeName].Labels
 		if l[karpv1.NodePoolLabelKey] != "gpu" || !slices.Contains(gpuTypes, l[corev1.LabelInstanceTypeStable]) || l[karpv1.CapacityTypeLabelKey] != karpv1.CapacityTypeOnDemand {
-			t.Errorf("inflate-gpu pod %s on %s: pool %q type %q capacity %q", pod.Name, node.Name,
+			return false, fmt.Sprintf("inflate-gpu pod %s on %s: pool %q type %q capacity %q", pod.Name, pod.Spec.NodeName,
 				l[karpv1.NodePoolLabelKey], l[corev1.LabelInstanceTypeStable], l[karpv1.CapacityTypeLabelKey])
 		}
 	}
 	// my-team: only on the listed types, labelled billing-team=my-team.
-	for _, pod := range myTeamPods {
-		l := nodeByName(t, pod.Spec.NodeName).Labels
+	for _, pod := range placed["workload-my-team"] {
+		l := nodes[pod.Spec.NodeName].Labels
 		if l["billing-team"] != "my-team" || !slices.Contains(myTeamTypes, l[corev1.LabelInstanceTypeStable]) || l[karpv1.CapacityTypeLabelKey] != karpv1.CapacityTypeOnDemand {
-			t.Errorf("my-team pod %s on %s: billing-team %q type %q capacity %q", pod.Name, pod.Spec.NodeName,
+			return false, fmt.Sprintf("my-team pod %s on %s: billing-team %q type %q capacity %q", pod.Name, pod.Spec.NodeName,
 				l["billing-team"], l[corev1.LabelInstanceTypeStable], l[karpv1.CapacityTypeLabelKey])
 		}
 	}
 	// nginx-demo: the hostname spread puts the replicas on different hosts.
-	if nginxPods[0].Spec.NodeName == nginxPods[1].Spec.NodeName {
-		t.Errorf("both nginx-demo replicas on %s", nginxPods[0].Spec.NodeName)
+	if nginx := placed["nginx-demo"]; nginx[0].Spec.NodeName == nginx[1].Spec.NodeName {
+		return false, "both nginx-demo replicas on " + nginx[0].Spec.NodeName
 	}
-	if ok, desc := daemonSetEverywhere(t); !ok {
-		t.Error(desc)
-	}
-	expectOneToOne(t)
+	return daemonSetEverywhere(t)
 }
 
 // daemonSetEverywhere reports whether a log-collector pod runs on every
