@@ -34,8 +34,6 @@ const (
 type evictionRequest struct {
 	types.NamespacedName
 	UID types.UID
-	// Reason labels karpenter_pods_drained_total.
-	Reason string
 }
 
 // Queue evicts pods through the Eviction API, one worker per request at a
@@ -49,9 +47,10 @@ type Queue struct {
 	queue      workqueue.TypedRateLimitingInterface[evictionRequest]
 
 	mu sync.Mutex
-	// tracked holds the requests queued or backing off, so adding one again
-	// (every drain pass does) neither duplicates it nor cuts its backoff short.
-	tracked map[evictionRequest]struct{}
+	// tracked holds the requests queued or backing off, with the reason
+	// that labels karpenter_pods_drained_total, so adding one again (every
+	// drain pass does) neither duplicates it nor cuts its backoff short.
+	tracked map[evictionRequest]string
 }
 
 // NewQueue builds an eviction queue; it evicts once Start runs.
@@ -62,7 +61,7 @@ func NewQueue(kubeClient client.Client, recorder events.EventRecorder) *Queue {
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[evictionRequest](evictionBackoffBase, evictionBackoffMax),
 			workqueue.TypedRateLimitingQueueConfig[evictionRequest]{Name: "eviction-queue"}),
-		tracked: map[evictionRequest]struct{}{},
+		tracked: map[evictionRequest]string{},
 	}
 }
 
@@ -71,11 +70,11 @@ func (q *Queue) Add(reason string, pods ...*corev1.Pod) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, pod := range pods {
-		req := evictionRequest{NamespacedName: client.ObjectKeyFromObject(pod), UID: pod.UID, Reason: reason}
+		req := evictionRequest{NamespacedName: client.ObjectKeyFromObject(pod), UID: pod.UID}
 		if _, ok := q.tracked[req]; ok {
 			continue
 		}
-		q.tracked[req] = struct{}{}
+		q.tracked[req] = reason
 		q.queue.Add(req)
 	}
 }
@@ -133,8 +132,13 @@ func (q *Queue) evict(ctx context.Context, req evictionRequest) bool {
 	podsEvictionRequestsTotal.WithLabelValues(strconv.Itoa(statusCode(err))).Inc()
 	switch {
 	case err == nil:
-		podsDrainedTotal.WithLabelValues(req.Reason).Inc()
-		q.recorder.Eventf(pod, nil, corev1.EventTypeNormal, ReasonEvicted, "Evict", "Evicted pod: %s", req.Reason)
+		reason := q.reason(req)
+		podsDrainedTotal.WithLabelValues(reason).Inc()
+		note := "Evicted pod"
+		if reason != "" {
+			note += ": " + reason
+		}
+		q.recorder.Eventf(pod, nil, corev1.EventTypeNormal, ReasonEvicted, "Evict", "%s", note)
 		log.FromContext(ctx).V(1).Info("evicted pod", "Pod", klog.KObj(pod))
 		return false
 	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
@@ -152,6 +156,12 @@ func (q *Queue) evict(ctx context.Context, req evictionRequest) bool {
 		log.FromContext(ctx).Error(fmt.Errorf("evicting pod: %w", err), "eviction failed", "Pod", klog.KObj(pod))
 		return true
 	}
+}
+
+func (q *Queue) reason(req evictionRequest) string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.tracked[req]
 }
 
 // isMultiplePDBError matches the API server's refusal to evict a pod that
