@@ -176,7 +176,8 @@ func signalControllers(deps Deps) []Controller {
 	}
 	if deps.Options != nil && deps.Options.FeatureGates.Enabled(options.FeatureNodeRepair) {
 		// Replaces nodes unhealthy past the provider's repair policies.
-		list = append(list, health.NewController(deps.KubeClient, deps.CloudProvider, deps.Clock, deps.Recorder))
+		list = append(list, health.NewController(deps.KubeClient, deps.CloudProvider, deps.Clock, deps.Recorder,
+			health.WithToleration(deps.Options.NodeRepairToleration)))
 	}
 	return list
 }

@@ -83,7 +83,10 @@ type Options struct {
 	// often the disruption loop runs when idle.
 	DisruptionValidationDelay time.Duration
 	DisruptionPollPeriod      time.Duration
-	FeatureGates              FeatureGates
+	// NodeRepairToleration, when positive, replaces how long every repair
+	// policy tolerates an unhealthy node (kwok: 10 minutes).
+	NodeRepairToleration time.Duration
+	FeatureGates         FeatureGates
 }
 
 // AddFlags registers every option on fs, defaulting each from its
@@ -116,6 +119,7 @@ func AddFlags(fs *flag.FlagSet) *Options {
 	fs.BoolVar(&o.IgnoreDRARequests, "ignore-dra-requests", envBool("IGNORE_DRA_REQUESTS", true), "Ignore pods' dynamic resource claims when provisioning.")
 	fs.DurationVar(&o.DisruptionValidationDelay, "disruption-validation-delay", envDuration("DISRUPTION_VALIDATION_DELAY", 15*time.Second), "How long a consolidation decision waits before it is re-checked and acted on.")
 	fs.DurationVar(&o.DisruptionPollPeriod, "disruption-poll-period", envDuration("DISRUPTION_POLL_PERIOD", 10*time.Second), "How often the disruption loop looks for nodes to disrupt when idle.")
+	fs.DurationVar(&o.NodeRepairToleration, "node-repair-toleration", envDuration("NODE_REPAIR_TOLERATION", 0), "With the NodeRepair gate: how long a node may be unhealthy before it is replaced; 0 uses the cloud provider's repair policies.")
 	o.FeatureGates = DefaultFeatureGates()
 	fs.Var(&o.FeatureGates, "feature-gates", "Optional features: comma-separated Name=true|false pairs.")
 	if v, ok := os.LookupEnv("FEATURE_GATES"); ok {
