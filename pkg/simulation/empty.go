@@ -13,10 +13,10 @@ import (
 // a whole NodeClaim does not fit: eight 3.5-cpu pods on a 32-cpu node
 // leave room for four small pods, which sit on nodes of their own.
 // emptyClaims takes the NodeClaims cheapest first and moves each of their
-// pods to the tightest other NodeClaim that holds it on its current
-// instance type at no higher price; when every pod of a NodeClaim finds a
-// place, the NodeClaim is dropped (its whole price saved), otherwise its
-// pods stay where they were.
+// pods to the tightest other NodeClaim of its NodePool that holds it on
+// its current instance type at no higher price; when every pod of a
+// NodeClaim finds a place, the NodeClaim is dropped (its whole price
+// saved), otherwise its pods stay where they were.
 //
 // Only pods without topology ties move: no spread or pod (anti-)affinity
 // of their own, counted by no topology group, blocked by no anti-affinity
@@ -85,8 +85,9 @@ func movable(t *target) bool {
 	return true
 }
 
-// moveOut puts pi on the tightest NodeClaim other than from that takes it
-// without changing instance type or raising its price.
+// moveOut puts pi on the tightest other NodeClaim of the same NodePool
+// (pods stay in the NodePool their weight chose) that takes it without
+// changing instance type or raising its price.
 func (s *solver) moveOut(pi *podInfo, from *target) (move, bool) {
 	req := pi.class.requests
 	lo := sort.Search(len(s.byFree), func(i int) bool {
@@ -97,7 +98,7 @@ func (s *solver) moveOut(pi *podInfo, from *target) (move, bool) {
 		if tried >= emptyProbe {
 			break
 		}
-		if t == from || !req.Fits(t.free) {
+		if t == from || t.entry.pool != from.entry.pool || !req.Fits(t.free) {
 			continue
 		}
 		tried++
@@ -119,9 +120,6 @@ func (s *solver) moveOut(pi *podInfo, from *target) (move, bool) {
 // takes returns t's entry after adding a pod of v on t's current instance
 // type, nil when that is not possible at the same or a lower price.
 func (s *solver) takes(v *variant, t *target) *entry {
-	if s.poolFor(v, t.entry.pool.index).entry == nil {
-		return nil
-	}
 	e := s.compatEntry(t.entry, v)
 	if e == nil || !e.ok.has(t.cur) || !noDearer(e.price[t.cur], t.price()) || !s.fitsAt(e, t.cur, t.used, v.class.requests) {
 		return nil
