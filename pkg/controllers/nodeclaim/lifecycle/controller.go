@@ -207,7 +207,7 @@ func NodeClaimsForNode(kubeClient client.Client) handler.MapFunc {
 			return nil
 		}
 		var list karpv1.NodeClaimList
-		if err := kubeClient.List(ctx, &list, client.MatchingFields{index.NodeClaimProviderID: node.Spec.ProviderID}); err != nil {
+		if err := kubeClient.List(ctx, &list, client.MatchingFields{index.NodeClaimProviderID: node.Spec.ProviderID}, client.UnsafeDisableDeepCopy); err != nil {
 			return nil
 		}
 		out := make([]reconcile.Request, 0, len(list.Items))

@@ -46,7 +46,7 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).
 		Named(c.Name()).
 		For(&karpv1.NodePool{}).
-		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(byPoolLabel)).
+		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(byPoolLabel), builder.WithPredicates(nodeClaimCountChanged)).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(byPoolLabel), builder.WithPredicates(nodeCountChanged)).
 		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
 }
@@ -62,6 +62,22 @@ var nodeCountChanged = predicate.Funcs{
 		}
 		return before.Labels[karpv1.NodePoolLabelKey] != after.Labels[karpv1.NodePoolLabelKey] ||
 			before.Spec.ProviderID != after.Spec.ProviderID ||
+			!equality.Semantic.DeepEqual(before.Status.Capacity, after.Status.Capacity)
+	},
+}
+
+// nodeClaimCountChanged drops NodeClaim updates that cannot change a count
+// (conditions, annotations): it passes changes of the pool label,
+// providerID or capacity.
+var nodeClaimCountChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		before, ok1 := e.ObjectOld.(*karpv1.NodeClaim)
+		after, ok2 := e.ObjectNew.(*karpv1.NodeClaim)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return before.Labels[karpv1.NodePoolLabelKey] != after.Labels[karpv1.NodePoolLabelKey] ||
+			before.Status.ProviderID != after.Status.ProviderID ||
 			!equality.Semantic.DeepEqual(before.Status.Capacity, after.Status.Capacity)
 	},
 }
@@ -107,11 +123,12 @@ func (c *Controller) Reconcile(ctx context.Context, nodePool *karpv1.NodePool) (
 // count sums the capacity of the pool's nodes; see the package doc.
 func (c *Controller) count(ctx context.Context, pool string) (corev1.ResourceList, int64, error) {
 	var nodeClaims karpv1.NodeClaimList
-	if err := c.kubeClient.List(ctx, &nodeClaims, client.MatchingLabels{karpv1.NodePoolLabelKey: pool}); err != nil {
+	// Read-only lists: no deep copies of the cache's objects.
+	if err := c.kubeClient.List(ctx, &nodeClaims, client.MatchingLabels{karpv1.NodePoolLabelKey: pool}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, 0, fmt.Errorf("listing nodeclaims: %w", err)
 	}
 	var nodes corev1.NodeList
-	if err := c.kubeClient.List(ctx, &nodes, client.MatchingLabels{karpv1.NodePoolLabelKey: pool}); err != nil {
+	if err := c.kubeClient.List(ctx, &nodes, client.MatchingLabels{karpv1.NodePoolLabelKey: pool}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, 0, fmt.Errorf("listing nodes: %w", err)
 	}
 	total, count := Sum(nodeClaims.Items, nodes.Items)

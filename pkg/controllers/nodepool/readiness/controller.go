@@ -58,7 +58,7 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 // nodePoolsFor maps a NodeClass to the NodePools referencing it by name.
 func (c *Controller) nodePoolsFor(ctx context.Context, o client.Object) []reconcile.Request {
 	var list karpv1.NodePoolList
-	if err := c.kubeClient.List(ctx, &list, client.MatchingFields{index.NodePoolNodeClassName: o.GetName()}); err != nil {
+	if err := c.kubeClient.List(ctx, &list, client.MatchingFields{index.NodePoolNodeClassName: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	out := make([]reconcile.Request, 0, len(list.Items))
