@@ -59,7 +59,7 @@ func TestKwokBasicWorkload(t *testing.T) {
 	checkInvariants(t, in, res)
 	bound := pairBound(in)
 	t.Logf("nodes by type and pod count: %v", shapes(res))
-	t.Logf("%d nodes, $%.2f/hour, %.3f× the fractional bound $%.2f (upstream: %d nodes, $%.2f)",
+	t.Logf("%d nodes, $%.4f/hour, %.3f× the fractional bound $%.4f (upstream: %d nodes, $%.2f)",
 		len(res.NodeClaims), res.Cost(), res.Cost()/bound, bound, upstreamKwokNodes, upstreamKwokCost)
 	if len(res.NodeClaims) > min(upstreamKwokNodes, karpKwokNodes) {
 		t.Errorf("%d nodes, want at most %d (upstream: %d)", len(res.NodeClaims), karpKwokNodes, upstreamKwokNodes)
