@@ -76,13 +76,21 @@ func (c *Cluster) UpdateNodeClaim(nc *karpv1.NodeClaim) {
 	c.nodeClaims[nc.Name] = nc
 }
 
-// DeleteNodeClaim forgets the NodeClaim.
+// DeleteNodeClaim forgets the NodeClaim and releases the nominations to
+// it: a NodeClaim that is gone (for example after its launch ran out of
+// capacity) will never run those pods, so they are provisionable again now
+// instead of when the nominations expire.
 func (c *Cluster) DeleteNodeClaim(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.nodeClaims, name)
 	delete(c.recordedAt, name)
 	delete(c.marked, nodeClaimID(name))
+	for key, n := range c.nominations {
+		if n.nodeID == nodeClaimID(name) {
+			delete(c.nominations, key)
+		}
+	}
 }
 
 // UpdateNode records the Node (a copy).

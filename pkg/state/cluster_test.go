@@ -379,3 +379,25 @@ func TestNominationsToFullNodesAreReleased(t *testing.T) {
 		t.Errorf("provisionable pods = %v, want the released one", pods)
 	}
 }
+
+func TestDeletedNodeClaimReleasesItsNominations(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	cluster := state.NewCluster(clk, env.Client)
+	cluster.UpdateNodeClaim(test.MakeNodeClaim("refused").NodePool("pool").Obj())
+	cluster.UpdateNodeClaim(test.MakeNodeClaim("other").NodePool("pool").Obj())
+	mine, theirs := test.MakePod("mine").Requests("cpu", "1").Obj(), test.MakePod("theirs").Requests("cpu", "1").Obj()
+	cluster.UpdatePod(mine)
+	cluster.UpdatePod(theirs)
+	cluster.Nominate(mine, state.NodeClaimID("refused"), 20*time.Second)
+	cluster.Nominate(theirs, state.NodeClaimID("other"), 20*time.Second)
+	cluster.DeleteNodeClaim("refused")
+	if cluster.IsNominated(mine) {
+		t.Error("a pod is still nominated to a deleted NodeClaim")
+	}
+	if !cluster.IsNominated(theirs) {
+		t.Error("deleting one NodeClaim released a nomination to another")
+	}
+	if got := cluster.ProvisionablePods(); len(got) != 1 || got[0].Name != "mine" {
+		t.Errorf("provisionable pods %v, want only mine", got)
+	}
+}
