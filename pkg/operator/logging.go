@@ -48,7 +48,7 @@ func NewLogger(opts *options.Options) (logr.Logger, error) {
 	if err != nil {
 		return logr.Logger{}, fmt.Errorf("building logger: %w", err)
 	}
-	return zapr.NewLogger(z).WithName("controller"), nil
+	return logr.New(newLazySink(zapr.NewLogger(z).GetSink())).WithName("controller"), nil
 }
 
 func split(paths string) []string {
