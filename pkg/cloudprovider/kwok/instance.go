@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
@@ -117,11 +118,21 @@ func (c *CloudProvider) List(ctx context.Context) ([]*karpv1.NodeClaim, error) {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
 	byName := map[string]*karpv1.NodeClaim{}
+	live := sets.New[string]()
 	for i := range nodes.Items {
 		node := &nodes.Items[i]
-		if strings.HasPrefix(node.Spec.ProviderID, ProviderIDPrefix) && node.DeletionTimestamp.IsZero() {
+		if !strings.HasPrefix(node.Spec.ProviderID, ProviderIDPrefix) {
+			continue
+		}
+		live.Insert(node.Name)
+		if node.DeletionTimestamp.IsZero() {
 			byName[node.Name] = instanceOf(node)
 		}
+	}
+	// Launches a previous process left waiting still exist in the
+	// simulated cloud: restart them so List reports them as pending.
+	if err := c.resumeLaunches(ctx, live); err != nil {
+		return nil, err
 	}
 	c.mu.Lock()
 	for name, p := range c.pending {
