@@ -42,9 +42,9 @@ func TestBenchmarkThousandPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ensureNodeClass(t)
 	pid := restartControllerWith(t, "--instance-types-file-path="+catalogPath)
 	t.Cleanup(stopController)
+	ensureNodeClass(t)
 	nodePool := pool("bench").ConsolidateAfter(karpv1.NillableDuration{}).
 		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeSpot, karpv1.CapacityTypeOnDemand).
 		Requirement(kwokv1alpha1.InstanceCPULabelKey, corev1.NodeSelectorOpLt, "33").Obj()
