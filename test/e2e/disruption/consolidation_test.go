@@ -21,7 +21,9 @@ import (
 // TestNginxDemoConsolidatesWithoutBreakingItsPDB runs nginx-demo (two
 // replicas spread over hosts, PDB minAvailable 50%) beside three 2-cpu
 // filler pods on their own nodes, removes the filler and waits until karp
-// consolidated the pool down to the two nodes nginx needs. A watcher
+// consolidated the pool down to two nodes sized for nginx alone (the
+// nodes sized for the filler are deleted or replaced by cheaper ones, so
+// nginx's replicas are evicted under the PDB). A watcher
 // sampling every 200 ms must never see fewer than one available replica,
 // and no nginx pod may be force-deleted. The nodes karp keeps say why.
 func TestNginxDemoConsolidatesWithoutBreakingItsPDB(t *testing.T) {
@@ -43,8 +45,11 @@ func TestNginxDemoConsolidatesWithoutBreakingItsPDB(t *testing.T) {
 		n, fill := consAvailable(ctx, cl, name, nginx), consAvailable(ctx, cl, name, map[string]string{"app": "filler"})
 		return n == 2 && fill == 3, fmt.Sprintf("%d of 2 nginx and %d of 3 filler pods available", n, fill)
 	})
-	before := len(consNodeClaims(t.Context(), cl, name))
-	t.Logf("%d nodes before the filler goes", before)
+	original := map[string]bool{}
+	for _, nc := range consNodeClaims(t.Context(), cl, name) {
+		original[nc.Name] = true
+	}
+	t.Logf("%d nodes before the filler goes", len(original))
 
 	w := consWatch(t, cl, name, nginx)
 	if err := cl.DeleteAllOf(t.Context(), &corev1.Pod{}, client.InNamespace(name), client.MatchingLabels{"app": "filler"}); err != nil {
@@ -56,8 +61,15 @@ func TestNginxDemoConsolidatesWithoutBreakingItsPDB(t *testing.T) {
 	}
 	framework.Eventually(t, 5*time.Minute, func(ctx context.Context) (bool, string) {
 		claims := consNodeClaims(ctx, cl, name)
+		left := 0
+		for _, nc := range claims {
+			if original[nc.Name] {
+				left++
+			}
+		}
 		avail := consAvailable(ctx, cl, name, nginx)
-		return len(claims) <= 2 && avail == 2, fmt.Sprintf("%d nodeclaims (want at most 2), %d of 2 nginx available", len(claims), avail)
+		return len(claims) <= 2 && left == 0 && avail == 2, fmt.Sprintf(
+			"%d nodeclaims (want at most 2), %d sized for the filler left, %d of 2 nginx available", len(claims), left, avail)
 	})
 	samples, minAvail := w.stop()
 	t.Logf("%d samples, at least %d nginx replica(s) available in each", samples, minAvail)

@@ -47,7 +47,7 @@ type consKarp struct {
 
 // consStartKarp builds karp once and runs its controller against the local
 // cluster; it is stopped when the test ends (or earlier with stop).
-func consStartKarp(t *testing.T, f *framework.Framework, extraArgs ...string) *consKarp {
+func consStartKarp(t testing.TB, f *framework.Framework, extraArgs ...string) *consKarp {
 	t.Helper()
 	consBuildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "karp-e2e-consolidation-")

@@ -19,9 +19,11 @@ import (
 )
 
 // TestRestartMidConsolidationLeavesNothingBehind shrinks a pod so its node
-// becomes worth replacing, kills karp (SIGKILL) while the replacement is
-// still registering (the NodeClass delays registration by 20s), and starts
-// it again. Eventually the pool holds one node, no node is left tainted
+// becomes worth replacing, kills karp (SIGKILL) as soon as the
+// replacement NodeClaim exists (the candidate tainted, the replacement not
+// yet initialized), and starts it again. (A registration delay on the
+// NodeClass would make the kwok instance die with the process: the kwok
+// provider creates delayed Nodes from memory.) Eventually the pool holds one node, no node is left tainted
 // without being deleted, no replacement is orphaned, and no pod was
 // evicted twice.
 func TestRestartMidConsolidationLeavesNothingBehind(t *testing.T) {
@@ -34,7 +36,7 @@ func TestRestartMidConsolidationLeavesNothingBehind(t *testing.T) {
 	f := framework.Current(t)
 	cl := f.Client
 	consCreate(t, cl, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
-	consCreate(t, cl, test.MakeKWOKNodeClass(name).NodeRegistrationDelay(20*time.Second).Obj())
+	consCreate(t, cl, test.MakeKWOKNodeClass(name).Obj())
 	pool.Spec.Template.Spec.NodeClassRef.Name = name
 	consCreate(t, cl, pool)
 	first := consStartKarp(t, f)
@@ -61,7 +63,7 @@ func TestRestartMidConsolidationLeavesNothingBehind(t *testing.T) {
 		return len(claims) >= 2, fmt.Sprintf("%d nodeclaims: waiting for a replacement", len(claims))
 	})
 	first.stop(syscall.SIGKILL)
-	t.Log("karp killed while its replacement registers")
+	t.Log("karp killed while its replacement launches")
 	consStartKarp(t, f)
 	t.Cleanup(func() { consCleanUp(cl, name) })
 

@@ -1,0 +1,164 @@
+package disruption
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok"
+	"github.com/karp-autoscaler/karp/pkg/scheduling"
+	"github.com/karp-autoscaler/karp/pkg/simulation"
+	"github.com/karp-autoscaler/karp/pkg/test"
+	"github.com/karp-autoscaler/karp/test/e2e/framework"
+)
+
+// BenchmarkScaleDown1000To300 runs 1,000 pause pods (250m cpu, 256Mi) on a
+// WhenEmptyOrUnderutilized pool, scales them to 300 and reports how long
+// karp takes to settle (no node deleting or tainted, the node set unchanged
+// for 20 s), the pool's $/hour before and after, and the gap to the
+// simulator's lower bound: the cost of packing the 300 pods from scratch.
+// It is a benchmark (go test -bench), not part of the timed suite.
+func BenchmarkScaleDown1000To300(b *testing.B) {
+	const name = "e2e-scale"
+	pool := test.MakeNodePool(name).
+		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand).
+		ConsolidationPolicy(karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized).
+		ConsolidateAfter(karpv1.MustParseNillableDuration("5s")).
+		Budgets(karpv1.Budget{Nodes: "100%"}).Obj()
+	f := framework.Current(b)
+	cl := f.Client
+	scaleSetup(b, cl, name, pool)
+	consStartKarp(b, f)
+	b.Cleanup(func() { consCleanUp(cl, name) })
+	its, err := kwok.LoadInstanceTypes("", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	deploy := consDeployment(name, name, name, 1000, "250m")
+	if err := cl.Create(b.Context(), deploy); err != nil {
+		b.Fatal(err)
+	}
+	framework.Eventually(b, 15*time.Minute, func(ctx context.Context) (bool, string) {
+		n := consAvailable(ctx, cl, name, map[string]string{"app": name})
+		return n == 1000, fmt.Sprintf("%d of 1000 pods available", n)
+	})
+	scaleSettle(b, cl, name)
+	before, nodesBefore := poolCost(b.Context(), cl, name, its)
+
+	b.ResetTimer()
+	start := time.Now()
+	current := deploy.DeepCopy()
+	if err := cl.Get(b.Context(), client.ObjectKeyFromObject(deploy), current); err != nil {
+		b.Fatal(err)
+	}
+	current.Spec.Replicas = ptr.To[int32](300)
+	if err := cl.Update(b.Context(), current); err != nil {
+		b.Fatal(err)
+	}
+	settledAt := scaleSettle(b, cl, name)
+	b.StopTimer()
+	after, nodesAfter := poolCost(b.Context(), cl, name, its)
+	bound := lowerBound(b, pool, its, 300)
+	b.ReportMetric(settledAt.Sub(start).Seconds(), "s-to-settle")
+	b.ReportMetric(before, "$/h-before")
+	b.ReportMetric(after, "$/h-after")
+	b.ReportMetric(bound, "$/h-lower-bound")
+	b.ReportMetric(100*(after/bound-1), "%-over-bound")
+	b.Logf("nodes %d -> %d, $/h %.4f -> %.4f, lower bound %.4f, settled in %s", nodesBefore, nodesAfter, before, after, bound,
+		settledAt.Sub(start).Round(time.Second))
+}
+
+// scaleSettle waits until the pool has no deleting NodeClaim, no tainted
+// node, every pod of the app runs, and its NodeClaims did not change for
+// 20 s; it returns when the last change was seen.
+func scaleSettle(b *testing.B, cl client.Client, pool string) time.Time {
+	b.Helper()
+	last, lastKey := time.Now(), ""
+	framework.Eventually(b, 30*time.Minute, func(ctx context.Context) (bool, string) {
+		claims := consNodeClaims(ctx, cl, pool)
+		key, busy := "", 0
+		for _, nc := range claims {
+			key += nc.Name + ","
+			node := &corev1.Node{}
+			if nc.DeletionTimestamp != nil || (nc.Status.NodeName != "" &&
+				cl.Get(ctx, types.NamespacedName{Name: nc.Status.NodeName}, node) == nil && consTainted(node)) {
+				busy++
+			}
+		}
+		if key != lastKey {
+			last, lastKey = time.Now(), key
+		}
+		d := &corev1.PodList{}
+		pending := 0
+		if err := cl.List(ctx, d, client.InNamespace(pool)); err == nil {
+			for _, p := range d.Items {
+				if p.Spec.NodeName == "" {
+					pending++
+				}
+			}
+		}
+		return busy == 0 && pending == 0 && time.Since(last) > 20*time.Second,
+			fmt.Sprintf("%d nodeclaims, %d disrupting, %d pending pods, stable for %s", len(claims), busy, pending, time.Since(last).Round(time.Second))
+	})
+	return last
+}
+
+// poolCost sums the offering price of the pool's NodeClaims.
+func poolCost(ctx context.Context, cl client.Client, pool string, its []*scheduling.InstanceType) (float64, int) {
+	byName := map[string]*scheduling.InstanceType{}
+	for _, it := range its {
+		byName[it.Name] = it
+	}
+	total := 0.0
+	claims := consNodeClaims(ctx, cl, pool)
+	for _, nc := range claims {
+		it := byName[nc.Labels[corev1.LabelInstanceTypeStable]]
+		if it == nil {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if o.Zone == nc.Labels[corev1.LabelTopologyZone] && o.CapacityType == nc.Labels[karpv1.CapacityTypeLabelKey] {
+				total += o.Price
+				break
+			}
+		}
+	}
+	return total, len(claims)
+}
+
+// lowerBound is what the simulator would pay to run n of the deployment's
+// pods on empty capacity of the pool.
+func lowerBound(b *testing.B, np *karpv1.NodePool, its []*scheduling.InstanceType, n int) float64 {
+	var pods []*corev1.Pod
+	for i := range n {
+		pods = append(pods, test.MakePod(fmt.Sprintf("p-%d", i)).Namespace(np.Name).UID(fmt.Sprintf("p-%d", i)).
+			NodeSelector(map[string]string{karpv1.NodePoolLabelKey: np.Name}).Requests("cpu", "250m", "memory", "256Mi").Obj())
+	}
+	res := simulation.Solve(b.Context(), simulation.Input{Pods: pods, NodePools: []*simulation.NodePool{{NodePool: np, InstanceTypes: its}}})
+	if len(res.PodErrors) > 0 {
+		b.Fatalf("lower bound: %d pods unplaced: %s", len(res.PodErrors), res.PodErrors[0].Status.Message())
+	}
+	return res.Cost()
+}
+
+func scaleSetup(b *testing.B, cl client.Client, name string, pool *karpv1.NodePool) {
+	b.Helper()
+	for _, obj := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, test.MakeKWOKNodeClass(name).Obj()} {
+		if err := cl.Create(b.Context(), obj); err != nil {
+			b.Fatal(err)
+		}
+	}
+	pool.Spec.Template.Spec.NodeClassRef.Name = name
+	if err := cl.Create(b.Context(), pool); err != nil {
+		b.Fatal(err)
+	}
+}
