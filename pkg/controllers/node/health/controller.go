@@ -13,9 +13,12 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
@@ -73,6 +76,10 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).
 		Named(c.Name()).
 		For(&corev1.Node{}).
+		// A node that recovers, joins or leaves changes its pool's unhealthy
+		// share: re-check the pool's blocked nodes at once instead of after
+		// BlockedRetry.
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.unhealthyPeers), builder.WithPredicates(readinessChanged)).
 		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
 }
 
@@ -145,6 +152,48 @@ func (c *Controller) repair(ctx context.Context, node *corev1.Node, nodeClaim *k
 	UnhealthyDisruptedTotal.WithLabelValues(string(cond.Type), pool, capacityType).Inc()
 	metrics.NodeClaimsDisruptedTotal.WithLabelValues(metrics.ReasonUnhealthy, pool, capacityType, "", metrics.TerminationModeForceful).Inc()
 	return nil
+}
+
+// readinessChanged passes Node creations, deletions and Ready changes.
+var readinessChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		oldNode, ok1 := e.ObjectOld.(*corev1.Node)
+		newNode, ok2 := e.ObjectNew.(*corev1.Node)
+		return ok1 && ok2 && readyStatus(oldNode) != readyStatus(newNode)
+	},
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+func readyStatus(node *corev1.Node) corev1.ConditionStatus {
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.Status
+		}
+	}
+	return ""
+}
+
+// unhealthyPeers are the unhealthy Nodes of the node's pool.
+func (c *Controller) unhealthyPeers(ctx context.Context, o client.Object) []reconcile.Request {
+	pool := o.GetLabels()[karpv1.NodePoolLabelKey]
+	if pool == "" {
+		return nil
+	}
+	var list corev1.NodeList
+	if err := c.kubeClient.List(ctx, &list, client.MatchingLabels{karpv1.NodePoolLabelKey: pool}); err != nil {
+		return nil
+	}
+	policies := c.policies()
+	var out []reconcile.Request
+	for i := range list.Items {
+		for _, policy := range policies {
+			if matching(&list.Items[i], policy) != nil {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+				break
+			}
+		}
+	}
+	return out
 }
 
 // dueCondition returns the first Node condition that has matched a policy
