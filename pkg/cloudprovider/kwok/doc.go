@@ -19,7 +19,10 @@
 // created by a goroutine after the delay, retrying until it exists or the
 // launch is deleted; until then Get and List report the pending instance.
 // Create is idempotent: a retry finds the pending launch or the Node
-// (annotated with the NodeClaim's UID), also after a restart.
+// (annotated with the NodeClaim's UID), also after a restart. A delayed
+// launch outlives the process that started it, as a booting instance
+// would: List restarts, with the remaining delay, the launch of a Launched,
+// unregistered NodeClaim that has neither a Node nor a pending launch.
 //
 // Insufficient capacity is simulated: Create refuses configured offerings
 // with an InsufficientCapacityError and puts the refused offering into an
