@@ -38,7 +38,7 @@ func TestNginxDemoConsolidatesWithoutBreakingItsPDB(t *testing.T) {
 	consStartKarp(t, f)
 	t.Cleanup(func() { consCleanUp(cl, name) })
 
-	consApply(t, cl, filepath.Join(consRepoRoot(t), "examples", "nginx-demo.yaml"), name, nil)
+	consApply(t, cl, filepath.Join(repoRoot(t), "examples", "nginx-demo.yaml"), name, nil)
 	consCreate(t, cl, consSpread(consDeployment("filler", name, name, 3, "2")))
 	nginx := map[string]string{"app": "nginx-demo"}
 	framework.Eventually(t, 4*time.Minute, func(ctx context.Context) (bool, string) {

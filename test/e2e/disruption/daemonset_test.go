@@ -85,7 +85,7 @@ func TestDaemonSetThatDoesNotFitGetsItsNodesReplaced(t *testing.T) {
 // other tests' nodes.
 func sigAllNodesDaemonSet(t *testing.T, namespace, cpu string) *appsv1.DaemonSet {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(termRepoRoot(t), "examples", "daemonset-all-nodes.yaml"))
+	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "examples", "daemonset-all-nodes.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func TestDoNotDisruptPodKeepsItsNode(t *testing.T) {
 	ctx := t.Context()
 
 	// 1. The do-not-disrupt pod, exactly as users apply it.
-	termApplyManifest(t, cl, filepath.Join(termRepoRoot(t), "examples", "nginx-do-not-disrupt.yaml"), name)
+	termApplyManifest(t, cl, filepath.Join(repoRoot(t), "examples", "nginx-do-not-disrupt.yaml"), name)
 	protected := sigWaitRunning(t, cl, name, 1)
 	if len(protected) != 1 {
 		t.Fatalf("nginx-single runs under %d NodeClaims, want 1", len(protected))

@@ -25,6 +25,7 @@ import (
 	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/test"
+	"github.com/karp-autoscaler/karp/pkg/test/environment"
 	"github.com/karp-autoscaler/karp/test/e2e/framework"
 )
 
@@ -231,25 +232,6 @@ func consApply(t *testing.T, cl client.Client, path, namespace string, mutate fu
 	}
 }
 
-// consRepoRoot is the directory holding go.mod.
-func consRepoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
-}
-
 // consTainted reports whether the node carries the disrupted taint.
 func consTainted(node *corev1.Node) bool {
 	for _, t := range node.Spec.Taints {
@@ -258,4 +240,14 @@ func consTainted(node *corev1.Node) bool {
 		}
 	}
 	return false
+}
+
+// repoRoot is the directory holding go.mod (the examples are under it).
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := environment.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

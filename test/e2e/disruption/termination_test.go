@@ -56,7 +56,7 @@ func TestDrainingANodeClaimKeepsNginxAvailable(t *testing.T) {
 	t.Cleanup(func() { termCleanUp(cl, name) })
 
 	// nginx-demo exactly as users apply it, in this test's namespace.
-	termApplyManifest(t, cl, filepath.Join(termRepoRoot(t), "examples", "nginx-demo.yaml"), name)
+	termApplyManifest(t, cl, filepath.Join(repoRoot(t), "examples", "nginx-demo.yaml"), name)
 	var pods []corev1.Pod
 	framework.Eventually(t, 3*time.Minute, func(ctx context.Context) (bool, string) {
 		pods = termNginxPods(ctx, t, cl, name)
@@ -304,24 +304,6 @@ func termApplyManifest(t *testing.T, cl client.Client, path, namespace string) {
 		}
 		obj.SetNamespace(namespace)
 		termCreate(t, cl, obj)
-	}
-}
-
-func termRepoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
 	}
 }
 
