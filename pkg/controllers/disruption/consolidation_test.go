@@ -201,7 +201,7 @@ func TestExpiredDoNotDisruptDurationAllowsConsolidation(t *testing.T) {
 	h.runningNode("big", nodeOpts{it: largeType}, p)
 	h.decide()
 	if len(h.replacements("big")) != 1 {
-		t.Fatal("node not consolidated after its pod's do-not-disrupt duration passed")
+		t.Fatalf("node not consolidated after its pod's do-not-disrupt duration passed (DisruptionBlocked = %+v)", h.blocked("big"))
 	}
 }
 

@@ -2,24 +2,16 @@ package disruption_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	clocktesting "k8s.io/utils/clock/testing"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
@@ -29,24 +21,13 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/simulation"
 	"github.com/karp-autoscaler/karp/pkg/state"
 	"github.com/karp-autoscaler/karp/pkg/test"
+	"github.com/karp-autoscaler/karp/pkg/test/controllertest"
 	"github.com/karp-autoscaler/karp/pkg/test/environment"
 )
 
 var env *environment.Environment
 
-func TestMain(m *testing.M) {
-	var err error
-	env, err = environment.Start(context.Background())
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { environment.Main(m, &env) }
 
 const zone = "test-zone-1"
 
@@ -58,10 +39,12 @@ var (
 		Offerings: []*cloudprovider.Offering{{Zone: zone, CapacityType: karpv1.CapacityTypeOnDemand, Price: 1.00, Available: true}}})
 )
 
-// harness is one test's world: a manager whose cache feeds a fresh
-// cluster state, a fake provider, a fake clock and a disruption controller
-// the test drives pass by pass.
+// harness is one test's world (controllertest.Harness: a manager whose
+// cache feeds a fresh cluster state, a fake provider, a fake clock) plus a
+// disruption controller the test drives pass by pass. The short fields
+// alias the shared harness's.
 type harness struct {
+	base       *controllertest.Harness
 	t          *testing.T
 	ctx        context.Context
 	client     client.Client
@@ -75,36 +58,17 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{t: t, ctx: ctx, client: env.Client, clock: clocktesting.NewFakeClock(time.Now()),
-		provider: fake.New(smallType, largeType), opts: disruption.DefaultOptions()}
-	t.Cleanup(func() { h.cleanup(); cancel() })
-	h.start(ctx)
+	base := controllertest.New(t, env, statecontrollers.Register, fake.New(smallType, largeType))
+	h := &harness{base: base, t: t, ctx: base.Ctx, client: base.Client, clock: base.Clock, provider: base.Provider,
+		opts: disruption.DefaultOptions()}
+	h.started()
 	return h
 }
 
-// start builds a manager, a cluster state and a controller, as a
-// (re)started process would.
-func (h *harness) start(ctx context.Context) {
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
-	if err != nil {
-		h.t.Fatalf("building manager: %v", err)
-	}
-	h.mgr = mgr
-	h.cluster = state.NewCluster(h.clock, mgr.GetClient())
-	if err := statecontrollers.Register(ctx, mgr, h.cluster); err != nil {
-		h.t.Fatalf("registering state controllers: %v", err)
-	}
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			h.t.Errorf("manager stopped: %v", err)
-		}
-	}()
-	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		h.t.Fatal("cache did not sync")
-	}
+// started picks up the base harness's (new) manager and state and builds
+// a controller over them, as a (re)started process would.
+func (h *harness) started() {
+	h.mgr, h.cluster = h.base.Manager, h.base.Cluster
 	h.newController()
 }
 
@@ -116,73 +80,25 @@ func (h *harness) newController() {
 // restart simulates a controller restart: a new manager, state and
 // controller over the same API.
 func (h *harness) restart() {
-	ctx, cancel := context.WithCancel(h.ctx)
-	h.t.Cleanup(cancel)
-	h.start(ctx)
-}
-
-func (h *harness) cleanup() {
-	ctx := context.Background()
-	grace := client.GracePeriodSeconds(0)
-	for _, obj := range []client.Object{&corev1.Pod{}, &appsv1.DaemonSet{}, &policyv1.PodDisruptionBudget{}} {
-		if err := env.Client.DeleteAllOf(ctx, obj, client.InNamespace("default"), grace); err != nil {
-			h.t.Errorf("cleaning up %T: %v", obj, err)
-		}
-	}
-	for _, obj := range []client.Object{&karpv1.NodeClaim{}, &karpv1.NodePool{}, &corev1.Node{}} {
-		if err := env.Client.DeleteAllOf(ctx, obj); err != nil {
-			h.t.Errorf("cleaning up %T: %v", obj, err)
-		}
-	}
-	_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		var pods corev1.PodList
-		var claims karpv1.NodeClaimList
-		var nodes corev1.NodeList
-		if env.Client.List(ctx, &pods) != nil || env.Client.List(ctx, &claims) != nil || env.Client.List(ctx, &nodes) != nil {
-			return false, nil
-		}
-		return len(pods.Items) == 0 && len(claims.Items) == 0 && len(nodes.Items) == 0, nil
-	})
+	h.base.Restart()
+	h.started()
 }
 
 // eventually polls cond (real time) until it holds or fails the test.
 func (h *harness) eventually(what string, cond func() bool) {
 	h.t.Helper()
-	err := wait.PollUntilContextTimeout(h.ctx, 10*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
-		return cond(), nil
-	})
-	if err != nil {
-		h.t.Fatalf("waiting for %s: %v", what, err)
-	}
+	h.base.Eventually(what, cond)
 }
 
 func (h *harness) create(obj client.Object) {
 	h.t.Helper()
-	if err := h.client.Create(h.ctx, obj); err != nil {
-		h.t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
-	}
+	h.base.Create(obj)
 }
 
 // readyNodePool creates the NodePool and marks it Ready.
 func (h *harness) readyNodePool(np *karpv1.NodePool) *karpv1.NodePool {
 	h.t.Helper()
-	h.create(np)
-	conds := np.StatusConditions()
-	for _, c := range []string{karpv1.ConditionTypeValidationSucceeded, karpv1.ConditionTypeNodeClassReady} {
-		conds.SetTrue(c)
-	}
-	if err := h.client.Status().Update(h.ctx, np); err != nil {
-		h.t.Fatalf("marking NodePool %s ready: %v", np.Name, err)
-	}
-	h.eventually("NodePool in state", func() bool {
-		for _, got := range h.cluster.NodePools() {
-			if got.Name == np.Name && got.StatusConditions().IsTrue(karpv1.ConditionTypeReady) {
-				return true
-			}
-		}
-		return false
-	})
-	return np
+	return h.base.ReadyNodePool(np)
 }
 
 // nodeOpts customise a running node.
@@ -236,13 +152,25 @@ func (h *harness) runningNode(name string, o nodeOpts, pods ...*corev1.Pod) *kar
 	}
 	h.eventually("node "+name+" in state", func() bool {
 		for _, sn := range h.cluster.Nodes() {
-			if sn.Name() == name && sn.Initialized() && len(sn.Pods) == len(pods) && sn.Node != nil && len(sn.Node.Status.Allocatable) > 0 && len(sn.Node.Spec.Taints) == len(o.taints) {
+			if sn.Name() == name && sn.Initialized() && len(sn.Pods) == len(pods) && podsStarted(sn.Pods) && sn.Node != nil && len(sn.Node.Status.Allocatable) > 0 && len(sn.Node.Spec.Taints) == len(o.taints) {
 				return true
 			}
 		}
 		return false
 	})
 	return nc
+}
+
+// podsStarted reports whether the state saw every pod's status update (its
+// start time), not only its creation: a pass that ran in between would see
+// pods that never started.
+func podsStarted(pods []*corev1.Pod) bool {
+	for _, p := range pods {
+		if p.Status.StartTime == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // bind creates a running pod on the node.
