@@ -2,52 +2,33 @@ package provisioning_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"strings"
 	"testing"
-	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	clocktesting "k8s.io/utils/clock/testing"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/fake"
 	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning"
 	statecontrollers "github.com/karp-autoscaler/karp/pkg/controllers/state"
 	"github.com/karp-autoscaler/karp/pkg/state"
+	"github.com/karp-autoscaler/karp/pkg/test/controllertest"
 	"github.com/karp-autoscaler/karp/pkg/test/environment"
 )
 
 var env *environment.Environment
 
-func TestMain(m *testing.M) {
-	var err error
-	env, err = environment.Start(context.Background())
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { environment.Main(m, &env) }
 
-// harness is one test's world: a manager whose cache feeds a fresh cluster
-// state through the real informer controllers, a fake provider, a fake
-// clock, and a provisioner driven directly by the test.
+// harness is one test's world (controllertest.Harness: a manager whose
+// cache feeds a fresh cluster state, a fake provider, a fake clock) plus a
+// provisioner driven directly by the test. The short fields alias the
+// shared harness's.
 type harness struct {
+	base        *controllertest.Harness
 	t           *testing.T
 	ctx         context.Context
 	client      client.Client
@@ -60,118 +41,38 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{t: t, ctx: ctx, client: env.Client, clock: clocktesting.NewFakeClock(time.Now()), provider: fake.New()}
-	t.Cleanup(func() { h.cleanup(); cancel() })
-	h.mgr = h.startManager(ctx)
-	h.cluster = h.newState(ctx, h.mgr)
-	h.provisioner = h.newProvisioner(h.cluster)
+	base := controllertest.New(t, env, statecontrollers.Register, fake.New())
+	h := &harness{base: base, t: t, ctx: base.Ctx, client: base.Client, clock: base.Clock, provider: base.Provider}
+	h.started()
 	return h
 }
 
-func (h *harness) startManager(ctx context.Context) manager.Manager {
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		// Every test (and every simulated restart) runs its own manager
-		// with the same controller names.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
-	if err != nil {
-		h.t.Fatalf("building manager: %v", err)
-	}
-	return mgr
-}
-
-// newState registers a fresh cluster state's informer controllers with a
-// new manager (controller names must be unique per manager) and starts it.
-func (h *harness) newState(ctx context.Context, mgr manager.Manager) *state.Cluster {
-	cluster := state.NewCluster(h.clock, mgr.GetClient())
-	if err := statecontrollers.Register(ctx, mgr, cluster); err != nil {
-		h.t.Fatalf("registering state controllers: %v", err)
-	}
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			h.t.Errorf("manager stopped: %v", err)
-		}
-	}()
-	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		h.t.Fatal("cache did not sync")
-	}
-	return cluster
-}
-
-func (h *harness) newProvisioner(cluster *state.Cluster) *provisioning.Provisioner {
-	opts := provisioning.DefaultOptions()
-	return provisioning.NewProvisioner(h.mgr.GetClient(), h.provider, cluster, h.mgr.GetEventRecorder("karp"), h.clock, opts)
+// started picks up the base harness's (new) manager and state and builds
+// a provisioner over them.
+func (h *harness) started() {
+	h.mgr, h.cluster = h.base.Manager, h.base.Cluster
+	h.provisioner = provisioning.NewProvisioner(h.mgr.GetClient(), h.provider, h.cluster, h.mgr.GetEventRecorder("karp"),
+		h.clock, provisioning.DefaultOptions())
 }
 
 // restart builds a second manager, state and provisioner over the same
 // API, as a restarted controller would.
 func (h *harness) restart() {
-	ctx, cancel := context.WithCancel(h.ctx)
-	h.t.Cleanup(cancel)
-	h.mgr = h.startManager(ctx)
-	h.cluster = h.newState(ctx, h.mgr)
-	h.provisioner = h.newProvisioner(h.cluster)
-}
-
-func (h *harness) cleanup() {
-	ctx := context.Background()
-	grace := client.GracePeriodSeconds(0)
-	for _, obj := range []client.Object{&corev1.Pod{}, &appsv1.DaemonSet{}, &corev1.LimitRange{}} {
-		if err := env.Client.DeleteAllOf(ctx, obj, client.InNamespace("default"), grace); err != nil {
-			h.t.Errorf("cleaning up %T: %v", obj, err)
-		}
-	}
-	for _, obj := range []client.Object{&karpv1.NodeClaim{}, &karpv1.NodePool{}, &corev1.Node{}} {
-		if err := env.Client.DeleteAllOf(ctx, obj); err != nil {
-			h.t.Errorf("cleaning up %T: %v", obj, err)
-		}
-	}
-	_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		var pods corev1.PodList
-		var claims karpv1.NodeClaimList
-		if err := env.Client.List(ctx, &pods); err != nil {
-			return false, nil
-		}
-		if err := env.Client.List(ctx, &claims); err != nil {
-			return false, nil
-		}
-		return len(pods.Items) == 0 && len(claims.Items) == 0, nil
-	})
+	h.base.Restart()
+	h.started()
 }
 
 // eventually polls cond (real time) until it holds or fails the test.
 func (h *harness) eventually(what string, cond func() bool) {
 	h.t.Helper()
-	err := wait.PollUntilContextTimeout(h.ctx, 10*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
-		return cond(), nil
-	})
-	if err != nil {
-		h.t.Fatalf("waiting for %s: %v", what, err)
-	}
+	h.base.Eventually(what, cond)
 }
 
 // readyNodePool creates the NodePool and marks it Ready, as the NodePool
 // controllers would.
 func (h *harness) readyNodePool(np *karpv1.NodePool) *karpv1.NodePool {
 	h.t.Helper()
-	h.create(np)
-	conds := np.StatusConditions()
-	for _, c := range []string{karpv1.ConditionTypeValidationSucceeded, karpv1.ConditionTypeNodeClassReady} {
-		conds.SetTrue(c)
-	}
-	if err := h.client.Status().Update(h.ctx, np); err != nil {
-		h.t.Fatalf("marking NodePool %s ready: %v", np.Name, err)
-	}
-	h.eventually("NodePool in state", func() bool {
-		for _, got := range h.cluster.NodePools() {
-			if got.Name == np.Name && got.StatusConditions().IsTrue(karpv1.ConditionTypeReady) {
-				return true
-			}
-		}
-		return false
-	})
-	return np
+	return h.base.ReadyNodePool(np)
 }
 
 // pendingPods creates the pods, marks them unschedulable as the
@@ -201,18 +102,13 @@ func (h *harness) pendingPods(pods ...*corev1.Pod) []*corev1.Pod {
 
 func (h *harness) create(obj client.Object) {
 	h.t.Helper()
-	if err := h.client.Create(h.ctx, obj); err != nil {
-		h.t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
-	}
+	h.base.Create(obj)
 }
 
 // schedule runs one provisioning pass once state is synced.
 func (h *harness) schedule() *provisioning.Results {
 	h.t.Helper()
-	h.eventually("state synced", func() bool {
-		ok, err := h.cluster.Synced(h.ctx)
-		return err == nil && ok
-	})
+	h.base.StateSynced()
 	res, err := h.provisioner.Schedule(h.ctx)
 	if err != nil {
 		h.t.Fatalf("provisioning: %v", err)
@@ -251,21 +147,7 @@ func (h *harness) nodeClaims() []karpv1.NodeClaim {
 // eventFor waits for an event with the reason on the pod and returns its note.
 func (h *harness) eventFor(pod *corev1.Pod, reason string) string {
 	h.t.Helper()
-	var note string
-	h.eventually(reason+" event on "+pod.Name, func() bool {
-		var list eventsv1.EventList
-		if err := h.client.List(h.ctx, &list, client.InNamespace(pod.Namespace)); err != nil {
-			return false
-		}
-		for _, e := range list.Items {
-			if e.Regarding.Name == pod.Name && e.Regarding.UID == pod.UID && e.Reason == reason {
-				note = e.Note
-				return true
-			}
-		}
-		return false
-	})
-	return note
+	return h.base.EventNote(pod, reason)
 }
 
 // requirement returns the NodeClaim's requirement on key.

@@ -135,3 +135,21 @@ func tmpfsDir() string {
 	}
 	return os.TempDir()
 }
+
+// Main is a test package's TestMain body: it starts one Environment into
+// *env, runs the tests, stops it and exits with the tests' code (a failure
+// to stop is printed, not counted). A start failure exits non-zero; the
+// tests are never skipped.
+func Main(m *testing.M, env **Environment) {
+	e, err := Start(context.Background())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*env = e
+	code := m.Run()
+	if err := e.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	os.Exit(code)
+}
