@@ -9,6 +9,24 @@ const (
 	KWOKNodeAnnotationValue = "fake"
 )
 
+// KWOKReadyAnnotationKey, set to KWOKNotReadyValue on a managed Node, makes
+// kwok report the Node not Ready and keep it so: the node-not-ready stage
+// sets its Ready condition to False (reason KWOKNotReadyReason), and the
+// node-ready and node-heartbeat stages skip it, so nothing flips it back.
+// kwok keeps renewing the Node's lease, so the node lifecycle controller
+// leaves the condition False (not Unknown) and taints the Node not-ready,
+// as for a kubelet reporting itself unhealthy. Removing the annotation (or
+// setting any other value) lets node-ready make the Node Ready again.
+//
+//	kubectl annotate node NODE karp.sh/kwok-ready=false     # unhealthy
+//	kubectl annotate node NODE karp.sh/kwok-ready-          # healthy again
+const (
+	KWOKReadyAnnotationKey = "karp.sh/kwok-ready"
+	KWOKNotReadyValue      = "false"
+	// KWOKNotReadyReason is the Ready condition's reason on such a Node.
+	KWOKNotReadyReason = "KWOKNotReady"
+)
+
 // kwokStages is the configuration kwok runs with: the stages that move
 // managed Nodes and their Pods through a lifecycle. kwok has no built-in
 // stages when run as a plain binary, so without these nothing would turn
@@ -22,6 +40,9 @@ const (
 //     minutes or so. Liveness comes from the Node lease kwok renews
 //     (--node-lease-duration-seconds), which the node lifecycle controller
 //     reads, so frequent status writes would only load the API server.
+//   - node-not-ready: a managed Node annotated karp.sh/kwok-ready=false
+//     whose Ready condition is not False gets Ready=False; node-ready and
+//     node-heartbeat exclude such Nodes (see KWOKReadyAnnotationKey).
 //   - pod-running: a Pending Pod bound to a managed Node becomes Running and
 //     Ready with an IP.
 //   - pod-succeeded: a Running Pod owned by a Job completes.
@@ -37,6 +58,9 @@ spec:
     - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
       operator: NotIn
       values: ['True']
+    - key: '.metadata.annotations["karp.sh/kwok-ready"]'
+      operator: NotIn
+      values: ['false']
   next:
     statusTemplate: |
       {{ $now := Now }}
@@ -103,6 +127,9 @@ spec:
     - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
       operator: In
       values: ['True']
+    - key: '.metadata.annotations["karp.sh/kwok-ready"]'
+      operator: NotIn
+      values: ['false']
   delay:
     durationMilliseconds: 300000
     jitterDurationMilliseconds: 330000
@@ -118,6 +145,39 @@ spec:
         message: {{ .message | Quote }}
         lastHeartbeatTime: {{ $now | Quote }}
         lastTransitionTime: {{ $created | Quote }}
+      {{ end }}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: node-not-ready
+spec:
+  resourceRef: {apiGroup: v1, kind: Node}
+  selector:
+    matchAnnotations:
+      karp.sh/kwok-ready: 'false'
+    matchExpressions:
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+      operator: NotIn
+      values: ['False']
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      conditions:
+      {{ range NodeConditions }}
+      {{ if eq .type "Ready" }}
+      - type: Ready
+        status: "False"
+        reason: KWOKNotReady
+        message: "karp.sh/kwok-ready=false: kwok reports the node not ready"
+      {{ else }}
+      - type: {{ .type | Quote }}
+        status: {{ .status | Quote }}
+        reason: {{ .reason | Quote }}
+        message: {{ .message | Quote }}
+      {{ end }}
+        lastHeartbeatTime: {{ $now | Quote }}
+        lastTransitionTime: {{ $now | Quote }}
       {{ end }}
 ---
 apiVersion: kwok.x-k8s.io/v1alpha1

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/karp-autoscaler/karp/pkg/localcluster"
@@ -140,4 +141,31 @@ func ExpectNodeReadyAndPodRuns(t testing.TB, cl client.Client, nodeName string) 
 		t.Fatalf("pod bound to %q, want %q", pod.Spec.NodeName, nodeName)
 	}
 	return node, pod
+}
+
+// SetKWOKNodeReady makes kwok report the node not Ready and keep it so
+// (ready false: the karp.sh/kwok-ready=false annotation), or lets kwok make
+// it Ready again (ready true: the annotation removed). It does not wait.
+func SetKWOKNodeReady(t testing.TB, cl client.Client, nodeName string, ready bool) {
+	t.Helper()
+	value := `"` + localcluster.KWOKNotReadyValue + `"`
+	if ready {
+		value = "null"
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%s}}}`, localcluster.KWOKReadyAnnotationKey, value)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}
+	if err := cl.Patch(t.Context(), node, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatalf("annotating node %s %s: %v", nodeName, patch, err)
+	}
+}
+
+// ReadyStatus is the status of the node's Ready condition ("" when it has
+// none).
+func ReadyStatus(node *corev1.Node) corev1.ConditionStatus {
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status
+		}
+	}
+	return ""
 }

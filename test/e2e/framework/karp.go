@@ -1,0 +1,104 @@
+package framework
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// FastDisruptionArgs are controller flags that make the disruption loop
+// act within seconds instead of upstream's 10s poll and 15s validation.
+var FastDisruptionArgs = []string{"--disruption-poll-period=1s", "--disruption-validation-delay=1s"}
+
+var (
+	karpBuildOnce sync.Once
+	karpBin       string
+	karpBuildErr  error
+)
+
+// Karp is a running `karp controller` process.
+type Karp struct {
+	cmd    *exec.Cmd
+	exited chan struct{}
+	log    string
+}
+
+// StartKarp builds karp once per test binary and runs `karp controller`
+// (kwok provider) against the local cluster with short batching windows,
+// its own leader-election lease and extraArgs (later flags win). It is
+// interrupted when the test ends, or earlier with Stop; when the test
+// failed, the tail of its log is printed and the log kept.
+func StartKarp(t testing.TB, f *Framework, extraArgs ...string) *Karp {
+	t.Helper()
+	karpBuildOnce.Do(buildKarp)
+	if karpBuildErr != nil {
+		t.Fatal(karpBuildErr)
+	}
+	logFile, err := os.CreateTemp("", "karp-e2e-controller-*.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"controller", "--kubeconfig", f.Cluster.Kubeconfig, "--metrics-port=0", "--health-probe-port=0",
+		"--leader-election-name=karp-e2e-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")),
+		"--batch-max-duration=2s", "--batch-idle-duration=500ms"}, extraArgs...)
+	k := &Karp{cmd: exec.Command(karpBin, args...), exited: make(chan struct{}), log: logFile.Name()}
+	k.cmd.Stdout, k.cmd.Stderr = logFile, logFile
+	if err := k.cmd.Start(); err != nil {
+		_ = logFile.Close()
+		t.Fatal(err)
+	}
+	go func() { _ = k.cmd.Wait(); _ = logFile.Close(); close(k.exited) }()
+	t.Cleanup(func() {
+		k.Stop(os.Interrupt)
+		if !t.Failed() {
+			_ = os.Remove(k.log)
+			return
+		}
+		if out, err := os.ReadFile(k.log); err == nil {
+			t.Logf("karp controller log kept in %s; last 6000 bytes:\n%s", k.log, tail(out, 6000))
+		}
+	})
+	return k
+}
+
+func buildKarp() {
+	dir, err := os.MkdirTemp("", "karp-e2e-bin-")
+	if err != nil {
+		karpBuildErr = err
+		return
+	}
+	karpBin = filepath.Join(dir, "karp")
+	out, err := exec.Command("go", "build", "-o", karpBin, "github.com/karp-autoscaler/karp/cmd/karp").CombinedOutput()
+	if err != nil {
+		karpBuildErr = fmt.Errorf("building karp: %w\n%s", err, out)
+	}
+}
+
+// Stop sends sig to the controller and waits for it to exit, killing it
+// after 30 seconds. Stopping an exited controller does nothing.
+func (k *Karp) Stop(sig os.Signal) {
+	select {
+	case <-k.exited:
+		return
+	default:
+	}
+	_ = k.cmd.Process.Signal(sig)
+	select {
+	case <-k.exited:
+	case <-time.After(30 * time.Second):
+		_ = k.cmd.Process.Kill()
+		<-k.exited
+	}
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) <= n {
+		return b
+	}
+	return b[len(b)-n:]
+}
