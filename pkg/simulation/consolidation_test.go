@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
@@ -158,6 +159,56 @@ func TestBalancedApproves(t *testing.T) {
 			score, got := BalancedApproves(tc.savings, tc.poolCost, tc.disruption, tc.poolDisruption)
 			if got != tc.want {
 				t.Errorf("approved = %v (score %s), want %v", got, fmt.Sprint(score), tc.want)
+			}
+		})
+	}
+}
+
+// TestConsolidateKeepsZonalVolumesInTheirZone: a pod whose volume is
+// pinned to zone a may not be moved onto a node in zone b, even though
+// deleting its node would then be the cheapest move; a cheaper replacement
+// is launched in zone a instead.
+func TestConsolidateKeepsZonalVolumesInTheirZone(t *testing.T) {
+	small := makeType("general-small", "amd64", 0.10, "cpu", "2", "memory", "4Gi", "pods", "10")
+	big := makeType("general-huge", "amd64", 1.00, "cpu", "8", "memory", "16Gi", "pods", "40")
+	pool := withTypes(test.MakeNodePool("default").Obj(), onDemandOnly([]*scheduling.InstanceType{small, big})...)
+	inZoneA := scheduling.NewNodeSelectorRequirements(req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, zoneA))
+	cases := map[string]struct {
+		volumes      map[types.UID][]scheduling.Requirements
+		want         ConsolidationDecision
+		wantZone     string
+		wantSavings  float64
+		wantReplaced int
+	}{
+		"without volume topology the pod moves to zone b": {
+			want: ConsolidationDelete, wantSavings: 1.00,
+		},
+		"a volume in zone a keeps the pod in zone a": {
+			volumes: map[types.UID][]scheduling.Requirements{"p1": {inZoneA}},
+			want:    ConsolidationReplace, wantZone: zoneA, wantSavings: 0.90, wantReplaced: 1,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			nodeB := poolNode("b", small)
+			nodeB.Labels[corev1.LabelTopologyZone] = zoneB
+			in := Input{Nodes: []*Node{poolNode("a", big, cpuPod("p1", "1")), nodeB}, NodePools: []*NodePool{pool},
+				VolumeRequirements: tc.volumes}
+			got := Consolidate(t.Context(), in, []ConsolidationCandidate{{Name: "a", Price: 1.00}}, ConsolidationOptions{RequireCheaper: true})
+			if got.Decision != tc.want {
+				t.Fatalf("decision = %s (%s), want %s", got.Decision, got.Reason, tc.want)
+			}
+			if math.Abs(got.Savings-tc.wantSavings) > 1e-9 {
+				t.Errorf("savings = %v, want %v", got.Savings, tc.wantSavings)
+			}
+			if len(got.Replacements) != tc.wantReplaced {
+				t.Fatalf("replacements = %d, want %d", len(got.Replacements), tc.wantReplaced)
+			}
+			for _, r := range got.Replacements {
+				zones := r.Requirements.Get(corev1.LabelTopologyZone)
+				if zones == nil || zones.Len() != 1 || !zones.Has(tc.wantZone) || r.Offering.Zone != tc.wantZone {
+					t.Errorf("replacement zones = %v (offering in %s), want only %s", zones, r.Offering.Zone, tc.wantZone)
+				}
 			}
 		})
 	}

@@ -33,6 +33,9 @@ const (
 	BlockedPolicy           = "ConsolidationPolicy"
 	BlockedDisabled         = "ConsolidationDisabled"
 	BlockedUnknownPrice     = "UnknownPrice"
+	// BlockedVolumeTopology: a pod's claim, volume or StorageClass is
+	// gone, so where the pod may run is unknown and the node is kept.
+	BlockedVolumeTopology = "VolumeTopology"
 )
 
 // blocker is why a node is not being disrupted.

@@ -23,8 +23,8 @@ var _ Simulator = (*passSimulator)(nil)
 
 // refresh gathers the solver input: every node of the cluster state, the
 // launchable NodePools with their instance types, DaemonSets, LimitRanges
-// and namespaces. Volume topology is not resolved: pods with zonal volumes
-// are kept from moving zones by their nodes' existing placements only.
+// and namespaces, and the volume topology of the candidates' pods (so a
+// pod with a zonal volume only moves within its zone).
 func (s *passSimulator) refresh(ctx context.Context, c *Controller, w *world) error {
 	nodes, _ := c.cluster.Snapshot()
 	in := simulation.Input{Nodes: nodes, DaemonSets: c.cluster.DaemonSets(), Options: s.opts}
@@ -48,6 +48,11 @@ func (s *passSimulator) refresh(ctx context.Context, c *Controller, w *world) er
 	for i := range namespaces.Items {
 		in.Namespaces = append(in.Namespaces, &namespaces.Items[i])
 	}
+	volumes, err := s.volumeTopology(ctx, w)
+	if err != nil {
+		return err
+	}
+	in.VolumeRequirements = volumes
 	s.in = in
 	return nil
 }
