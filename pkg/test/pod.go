@@ -155,6 +155,15 @@ func (w *PodWrapper) NodeAffinityTerm(reqs ...corev1.NodeSelectorRequirement) *P
 	return w
 }
 
+// NodeAffinityFieldTerm appends one ORed required node selector term
+// made of matchFields (which can only name a node: metadata.name).
+func (w *PodWrapper) NodeAffinityFieldTerm(fields ...corev1.NodeSelectorRequirement) *PodWrapper {
+	w.NodeAffinityTerm()
+	ns := w.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	ns.NodeSelectorTerms[len(ns.NodeSelectorTerms)-1] = corev1.NodeSelectorTerm{MatchFields: fields}
+	return w
+}
+
 // PreferredNodeAffinity appends a weighted preferred node selector term.
 func (w *PodWrapper) PreferredNodeAffinity(weight int32, reqs ...corev1.NodeSelectorRequirement) *PodWrapper {
 	a := w.affinity()

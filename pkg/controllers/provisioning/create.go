@@ -51,9 +51,10 @@ func (p *Provisioner) act(ctx context.Context, in *simulation.Input, res *simula
 			created = append(created, name)
 		}
 	}
-	// 3. Pods karp cannot help.
+	// 3. Pods karp cannot help, with the NodePools the pass skipped.
+	note := skippedNote(p.skipped)
 	for _, pe := range res.PodErrors {
-		p.recorder.FailedScheduling(pe.Pod, pe.Status.Message())
+		p.recorder.FailedScheduling(pe.Pod, pe.Status.Message()+note)
 	}
 	unschedulablePods.Set(float64(len(res.PodErrors)))
 	return created, errors.Join(errs...)

@@ -7,6 +7,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 )
 
 // Event reasons the provisioner publishes on pods.
@@ -17,6 +20,10 @@ const (
 	// ReasonFailedScheduling: karp cannot place the pod; the message
 	// carries the solver's reasons.
 	ReasonFailedScheduling = "FailedScheduling"
+	// ReasonNoCompatibleInstanceTypes (on a NodePool): its requirements
+	// leave no instance type with an available offering, so it cannot
+	// launch anything and the provisioner skips it.
+	ReasonNoCompatibleInstanceTypes = "NoCompatibleInstanceTypes"
 )
 
 // maxMessageLength caps event messages (the API limit is 1kB).
@@ -26,6 +33,11 @@ const maxMessageLength = 1000
 // suppressed, as upstream's recorder does.
 const dedupeWindow = 2 * time.Minute
 
+// nodePoolDedupeWindow is upstream's shorter window for
+// NoCompatibleInstanceTypes: a NodePool fixed and broken again is told
+// about within a minute.
+const nodePoolDedupeWindow = time.Minute
+
 // EventRecorder is the part of k8s.io/client-go/tools/events'
 // EventRecorder the provisioner uses.
 type EventRecorder interface {
@@ -33,7 +45,7 @@ type EventRecorder interface {
 }
 
 // Recorder publishes the provisioner's events, deduplicated per object
-// UID, reason and message for two minutes.
+// UID, reason and message for two minutes (one for NodePools).
 type Recorder struct {
 	recorder EventRecorder
 	clock    clock.Clock
@@ -49,22 +61,29 @@ func NewRecorder(recorder EventRecorder, clk clock.Clock) *Recorder {
 
 // Nominated says where the pod is expected to run.
 func (r *Recorder) Nominated(pod *corev1.Pod, target string) {
-	r.publish(pod, corev1.EventTypeNormal, ReasonNominated, "Provisioning", "Pod should schedule on: "+target)
+	r.publish(pod, corev1.EventTypeNormal, ReasonNominated, "Provisioning", "Pod should schedule on: "+target, dedupeWindow)
 }
 
 // FailedScheduling says why karp cannot place the pod.
 func (r *Recorder) FailedScheduling(pod *corev1.Pod, reason string) {
-	r.publish(pod, corev1.EventTypeWarning, ReasonFailedScheduling, "Provisioning", "Failed to schedule pod, "+reason)
+	r.publish(pod, corev1.EventTypeWarning, ReasonFailedScheduling, "Provisioning", "Failed to schedule pod, "+reason, dedupeWindow)
 }
 
-func (r *Recorder) publish(pod *corev1.Pod, eventType, reason, action, message string) {
+// NoCompatibleInstanceTypes says the NodePool's requirements filter out
+// every instance type with an available offering.
+func (r *Recorder) NoCompatibleInstanceTypes(nodePool *karpv1.NodePool) {
+	r.publish(nodePool, corev1.EventTypeWarning, ReasonNoCompatibleInstanceTypes, "Provisioning",
+		"NodePool requirements filtered out all compatible available instance types", nodePoolDedupeWindow)
+}
+
+func (r *Recorder) publish(obj client.Object, eventType, reason, action, message string, window time.Duration) {
 	if len(message) > maxMessageLength {
 		message = message[:maxMessageLength-3] + "..."
 	}
-	key := string(pod.UID) + "\x00" + reason + "\x00" + message
+	key := string(obj.GetUID()) + "\x00" + reason + "\x00" + message
 	now := r.clock.Now()
 	r.mu.Lock()
-	if last, ok := r.seen[key]; ok && now.Sub(last) < dedupeWindow {
+	if last, ok := r.seen[key]; ok && now.Sub(last) < window {
 		r.mu.Unlock()
 		return
 	}
@@ -78,5 +97,5 @@ func (r *Recorder) publish(pod *corev1.Pod, eventType, reason, action, message s
 	}
 	r.mu.Unlock()
 	// The message is passed as an argument so a "%" in it is not a verb.
-	r.recorder.Eventf(pod, nil, eventType, reason, action, "%s", message)
+	r.recorder.Eventf(obj, nil, eventType, reason, action, "%s", message)
 }

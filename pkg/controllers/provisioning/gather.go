@@ -35,6 +35,9 @@ func (p *Provisioner) gather(ctx context.Context, pods []*corev1.Pod, nodes []*s
 	for i := range namespaces.Items {
 		in.Namespaces = append(in.Namespaces, &namespaces.Items[i])
 	}
+	// Pods karp does not provision for (invalid node constraints, or
+	// asking for no karp node) are left out before anything else.
+	pods, errs := validatePods(ctx, pods)
 	volumes, ignored, err := p.volumeRequirements(ctx, append(pods, reschedulablePods(nodes)...))
 	if err != nil {
 		return nil, nil, err
@@ -45,7 +48,6 @@ func (p *Provisioner) gather(ctx context.Context, pods []*corev1.Pod, nodes []*s
 			in.Pods = append(in.Pods, pod)
 		}
 	}
-	var errs []simulation.PodError
 	for _, pe := range ignored {
 		errs = append(errs, pe)
 	}
@@ -54,21 +56,33 @@ func (p *Provisioner) gather(ctx context.Context, pods []*corev1.Pod, nodes []*s
 
 // nodePools returns the NodePools that may launch (Ready, not deleting,
 // not static) with their instance types, and the instance types of every
-// NodePool by name. A NodePool whose instance types cannot be read is
-// skipped for this pass.
+// NodePool by name. A NodePool whose instance types cannot be read, or
+// whose requirements leave none it could launch (NoCompatibleInstanceTypes
+// event), is skipped for this pass and noted in p.skipped.
 func (p *Provisioner) nodePools(ctx context.Context) ([]*simulation.NodePool, map[string][]*scheduling.InstanceType) {
 	var out []*simulation.NodePool
 	typesByPool := map[string][]*scheduling.InstanceType{}
+	p.skipped = map[string]string{}
 	for _, np := range p.cluster.NodePools() {
+		launchable := np.DeletionTimestamp == nil && np.Spec.Replicas == nil && np.StatusConditions().IsTrue(karpv1.ConditionTypeReady)
 		// Instance types of every NodePool, launchable or not, describe
 		// its in-flight NodeClaims.
 		types, err := p.cloudProvider.GetInstanceTypes(ctx, np)
 		if err != nil {
 			log.FromContext(ctx).Error(err, "skipping nodepool, listing instance types", "NodePool", np.Name)
+			if launchable {
+				p.skipped[np.Name] = skippedListingTypes
+			}
 			continue
 		}
 		typesByPool[np.Name] = types
-		if np.DeletionTimestamp != nil || np.Spec.Replicas != nil || !np.StatusConditions().IsTrue(karpv1.ConditionTypeReady) {
+		if !launchable {
+			continue
+		}
+		if !hasCompatibleInstanceTypes(np, types) {
+			log.FromContext(ctx).Info("skipping, nodepool requirements filtered out all instance types", "NodePool", np.Name)
+			p.recorder.NoCompatibleInstanceTypes(np)
+			p.skipped[np.Name] = skippedNoCompatibleTypes
 			continue
 		}
 		out = append(out, &simulation.NodePool{NodePool: np, InstanceTypes: types})

@@ -37,6 +37,11 @@ var (
 		Help: "The number of unschedulable Pods.",
 	}, []string{controllerLabel})
 	unschedulablePods = unschedulablePodsVec.WithLabelValues(provisionerName)
+
+	ignoredPods = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: metricsNamespace, Subsystem: schedulerSubsystem, Name: "ignored_pods_count",
+		Help: "The number of pending pods the last provisioning pass ignored (invalid node constraints, or asking for no karp node).",
+	})
 )
 
 // Register registers the provisioner's metrics with reg. The
@@ -44,7 +49,7 @@ var (
 // registered by pkg/metrics.
 func Register(reg prometheus.Registerer) error {
 	var errs []error
-	for _, c := range []prometheus.Collector{schedulingDurationVec, queueDepthVec, unschedulablePodsVec} {
+	for _, c := range []prometheus.Collector{schedulingDurationVec, queueDepthVec, unschedulablePodsVec, ignoredPods} {
 		errs = append(errs, reg.Register(c))
 	}
 	return errors.Join(errs...)

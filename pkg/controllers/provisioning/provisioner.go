@@ -59,6 +59,9 @@ type Provisioner struct {
 	// retry is set when a closed window could not be acted on (state not
 	// synced); the next pass runs without waiting for a new trigger.
 	retry bool
+	// skipped names the NodePools this pass left out of the solve and why
+	// (set by gather, read by act, for the pods' FailedScheduling events).
+	skipped map[string]string
 }
 
 // NewProvisioner builds the provisioner. The Batcher is shared with the
