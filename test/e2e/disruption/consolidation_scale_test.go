@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,22 +34,20 @@ func BenchmarkScaleDown1000To300(b *testing.B) {
 		Budgets(karpv1.Budget{Nodes: "100%"}).Obj()
 	f := framework.Current(b)
 	cl := f.Client
-	scaleSetup(b, cl, name, pool)
+	framework.CreatePool(b, cl, name, pool)
 	// Leader election is off: on a loaded 2-core machine the lease can
 	// lapse and stop the controller mid-run.
-	consStartKarp(b, f, "--disable-leader-election")
-	b.Cleanup(func() { consCleanUp(cl, name) })
+	framework.StartKarp(b, f, append(framework.FastDisruptionArgs, "--disable-leader-election")...)
+	b.Cleanup(func() { framework.DeletePool(cl, name) })
 	its, err := kwok.LoadInstanceTypes("", nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 
-	deploy := consDeployment(name, name, name, 1000, "250m")
-	if err := cl.Create(b.Context(), deploy); err != nil {
-		b.Fatal(err)
-	}
+	deploy := framework.Deployment(name, name, name, 1000, "250m")
+	framework.Create(b, cl, deploy)
 	framework.Eventually(b, 15*time.Minute, func(ctx context.Context) (bool, string) {
-		n := consAvailable(ctx, cl, name, map[string]string{"app": name})
+		n := len(framework.AvailablePods(ctx, cl, name, map[string]string{"app": name}))
 		return n == 1000, fmt.Sprintf("%d of 1000 pods available", n)
 	})
 	scaleSettle(b, cl, name)
@@ -86,13 +83,13 @@ func scaleSettle(b *testing.B, cl client.Client, pool string) time.Time {
 	b.Helper()
 	last, lastKey := time.Now(), ""
 	framework.Eventually(b, 30*time.Minute, func(ctx context.Context) (bool, string) {
-		claims := consNodeClaims(ctx, cl, pool)
+		claims := framework.PoolNodeClaims(ctx, cl, pool)
 		key, busy := "", 0
 		for _, nc := range claims {
 			key += nc.Name + ","
 			node := &corev1.Node{}
 			if nc.DeletionTimestamp != nil || (nc.Status.NodeName != "" &&
-				cl.Get(ctx, types.NamespacedName{Name: nc.Status.NodeName}, node) == nil && consTainted(node)) {
+				cl.Get(ctx, types.NamespacedName{Name: nc.Status.NodeName}, node) == nil && framework.HasDisruptedTaint(node)) {
 				busy++
 			}
 		}
@@ -121,7 +118,7 @@ func poolCost(ctx context.Context, cl client.Client, pool string, its []*schedul
 		byName[it.Name] = it
 	}
 	total := 0.0
-	claims := consNodeClaims(ctx, cl, pool)
+	claims := framework.PoolNodeClaims(ctx, cl, pool)
 	for _, nc := range claims {
 		it := byName[nc.Labels[corev1.LabelInstanceTypeStable]]
 		if it == nil {
@@ -150,17 +147,4 @@ func lowerBound(b *testing.B, np *karpv1.NodePool, its []*scheduling.InstanceTyp
 		b.Fatalf("lower bound: %d pods unplaced: %s", len(res.PodErrors), res.PodErrors[0].Status.Message())
 	}
 	return res.Cost()
-}
-
-func scaleSetup(b *testing.B, cl client.Client, name string, pool *karpv1.NodePool) {
-	b.Helper()
-	for _, obj := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, test.MakeKWOKNodeClass(name).Obj()} {
-		if err := cl.Create(b.Context(), obj); err != nil {
-			b.Fatal(err)
-		}
-	}
-	pool.Spec.Template.Spec.NodeClassRef.Name = name
-	if err := cl.Create(b.Context(), pool); err != nil {
-		b.Fatal(err)
-	}
 }

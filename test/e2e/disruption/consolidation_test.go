@@ -3,8 +3,6 @@ package disruption
 import (
 	"context"
 	"fmt"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,45 +31,43 @@ func TestNginxDemoConsolidatesWithoutBreakingItsPDB(t *testing.T) {
 		ConsolidationPolicy(karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized).
 		ConsolidateAfter(karpv1.MustParseNillableDuration("5s")).
 		Budgets(karpv1.Budget{Nodes: "100%"}).Obj()
-	f := consSetup(t, name, pool)
+	f, _ := framework.RunPool(t, name, pool, framework.FastDisruptionArgs...)
 	cl := f.Client
-	consStartKarp(t, f)
-	t.Cleanup(func() { consCleanUp(cl, name) })
 
-	consApply(t, cl, filepath.Join(repoRoot(t), "examples", "nginx-demo.yaml"), name, nil)
-	consCreate(t, cl, consSpread(consDeployment("filler", name, name, 3, "2")))
+	framework.ApplyManifest(t, cl, framework.Example(t, "nginx-demo.yaml"), name, nil)
+	framework.Create(t, cl, framework.SpreadOverHosts(framework.Deployment("filler", name, name, 3, "2")))
 	nginx := map[string]string{"app": "nginx-demo"}
 	framework.Eventually(t, 4*time.Minute, func(ctx context.Context) (bool, string) {
-		n, fill := consAvailable(ctx, cl, name, nginx), consAvailable(ctx, cl, name, map[string]string{"app": "filler"})
+		n, fill := len(framework.AvailablePods(ctx, cl, name, nginx)), len(framework.AvailablePods(ctx, cl, name, map[string]string{"app": "filler"}))
 		return n == 2 && fill == 3, fmt.Sprintf("%d of 2 nginx and %d of 3 filler pods available", n, fill)
 	})
 	original := map[string]bool{}
-	for _, nc := range consNodeClaims(t.Context(), cl, name) {
+	for _, nc := range framework.PoolNodeClaims(t.Context(), cl, name) {
 		original[nc.Name] = true
 	}
 	t.Logf("%d nodes before the filler goes", len(original))
 
-	w := consWatch(t, cl, name, nginx)
+	w := framework.SampleAvailable(t, cl, name, nginx)
 	if err := cl.DeleteAllOf(t.Context(), &corev1.Pod{}, client.InNamespace(name), client.MatchingLabels{"app": "filler"}); err != nil {
 		t.Fatal(err)
 	}
-	filler := consDeployment("filler", name, name, 0, "2")
+	filler := framework.Deployment("filler", name, name, 0, "2")
 	if err := cl.Delete(t.Context(), filler); err != nil {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, 5*time.Minute, func(ctx context.Context) (bool, string) {
-		claims := consNodeClaims(ctx, cl, name)
+		claims := framework.PoolNodeClaims(ctx, cl, name)
 		left := 0
 		for _, nc := range claims {
 			if original[nc.Name] {
 				left++
 			}
 		}
-		avail := consAvailable(ctx, cl, name, nginx)
+		avail := len(framework.AvailablePods(ctx, cl, name, nginx))
 		return len(claims) <= 2 && left == 0 && avail == 2, fmt.Sprintf(
 			"%d nodeclaims (want at most 2), %d sized for the filler left, %d of 2 nginx available", len(claims), left, avail)
 	})
-	samples, minAvail := w.stop()
+	samples, minAvail := w.Stop()
 	t.Logf("%d samples, at least %d nginx replica(s) available in each", samples, minAvail)
 	if samples < 10 || minAvail < 1 {
 		t.Errorf("%d samples, minimum %d available nginx replicas; the PDB requires 1", samples, minAvail)
@@ -87,7 +83,7 @@ func TestNginxDemoConsolidatesWithoutBreakingItsPDB(t *testing.T) {
 	}
 	// The nodes that stay say why.
 	framework.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
-		for _, nc := range consNodeClaims(ctx, cl, name) {
+		for _, nc := range framework.PoolNodeClaims(ctx, cl, name) {
 			if c := nc.StatusConditions().Get(disruption.ConditionTypeDisruptionBlocked); c != nil && c.Message != "" {
 				t.Logf("nodeclaim %s stays: %s: %s", nc.Name, c.Reason, c.Message)
 				return true, ""
@@ -95,48 +91,4 @@ func TestNginxDemoConsolidatesWithoutBreakingItsPDB(t *testing.T) {
 		}
 		return false, "no remaining nodeclaim carries a DisruptionBlocked reason"
 	})
-}
-
-// consWatcher samples how many pods with the labels are available every
-// 200 ms.
-type consWatcher struct {
-	cancel  context.CancelFunc
-	done    chan struct{}
-	mu      sync.Mutex
-	samples int
-	min     int
-}
-
-func consWatch(t *testing.T, cl client.Client, namespace string, labels map[string]string) *consWatcher {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	w := &consWatcher{cancel: cancel, done: make(chan struct{}), min: 1 << 30}
-	go func() {
-		defer close(w.done)
-		tick := time.NewTicker(200 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			if n := consAvailable(ctx, cl, namespace, labels); n >= 0 {
-				w.mu.Lock()
-				w.samples++
-				w.min = min(w.min, n)
-				w.mu.Unlock()
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	t.Cleanup(func() { w.stop() })
-	return w
-}
-
-func (w *consWatcher) stop() (samples, minimum int) {
-	w.cancel()
-	<-w.done
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.samples, w.min
 }

@@ -4,13 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -36,11 +35,10 @@ func TestDaemonSetThatDoesNotFitGetsItsNodesReplaced(t *testing.T) {
 		ConsolidateAfter(karpv1.MustParseNillableDuration(karpv1.Never)).
 		Budgets(karpv1.Budget{Nodes: "1"}).
 		Obj()
-	f := sigSetup(t, name, pool, sigFastDisruption...)
+	f, _ := framework.RunPool(t, name, pool, framework.FastDisruptionArgs...)
 	cl := f.Client
-	deploy := sigDeployment(name, 2, "1")
-	sigSpreadOverHosts(&deploy.Spec.Template.Spec, name)
-	termCreate(t, cl, deploy)
+	deploy := framework.SpreadOverHosts(framework.Deployment(name, name, name, 2, "1"))
+	framework.Create(t, cl, deploy)
 	original := sigWaitRunning(t, cl, name, 2)
 	for n := range original {
 		if cpu := sigNodeClaims(t.Context(), cl, name)[n].Labels[kwokv1alpha1.InstanceCPULabelKey]; cpu != "2" {
@@ -48,8 +46,8 @@ func TestDaemonSetThatDoesNotFitGetsItsNodesReplaced(t *testing.T) {
 		}
 	}
 
-	w := sigWatchRunning(t, cl, name, name)
-	termCreate(t, cl, sigAllNodesDaemonSet(t, name, "1200m"))
+	w := framework.SampleAvailable(t, cl, name, map[string]string{"app": name})
+	framework.Create(t, cl, sigAllNodesDaemonSet(t, name, "1200m"))
 
 	framework.Eventually(t, 5*time.Minute, func(ctx context.Context) (bool, string) {
 		claims := sigNodeClaims(ctx, cl, name)
@@ -61,21 +59,21 @@ func TestDaemonSetThatDoesNotFitGetsItsNodesReplaced(t *testing.T) {
 		}
 		withAgent, nodes := sigNodesRunningApp(ctx, cl, name, "log-collector")
 		running := 0
-		for _, p := range sigRunningPods(ctx, cl, name) {
+		for _, p := range framework.AvailablePods(ctx, cl, name, nil) {
 			if p.Labels["app"] == name {
 				running++
 			}
 		}
-		pending := sigPending(ctx, cl, name)
+		pending := framework.PendingPods(ctx, cl, name)
 		return left == 0 && nodes > 0 && withAgent == nodes && running == 2 && pending == 0,
 			fmt.Sprintf("%d original NodeClaims left, DaemonSet pod runs on %d of %d nodes, %d of 2 replicas running, %d pods pending",
 				left, withAgent, nodes, running, pending)
 	})
-	samples, minAvailable := w.stop()
+	samples, minAvailable := w.Stop()
 	if samples < 10 || minAvailable < 1 {
 		t.Errorf("%d samples, at least %d replica(s) running in each; want at least 1 throughout", samples, minAvailable)
 	}
-	if !sigEventSeen(t, cl, "Node", disruption.ReasonDaemonSetReplacement) || !sigEventSeen(t, cl, "Pod", disruption.ReasonDaemonSetReplacement) {
+	if !slices.Contains(framework.EventReasons(t, cl, "", "Node", ""), disruption.ReasonDaemonSetReplacement) || !slices.Contains(framework.EventReasons(t, cl, "", "Pod", ""), disruption.ReasonDaemonSetReplacement) {
 		t.Errorf("no %s event on a node and a DaemonSet pod", disruption.ReasonDaemonSetReplacement)
 	}
 }
@@ -85,7 +83,7 @@ func TestDaemonSetThatDoesNotFitGetsItsNodesReplaced(t *testing.T) {
 // other tests' nodes.
 func sigAllNodesDaemonSet(t *testing.T, namespace, cpu string) *appsv1.DaemonSet {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "examples", "daemonset-all-nodes.yaml"))
+	raw, err := os.ReadFile(framework.Example(t, "daemonset-all-nodes.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +106,7 @@ func sigNodesRunningApp(ctx context.Context, cl client.Client, pool, app string)
 		return 0, -1
 	}
 	on := map[string]bool{}
-	for _, p := range sigRunningPods(ctx, cl, pool) {
+	for _, p := range framework.AvailablePods(ctx, cl, pool, nil) {
 		if p.Labels["app"] == app {
 			on[p.Spec.NodeName] = true
 		}
@@ -123,19 +121,4 @@ func sigNodesRunningApp(ctx context.Context, cl client.Client, pool, app string)
 		}
 	}
 	return withApp, nodes
-}
-
-// sigEventSeen reports whether any event about a kind has the reason.
-func sigEventSeen(t *testing.T, cl client.Client, kind, reason string) bool {
-	t.Helper()
-	var list eventsv1.EventList
-	if err := cl.List(t.Context(), &list); err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range list.Items {
-		if e.Regarding.Kind == kind && e.Reason == reason {
-			return true
-		}
-	}
-	return false
 }

@@ -3,7 +3,6 @@ package disruption
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -35,12 +34,12 @@ func TestDoNotDisruptPodKeepsItsNode(t *testing.T) {
 		ConsolidateAfter(karpv1.NewNillableDuration(5 * time.Second)).
 		Budgets(karpv1.Budget{Nodes: "100%"}).
 		Obj()
-	f := sigSetup(t, name, pool, sigFastDisruption...)
+	f, _ := framework.RunPool(t, name, pool, framework.FastDisruptionArgs...)
 	cl := f.Client
 	ctx := t.Context()
 
 	// 1. The do-not-disrupt pod, exactly as users apply it.
-	termApplyManifest(t, cl, filepath.Join(repoRoot(t), "examples", "nginx-do-not-disrupt.yaml"), name)
+	framework.ApplyManifest(t, cl, framework.Example(t, "nginx-do-not-disrupt.yaml"), name, nil)
 	protected := sigWaitRunning(t, cl, name, 1)
 	if len(protected) != 1 {
 		t.Fatalf("nginx-single runs under %d NodeClaims, want 1", len(protected))
@@ -52,19 +51,17 @@ func TestDoNotDisruptPodKeepsItsNode(t *testing.T) {
 	protectedClaim := sigNodeClaims(ctx, cl, name)[protectedName]
 
 	// 2. A filler pod that may not share the protected pod's node.
-	filler := sigDeployment("filler", 1, "500m")
-	filler.Namespace = name
-	filler.Spec.Template.Spec.NodeSelector = map[string]string{karpv1.NodePoolLabelKey: name}
+	filler := framework.Deployment("filler", name, name, 1, "500m")
 	filler.Spec.Template.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: corev1.LabelHostname,
 			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "nginx-single"}}}},
 	}}
-	termCreate(t, cl, filler)
+	framework.Create(t, cl, filler)
 	framework.Eventually(t, 3*time.Minute, func(ctx context.Context) (bool, string) {
-		n := len(sigRunningPods(ctx, cl, name))
+		n := len(framework.AvailablePods(ctx, cl, name, nil))
 		return n == 2, fmt.Sprintf("%d of 2 pods running", n)
 	})
-	s := sigSampleDisrupting(t, cl, name, protected)
+	s := framework.WatchDisrupting(t, f, name, protected)
 
 	// 3. Drift: every node of the pool no longer matches its template.
 	current := &karpv1.NodePool{}
@@ -109,7 +106,7 @@ func TestDoNotDisruptPodKeepsItsNode(t *testing.T) {
 			fmt.Sprintf("%d NodeClaims left (want only the protected one), why-not %q", len(claims), why)
 	})
 
-	peak, _ := s.stop()
+	peak, _ := s.Stop()
 	if peak != 0 {
 		t.Errorf("the do-not-disrupt pod's node was tainted or deleted")
 	}
@@ -121,7 +118,7 @@ func TestDoNotDisruptPodKeepsItsNode(t *testing.T) {
 
 // sigPodNodeOf returns the node of a running pod of the app.
 func sigPodNodeOf(ctx context.Context, cl client.Client, namespace, app string) string {
-	for _, p := range sigRunningPods(ctx, cl, namespace) {
+	for _, p := range framework.AvailablePods(ctx, cl, namespace, nil) {
 		if p.Labels["app"] == app {
 			return p.Spec.NodeName
 		}

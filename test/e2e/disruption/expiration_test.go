@@ -25,9 +25,9 @@ func TestExpireAfterReplacesNodes(t *testing.T) {
 		ConsolidationPolicy(karpv1.ConsolidationPolicyWhenEmpty).
 		ConsolidateAfter(karpv1.MustParseNillableDuration(karpv1.Never)).
 		Obj()
-	f := sigSetup(t, name, pool)
+	f, _ := framework.RunPool(t, name, pool)
 	cl := f.Client
-	termCreate(t, cl, sigDeployment(name, 2, "1"))
+	framework.Create(t, cl, framework.Deployment(name, name, name, 2, "1"))
 	original := sigWaitRunning(t, cl, name, 2)
 	if len(original) == 0 {
 		t.Fatal("no NodeClaim under the pods")
@@ -48,7 +48,7 @@ func TestExpireAfterReplacesNodes(t *testing.T) {
 				left++
 			}
 		}
-		running := sigRunningPods(ctx, cl, name)
+		running := framework.AvailablePods(ctx, cl, name, nil)
 		onNew := 0
 		for _, p := range running {
 			onOriginal := false

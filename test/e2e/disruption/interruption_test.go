@@ -29,9 +29,9 @@ func TestInterruptionReplacesTheNodeBeforeTheNoticeEnds(t *testing.T) {
 		ConsolidationPolicy(karpv1.ConsolidationPolicyWhenEmpty).
 		ConsolidateAfter(karpv1.MustParseNillableDuration(karpv1.Never)).
 		Obj()
-	f := sigSetup(t, name, pool)
+	f, _ := framework.RunPool(t, name, pool)
 	cl := f.Client
-	termCreate(t, cl, sigDeployment(name, 1, "1"))
+	framework.Create(t, cl, framework.Deployment(name, name, name, 1, "1"))
 	claims := sigWaitRunning(t, cl, name, 1)
 	if len(claims) != 1 {
 		t.Fatalf("pod runs under %d NodeClaims, want 1", len(claims))
@@ -42,7 +42,7 @@ func TestInterruptionReplacesTheNodeBeforeTheNoticeEnds(t *testing.T) {
 	}
 	node := victim.Status.NodeName
 
-	out, err := exec.Command(termKarpBin, "interrupt", "--kubeconfig", f.Cluster.Kubeconfig, node).CombinedOutput()
+	out, err := exec.Command(framework.KarpBinary(t), "interrupt", "--kubeconfig", f.Cluster.Kubeconfig, node).CombinedOutput()
 	if err != nil {
 		t.Fatalf("karp interrupt: %v\n%s", err, out)
 	}
@@ -56,7 +56,7 @@ func TestInterruptionReplacesTheNodeBeforeTheNoticeEnds(t *testing.T) {
 	}
 
 	framework.Eventually(t, 3*time.Minute, func(ctx context.Context) (bool, string) {
-		running := sigRunningPods(ctx, cl, name)
+		running := framework.AvailablePods(ctx, cl, name, nil)
 		onNew := len(running) == 1 && running[0].Spec.NodeName != node
 		nodeGone := apierrors.IsNotFound(cl.Get(ctx, types.NamespacedName{Name: node}, &corev1.Node{}))
 		return onNew && nodeGone, fmt.Sprintf("pod on a new node %v, interrupted node gone %v", onNew, nodeGone)

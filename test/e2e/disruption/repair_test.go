@@ -42,16 +42,21 @@ func TestRepairReplacesUnhealthyNodesAFifthOfThePoolAtATime(t *testing.T) {
 	f, _ := framework.RunPool(t, name, pool, "--feature-gates=NodeRepair=true",
 		"--node-repair-toleration="+repairToleration.String())
 	cl := f.Client
+	start := time.Now()
+	phase := func(what string) { t.Logf("%s after %s", what, time.Since(start).Round(time.Second)) }
 	framework.Create(t, cl, framework.SpreadOverHosts(framework.Deployment(name, name, name, 5, "500m")))
 	nodes := repairWaitFiveNodes(t, cl, name, nil)
 	sampler := framework.WatchDisrupting(t, f, name, nil)
+	phase("five pods on five nodes")
 
 	// One unhealthy node of five (20%) is replaced.
 	sick := nodes[0]
 	sickClaim := framework.NodeClaimOfNode(t, cl, sick)
 	framework.SetKWOKNodeReady(t, cl, sick, false)
 	repairWaitNotReady(t, cl, sick)
+	phase("one node not ready")
 	repairWaitReplaced(t, cl, name, sick, sickClaim)
+	phase("it was replaced")
 	if reasons := framework.EventReasons(t, cl, "", "Node", sick); !slices.Contains(reasons, health.ReasonNodeRepair) {
 		t.Errorf("node %s was replaced without a %s event (events %v)", sick, health.ReasonNodeRepair, reasons)
 	}
@@ -79,6 +84,7 @@ func TestRepairReplacesUnhealthyNodesAFifthOfThePoolAtATime(t *testing.T) {
 		}
 		return false, fmt.Sprintf("no %s event on %v", health.ReasonNodeRepairBlocked, sickNodes)
 	})
+	phase("three not ready, repair blocked")
 	t.Logf("%s: %s", health.ReasonNodeRepairBlocked, blocked)
 	if !strings.Contains(blocked, "3 of 5 nodes are unhealthy") {
 		t.Errorf("%s event says %q, want it to say 3 of 5 nodes are unhealthy", health.ReasonNodeRepairBlocked, blocked)
@@ -100,6 +106,7 @@ func TestRepairReplacesUnhealthyNodesAFifthOfThePoolAtATime(t *testing.T) {
 	}
 	last := sickNodes[2]
 	repairWaitReplaced(t, cl, name, last, sickClaims[last])
+	phase("two recovered, the third was replaced")
 	for _, n := range sickNodes[:2] {
 		got := &karpv1.NodeClaim{}
 		if err := cl.Get(t.Context(), client.ObjectKeyFromObject(sickClaims[n]), got); err != nil || got.DeletionTimestamp != nil {

@@ -35,17 +35,17 @@ func TestRestartMidConsolidationLeavesNothingBehind(t *testing.T) {
 		Budgets(karpv1.Budget{Nodes: "100%"}).Obj()
 	f := framework.Current(t)
 	cl := f.Client
-	consCreate(t, cl, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
-	consCreate(t, cl, test.MakeKWOKNodeClass(name).Obj())
+	framework.Create(t, cl, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	framework.Create(t, cl, test.MakeKWOKNodeClass(name).Obj())
 	pool.Spec.Template.Spec.NodeClassRef.Name = name
-	consCreate(t, cl, pool)
-	first := consStartKarp(t, f)
+	framework.Create(t, cl, pool)
+	first := framework.StartKarp(t, f, framework.FastDisruptionArgs...)
 
-	deploy := consDeployment(name, name, name, 1, "6")
-	consCreate(t, cl, deploy)
+	deploy := framework.Deployment(name, name, name, 1, "6")
+	framework.Create(t, cl, deploy)
 	app := map[string]string{"app": name}
 	framework.Eventually(t, 4*time.Minute, func(ctx context.Context) (bool, string) {
-		n := consAvailable(ctx, cl, name, app)
+		n := len(framework.AvailablePods(ctx, cl, name, app))
 		return n == 1, fmt.Sprintf("%d of 1 pods available", n)
 	})
 	// Shrink the pod: the rolling update puts the small pod on the same
@@ -59,25 +59,25 @@ func TestRestartMidConsolidationLeavesNothingBehind(t *testing.T) {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, 4*time.Minute, func(ctx context.Context) (bool, string) {
-		claims := consNodeClaims(ctx, cl, name)
+		claims := framework.PoolNodeClaims(ctx, cl, name)
 		return len(claims) >= 2, fmt.Sprintf("%d nodeclaims: waiting for a replacement", len(claims))
 	})
-	first.stop(syscall.SIGKILL)
+	first.Stop(syscall.SIGKILL)
 	t.Log("karp killed while its replacement launches")
-	consStartKarp(t, f)
-	t.Cleanup(func() { consCleanUp(cl, name) })
+	framework.StartKarp(t, f, framework.FastDisruptionArgs...)
+	t.Cleanup(func() { framework.DeletePool(cl, name) })
 
 	framework.Eventually(t, 5*time.Minute, func(ctx context.Context) (bool, string) {
-		claims := consNodeClaims(ctx, cl, name)
+		claims := framework.PoolNodeClaims(ctx, cl, name)
 		stale := 0
 		for _, nc := range claims {
 			node := &corev1.Node{}
 			if nc.DeletionTimestamp == nil && nc.Status.NodeName != "" &&
-				cl.Get(ctx, types.NamespacedName{Name: nc.Status.NodeName}, node) == nil && consTainted(node) {
+				cl.Get(ctx, types.NamespacedName{Name: nc.Status.NodeName}, node) == nil && framework.HasDisruptedTaint(node) {
 				stale++
 			}
 		}
-		avail := consAvailable(ctx, cl, name, app)
+		avail := len(framework.AvailablePods(ctx, cl, name, app))
 		return len(claims) == 1 && stale == 0 && avail == 1,
 			fmt.Sprintf("%d nodeclaims (want 1), %d tainted but not deleting, %d of 1 pods available", len(claims), stale, avail)
 	})

@@ -35,10 +35,7 @@ type Karp struct {
 // failed, the tail of its log is printed and the log kept.
 func StartKarp(t testing.TB, f *Framework, extraArgs ...string) *Karp {
 	t.Helper()
-	karpBuildOnce.Do(buildKarp)
-	if karpBuildErr != nil {
-		t.Fatal(karpBuildErr)
-	}
+	bin := KarpBinary(t)
 	logFile, err := os.CreateTemp("", "karp-e2e-controller-*.log")
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +43,7 @@ func StartKarp(t testing.TB, f *Framework, extraArgs ...string) *Karp {
 	args := append([]string{"controller", "--kubeconfig", f.Cluster.Kubeconfig, "--metrics-port=0", "--health-probe-port=0",
 		"--leader-election-name=karp-e2e-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")),
 		"--batch-max-duration=2s", "--batch-idle-duration=500ms"}, extraArgs...)
-	k := &Karp{cmd: exec.Command(karpBin, args...), exited: make(chan struct{}), log: logFile.Name()}
+	k := &Karp{cmd: exec.Command(bin, args...), exited: make(chan struct{}), log: logFile.Name()}
 	k.cmd.Stdout, k.cmd.Stderr = logFile, logFile
 	if err := k.cmd.Start(); err != nil {
 		_ = logFile.Close()
@@ -64,6 +61,17 @@ func StartKarp(t testing.TB, f *Framework, extraArgs ...string) *Karp {
 		}
 	})
 	return k
+}
+
+// KarpBinary builds karp once per test binary and returns its path, for
+// tests that run its other subcommands (karp interrupt).
+func KarpBinary(t testing.TB) string {
+	t.Helper()
+	karpBuildOnce.Do(buildKarp)
+	if karpBuildErr != nil {
+		t.Fatal(karpBuildErr)
+	}
+	return karpBin
 }
 
 func buildKarp() {
