@@ -21,7 +21,13 @@
 //		os.Exit(code)
 //	}
 //
+// which Main does in one line:
+//
+//	func TestMain(m *testing.M) { environment.Main(m, &env) }
+//
 // or, per test, env := environment.New(t), which stops with the test.
+// Controller suites that need a manager and a cluster state on top build
+// them per test with pkg/test/controllertest.
 //
 // env.Client is a controller-runtime client whose scheme knows the built-in
 // Kubernetes types, karpenter.sh/v1 and karpenter.kwok.sh/v1alpha1;
