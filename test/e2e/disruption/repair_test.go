@@ -89,8 +89,8 @@ func TestRepairReplacesUnhealthyNodesAFifthOfThePoolAtATime(t *testing.T) {
 	if !strings.Contains(blocked, "3 of 5 nodes are unhealthy") {
 		t.Errorf("%s event says %q, want it to say 3 of 5 nodes are unhealthy", health.ReasonNodeRepairBlocked, blocked)
 	}
-	// Well past the toleration, none of the three has been touched.
-	repairHold(t, 2*repairToleration, func(ctx context.Context) string {
+	// Past the toleration, none of the three has been touched.
+	repairHold(t, repairToleration+5*time.Second, func(ctx context.Context) string {
 		for n, nc := range sickClaims {
 			got := &karpv1.NodeClaim{}
 			if err := cl.Get(ctx, client.ObjectKeyFromObject(nc), got); err != nil || got.DeletionTimestamp != nil {

@@ -32,7 +32,8 @@ type Karp struct {
 // (kwok provider) against the local cluster with short batching windows,
 // its own leader-election lease and extraArgs (later flags win). It is
 // interrupted when the test ends, or earlier with Stop; when the test
-// failed, the tail of its log is printed and the log kept.
+// failed, the tail of its log is printed and the log kept (always kept
+// when KARP_E2E_KEEP_LOGS is set).
 func StartKarp(t testing.TB, f *Framework, extraArgs ...string) *Karp {
 	t.Helper()
 	bin := KarpBinary(t)
@@ -52,6 +53,10 @@ func StartKarp(t testing.TB, f *Framework, extraArgs ...string) *Karp {
 	go func() { _ = k.cmd.Wait(); _ = logFile.Close(); close(k.exited) }()
 	t.Cleanup(func() {
 		k.Stop(os.Interrupt)
+		if os.Getenv("KARP_E2E_KEEP_LOGS") != "" {
+			t.Logf("karp controller log kept in %s", k.log)
+			return
+		}
 		if !t.Failed() {
 			_ = os.Remove(k.log)
 			return
