@@ -87,8 +87,25 @@ func validatePod(pod *corev1.Pod) podCheck {
 			}
 		}
 	}
+	for _, err := range errs {
+		if errors.As(err, new(errRestricted)) {
+			errs = append(errs, errors.New(restrictedHint))
+			break
+		}
+	}
 	return podCheck{err: joinErrors(errs)}
 }
+
+// errRestricted marks a requirement on a restricted label; the pod's
+// reason then ends with restrictedHint, once.
+type errRestricted struct{ error }
+
+func (e errRestricted) Unwrap() error { return e.error }
+
+// restrictedHint says which labels pods may select on.
+var restrictedHint = fmt.Sprintf("karp provisions for well-known labels (%s) and labels outside the %s domains (except under %s)",
+	strings.Join(sets.List(karpv1.WellKnownLabels), ", "), strings.Join(sets.List(karpv1.RestrictedLabelDomains), ", "),
+	strings.Join(sets.List(karpv1.LabelDomainExceptions), ", "))
 
 // optedOut reports whether every required node affinity term (so every
 // way the pod can schedule) requires karpenter.sh/nodepool to be absent.
@@ -134,8 +151,7 @@ func validateRequirement(r corev1.NodeSelectorRequirement) error {
 	}
 	if key != karpv1.NodePoolLabelKey {
 		if err := karpv1.IsRestrictedLabel(key); err != nil {
-			errs = append(errs, fmt.Errorf("%w; use a well-known label (%s) or a label outside %s",
-				err, strings.Join(sets.List(karpv1.WellKnownLabels), ", "), strings.Join(sets.List(karpv1.RestrictedLabelDomains), ", ")))
+			errs = append(errs, errRestricted{err})
 		}
 	}
 	if err := validateOperator(r); err != nil {
@@ -178,15 +194,23 @@ func sortedKeys(m map[string]string) []string {
 	return keys
 }
 
-// joinErrors joins errors on one line ("; "), fit for an event message;
-// nil when there are none.
+// joinErrors joins errors on one line ("; "), fit for an event message,
+// keeping them reachable by errors.As; nil when there are none.
 func joinErrors(errs []error) error {
 	if len(errs) == 0 {
 		return nil
 	}
-	msgs := make([]string, len(errs))
-	for i, err := range errs {
+	return joinedErrors(errs)
+}
+
+type joinedErrors []error
+
+func (e joinedErrors) Error() string {
+	msgs := make([]string, len(e))
+	for i, err := range e {
 		msgs[i] = err.Error()
 	}
-	return errors.New(strings.Join(msgs, "; "))
+	return strings.Join(msgs, "; ")
 }
+
+func (e joinedErrors) Unwrap() []error { return e }

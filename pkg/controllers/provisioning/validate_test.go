@@ -83,3 +83,16 @@ func TestValidatePod(t *testing.T) {
 		})
 	}
 }
+
+func TestRestrictedLabelHintIsGivenOnce(t *testing.T) {
+	req := test.NodeSelectorRequirement
+	restricted := test.MakePod("p").NodeSelector(map[string]string{corev1.LabelHostname: "n"}).
+		NodeAffinityTerm(req("karpenter.sh/other", corev1.NodeSelectorOpExists)).Obj()
+	if got := strings.Count(validatePod(restricted).err.Error(), restrictedHint); got != 1 {
+		t.Errorf("hint given %d times for two restricted labels, want once", got)
+	}
+	badValue := test.MakePod("p").NodeAffinityTerm(req("example.com/gen", corev1.NodeSelectorOpLt, "-1")).Obj()
+	if got := validatePod(badValue).err.Error(); strings.Contains(got, restrictedHint) {
+		t.Errorf("hint given for a pod using no restricted label: %q", got)
+	}
+}
