@@ -110,14 +110,25 @@ func delegatedAuthArgs(l layout, name string) []string {
 	}
 }
 
+// unlimitedClientArgs lift the client-side rate limits of the
+// kube-scheduler and kube-controller-manager, as kwokctl's
+// --disable-qps-limits does. Their defaults (20 requests/s for the
+// controller manager, 50 for the scheduler) are sized to share a
+// production API server; on this single-user local cluster they would
+// make the ReplicaSet controller create pods at 20 a second, so a
+// 1,000-replica Deployment would take 50 s to exist before any
+// autoscaler could act on it.
+var unlimitedClientArgs = []string{"--kube-api-qps=5000", "--kube-api-burst=10000"}
+
 func schedulerArgs(l layout, p Ports) []string {
-	return append(delegatedAuthArgs(l, Scheduler),
+	args := append(delegatedAuthArgs(l, Scheduler),
 		"--secure-port="+strconv.Itoa(p.Scheduler),
 	)
+	return append(args, unlimitedClientArgs...)
 }
 
 func controllerManagerArgs(l layout, p Ports) []string {
-	return append(delegatedAuthArgs(l, ControllerManager),
+	args := append(delegatedAuthArgs(l, ControllerManager),
 		"--secure-port="+strconv.Itoa(p.ControllerManager),
 		// Every default controller, the node lifecycle controller among
 		// them: it lifts node.kubernetes.io/not-ready once kwok reports a
@@ -130,6 +141,7 @@ func controllerManagerArgs(l layout, p Ports) []string {
 		"--cluster-signing-key-file="+l.pki(caName+".key"),
 		"--service-cluster-ip-range="+serviceClusterIPRange,
 	)
+	return append(args, unlimitedClientArgs...)
 }
 
 func kwokArgs(l layout, p Ports) []string {

@@ -100,6 +100,8 @@ func TestBenchmarkThousandPods(t *testing.T) {
 	t.Logf("BENCH 1000 pods Running in %.1fs; controller peak RSS %.1f MB, CPU %.2fs during the run (%.2fs since start); "+
 		"%d nodes %v, $%.2f/hour, %.3f x the fractional bound $%.2f/hour",
 		elapsed.Seconds(), float64(peakRSS)/1e6, cpuAfter-cpuBefore, cpuAfter, len(nodes), counts, cost, cost/bound, bound)
+	keepControllerLog(t)
+	t.Logf("BENCH timeline: %s", podTimeline(append(podsOf(t, "default", "bench-small"), podsOf(t, "default", "bench-large")...), start))
 }
 
 // waitNodePoolReady waits until the controller reports the NodePool Ready.
@@ -197,4 +199,20 @@ func processPeakRSS(t *testing.T, pid int) int64 {
 	}
 	t.Fatal("no VmHWM in /proc status")
 	return 0
+}
+
+// keepControllerLog copies the controller's log to the file KARP_BENCH_LOG
+// names, if set, since the cluster directory goes when the suite passes.
+func keepControllerLog(t *testing.T) {
+	dst := os.Getenv("KARP_BENCH_LOG")
+	if dst == "" {
+		return
+	}
+	raw, err := os.ReadFile(controllerLog)
+	if err == nil {
+		err = os.WriteFile(dst, raw, 0o644)
+	}
+	if err != nil {
+		t.Errorf("keeping the controller log: %v", err)
+	}
 }
