@@ -11,12 +11,19 @@ import (
 // Batcher collects provisioning triggers into windows: the first trigger
 // opens a window, which closes after IdleDuration without a new trigger or
 // after MaxDuration in total. Triggers are deduplicated by UID within a
-// window, so one pod's repeated updates do not keep it open.
+// window, so one pod's repeated updates do not keep it open, and a UID
+// the previous window already had can open a window but not extend one:
+// pods that stay pending re-trigger every few seconds, and hundreds of
+// them arriving one by one would otherwise hold every window open to
+// MaxDuration while newly pending pods wait.
 type Batcher struct {
 	clock        clock.Clock
 	idleDuration time.Duration
 	maxDuration  time.Duration
 	triggers     chan types.UID
+	// previous is the UIDs of the last window that closed; only Wait
+	// touches it.
+	previous map[types.UID]bool
 }
 
 // NewBatcher returns a Batcher with the given window durations.
@@ -47,6 +54,7 @@ func (b *Batcher) Wait(ctx context.Context) bool {
 		return false
 	}
 	seen := map[types.UID]bool{first: true}
+	defer func() { b.previous = seen }()
 	maxTimer := b.clock.NewTimer(b.maxDuration)
 	defer maxTimer.Stop()
 	idleTimer := b.clock.NewTimer(b.idleDuration)
@@ -58,6 +66,9 @@ func (b *Batcher) Wait(ctx context.Context) bool {
 				continue
 			}
 			seen[uid] = true
+			if b.previous[uid] {
+				continue
+			}
 			idleTimer.Stop()
 			idleTimer = b.clock.NewTimer(b.idleDuration)
 		case <-idleTimer.C():

@@ -129,3 +129,48 @@ func waitDrained(t *testing.T, b *provisioning.Batcher) {
 	}
 	time.Sleep(5 * time.Millisecond)
 }
+
+// TestBatcherPreviousWindowTriggersDoNotExtend: pods still pending from
+// the last window re-trigger, which may open a window but must not hold it
+// open; a pod new to the batcher still extends it.
+func TestBatcherPreviousWindowTriggersDoNotExtend(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	b := provisioning.NewBatcher(clk, idle, maxWait)
+	b.Trigger("old-1")
+	b.Trigger("old-2")
+	done := waitAsync(b)
+	stepWhenWaiting(t, clk, idle)
+	if !result(t, done) {
+		t.Fatal("first window: Wait returned false")
+	}
+
+	// The second window opens on an old pod; another old pod 900ms later
+	// does not restart the idle timer, so the window closes at 1s.
+	b.Trigger("old-1")
+	done = waitAsync(b)
+	stepWhenWaiting(t, clk, 900*time.Millisecond)
+	b.Trigger("old-2")
+	waitDrained(t, b)
+	clk.Step(100 * time.Millisecond)
+	if !result(t, done) {
+		t.Fatal("second window: Wait returned false")
+	}
+
+	// A new pod does restart it: 900ms + 900ms without closing.
+	b.Trigger("old-1")
+	done = waitAsync(b)
+	stepWhenWaiting(t, clk, 900*time.Millisecond)
+	b.Trigger("new")
+	waitDrained(t, b)
+	clk.Step(900 * time.Millisecond)
+	time.Sleep(20 * time.Millisecond)
+	select {
+	case <-done:
+		t.Fatal("a new pod's trigger did not extend the window")
+	default:
+	}
+	clk.Step(100 * time.Millisecond)
+	if !result(t, done) {
+		t.Fatal("third window: Wait returned false")
+	}
+}

@@ -57,6 +57,10 @@ func newNodeClaim(nc *simulation.NodeClaim, nodePool *karpv1.NodePool, providerK
 			GenerateName: nodePool.Name + "-",
 			Labels:       labels,
 			Annotations:  annotations,
+			// Created with the termination finalizer, so the lifecycle
+			// controller can launch on its first pass instead of first
+			// writing the finalizer and waiting for the update.
+			Finalizers: []string{karpv1.TerminationFinalizer},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: karpv1.SchemeGroupVersion.String(), Kind: "NodePool",
 				Name: nodePool.Name, UID: nodePool.UID, BlockOwnerDeletion: &blockOwnerDeletion}},
 		},

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -105,8 +106,10 @@ func namespaced() []client.Object {
 }
 
 // cleanup deletes what the test created and waits (up to ten seconds) for
-// Pods, NodeClaims and Nodes to be gone; objects held by a finalizer the
-// test left are the next test's problem, as with a real API server.
+// Pods, NodeClaims and Nodes to be gone. The termination finalizer karp
+// puts on NodeClaims (at creation) and Nodes is lifted, since no
+// termination controller runs here; other finalizers a test left are the
+// next test's problem, as with a real API server.
 func (h *Harness) cleanup() {
 	ctx := context.Background()
 	grace := client.GracePeriodSeconds(0)
@@ -120,6 +123,7 @@ func (h *Harness) cleanup() {
 			h.T.Errorf("cleaning up %T: %v", obj, err)
 		}
 	}
+	h.releaseFinalizers(ctx)
 	_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
 		var pods corev1.PodList
 		var claims karpv1.NodeClaimList
@@ -219,4 +223,29 @@ func (h *Harness) Events(obj client.Object) []eventsv1.Event {
 		}
 	}
 	return out
+}
+
+// releaseFinalizers removes karp's termination finalizer from the
+// NodeClaims and Nodes being deleted.
+func (h *Harness) releaseFinalizers(ctx context.Context) {
+	var claims karpv1.NodeClaimList
+	var nodes corev1.NodeList
+	if h.Client.List(ctx, &claims) != nil || h.Client.List(ctx, &nodes) != nil {
+		return
+	}
+	var objs []client.Object
+	for i := range claims.Items {
+		objs = append(objs, &claims.Items[i])
+	}
+	for i := range nodes.Items {
+		objs = append(objs, &nodes.Items[i])
+	}
+	for _, obj := range objs {
+		if obj.GetDeletionTimestamp().IsZero() || !controllerutil.ContainsFinalizer(obj, karpv1.TerminationFinalizer) {
+			continue
+		}
+		base := obj.DeepCopyObject().(client.Object)
+		controllerutil.RemoveFinalizer(obj, karpv1.TerminationFinalizer)
+		_ = client.IgnoreNotFound(h.Client.Patch(ctx, obj, client.MergeFrom(base)))
+	}
 }

@@ -71,7 +71,10 @@ func (c *Controller) Reconcile(ctx context.Context, pod *corev1.Pod) (reconcile.
 	}
 	stored := nodeClaim.DeepCopy()
 	nodeClaim.Status.LastPodEventTime = metav1.NewTime(at)
-	if err := c.kubeClient.Status().Patch(ctx, nodeClaim, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+	// No optimistic lock: the patch sets one field only this controller
+	// writes, and a conflict with the lifecycle's status writes (frequent
+	// while a node fills with pods) would only cost a retry.
+	if err := c.kubeClient.Status().Patch(ctx, nodeClaim, client.MergeFrom(stored)); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("patching lastPodEventTime: %w", err))
 	}
 	return reconcile.Result{}, nil
