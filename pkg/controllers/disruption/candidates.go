@@ -30,9 +30,13 @@ const (
 	BlockedBudget           = "Budget"
 	BlockedConsolidateAfter = "ConsolidateAfter"
 	BlockedNoCheaper        = "NoCheaperPlacement"
-	BlockedPolicy           = "ConsolidationPolicy"
-	BlockedDisabled         = "ConsolidationDisabled"
-	BlockedUnknownPrice     = "UnknownPrice"
+	// BlockedSpotToSpot: the only cheaper placement replaces spot capacity
+	// with spot capacity, which the SpotToSpotConsolidation gate or its
+	// flexibility rule (15 cheaper instance types) does not allow.
+	BlockedSpotToSpot   = "SpotToSpotConsolidation"
+	BlockedPolicy       = "ConsolidationPolicy"
+	BlockedDisabled     = "ConsolidationDisabled"
+	BlockedUnknownPrice = "UnknownPrice"
 	// BlockedVolumeTopology: a pod's claim, volume or StorageClass is
 	// gone, so where the pod may run is unknown and the node is kept.
 	BlockedVolumeTopology = "VolumeTopology"

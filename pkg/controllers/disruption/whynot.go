@@ -14,10 +14,20 @@ import (
 // is removed while the node is being disrupted.
 const ConditionTypeDisruptionBlocked = "DisruptionBlocked"
 
+// searchReasons are the blockers only a method's search records (budgets,
+// what-if results). A pass may not search every node (a pending decision,
+// an earlier method that acted, an unchanged memoized input, the
+// single-node batch), so such a reason stands until a search says
+// otherwise. Every other reason is evaluated for every node on every pass.
+var searchReasons = map[string]bool{BlockedNoCheaper: true, BlockedBudget: true, BlockedSpotToSpot: true, BlockedDaemonSet: true}
+
 // explain records why every managed node the pass did not disrupt is kept:
 // the DisruptionBlocked condition on its NodeClaim and an event on its
-// Node, both only when the reason changed.
+// Node, both only when the reason changed. A condition whose reason this
+// pass no longer finds is removed, so it never outlives its cause (a
+// consolidateAfter that has since elapsed).
 func (c *Controller) explain(ctx context.Context, w *world) error {
+	c.refreshEligibility(ctx, w)
 	queued := c.queuedIDs()
 	var errs []error
 	for _, sn := range w.stateNodes {
@@ -41,7 +51,26 @@ func (c *Controller) explain(ctx context.Context, w *world) error {
 					nc.StatusConditions().SetTrueWithReason(ConditionTypeDisruptionBlocked, b.reason, b.message)
 				}))
 			}
+		case cond != nil && !searchReasons[cond.Reason]:
+			errs = append(errs, c.patchNodeClaimStatus(ctx, sn.NodeClaim.Name, func(nc *karpv1.NodeClaim) {
+				nc.StatusConditions().Clear(ConditionTypeDisruptionBlocked)
+			}))
+			c.events.forget(string(sn.Node.UID))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// refreshEligibility applies the consolidation filters (policy, price,
+// consolidateAfter) to every candidate nothing blocked yet this pass, so
+// their reasons are current even when no consolidation method ran.
+func (c *Controller) refreshEligibility(ctx context.Context, w *world) {
+	empty, underutilized := &Emptiness{c: c}, &consolidation{c: c}
+	for _, cand := range w.candidates {
+		if _, ok := w.blocked[cand.Name()]; ok {
+			continue
+		}
+		empty.ShouldDisrupt(ctx, cand)
+		underutilized.ShouldDisrupt(ctx, cand)
+	}
 }

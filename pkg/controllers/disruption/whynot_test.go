@@ -1,0 +1,81 @@
+package disruption_test
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/controllers/disruption"
+	"github.com/karp-autoscaler/karp/pkg/test"
+)
+
+// A node kept because consolidateAfter had not elapsed must not keep
+// saying so once it has, even on a pass where no consolidation method
+// looks at it (here emptiness decides the pass about another node).
+func TestConsolidateAfterReasonDoesNotOutliveItsCause(t *testing.T) {
+	h := newHarness(t)
+	h.readyNodePool(test.MakeNodePool("default").Budgets(karpv1.Budget{Nodes: "100%"}).
+		ConsolidateAfter(karpv1.NewNillableDuration(30 * time.Minute)).Obj())
+	h.runningNode("busy", nodeOpts{it: smallType, initialized: h.clock.Now().Add(-10 * time.Minute)}, pod("p1", "1500m"))
+	h.pass()
+	if c := h.blocked("busy"); c == nil || c.Reason != disruption.BlockedConsolidateAfter {
+		t.Fatalf("DisruptionBlocked = %+v, want reason %s", c, disruption.BlockedConsolidateAfter)
+	}
+
+	h.clock.Step(25 * time.Minute) // busy's consolidateAfter has now elapsed
+	h.runningNode("empty", nodeOpts{it: smallType})
+	h.pass() // emptiness picks "empty"; the consolidation methods do not run
+	if c := h.blocked("busy"); c != nil && c.Reason == disruption.BlockedConsolidateAfter {
+		t.Fatalf("DisruptionBlocked still %q after consolidateAfter elapsed: %s", c.Reason, c.Message)
+	}
+	h.clock.Step(h.opts.ValidationDelay)
+	h.pass() // the empty node goes
+	if !h.gone("empty") {
+		t.Fatal("empty node not deleted")
+	}
+	h.pass() // consolidation searches busy: no cheaper placement
+	if c := h.blocked("busy"); c == nil || c.Reason != disruption.BlockedNoCheaper {
+		t.Fatalf("DisruptionBlocked = %+v, want reason %s once consolidation searched the node", c, disruption.BlockedNoCheaper)
+	}
+}
+
+// A reason that was evaluated for the node itself (a do-not-disrupt
+// annotation) disappears when its cause does.
+func TestDoNotDisruptReasonClearsWhenTheAnnotationGoes(t *testing.T) {
+	h := newHarness(t)
+	h.readyNodePool(test.MakeNodePool("default").Obj())
+	nc := h.runningNode("big", nodeOpts{it: largeType, annotations: map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}}, pod("p1", "1"))
+	h.pass()
+	if c := h.blocked("big"); c == nil || c.Reason != disruption.BlockedDoNotDisrupt {
+		t.Fatalf("DisruptionBlocked = %+v, want reason %s", c, disruption.BlockedDoNotDisrupt)
+	}
+	nc = h.nodeClaim(nc.Name)
+	nc.Annotations = nil
+	if err := h.client.Update(h.ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	node := &corev1.Node{}
+	if err := h.client.Get(h.ctx, client.ObjectKey{Name: "big"}, node); err != nil {
+		t.Fatal(err)
+	}
+	node.Annotations = nil
+	if err := h.client.Update(h.ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("annotation gone from state", func() bool {
+		for _, sn := range h.cluster.Nodes() {
+			if sn.Name() == "big" && sn.NodeClaim != nil && sn.Node != nil &&
+				sn.NodeClaim.Annotations[karpv1.DoNotDisruptAnnotationKey] == "" && sn.Node.Annotations[karpv1.DoNotDisruptAnnotationKey] == "" {
+				return true
+			}
+		}
+		return false
+	})
+	h.pass()
+	if c := h.blocked("big"); c != nil && c.Reason == disruption.BlockedDoNotDisrupt {
+		t.Fatalf("DisruptionBlocked still %q after the annotation was removed", c.Reason)
+	}
+}
