@@ -42,7 +42,9 @@ type ConsolidationOptions struct {
 	// candidates (consolidation); drift replaces at any price.
 	RequireCheaper bool
 	// SpotToSpot allows replacing spot candidates with spot capacity
-	// (upstream's SpotToSpotConsolidation gate, off by default).
+	// (upstream's SpotToSpotConsolidation gate, off by default). With
+	// RequireCheaper, such a move also follows upstream's flexibility
+	// rules (see MinSpotToSpotInstanceTypes).
 	SpotToSpot bool
 }
 
@@ -57,6 +59,9 @@ type Consolidation struct {
 	Savings float64
 	// Reason explains ConsolidationNone.
 	Reason string
+	// SpotToSpot is set when Reason comes from the spot-to-spot rules: the
+	// gate is off, or too few cheaper spot instance types remain.
+	SpotToSpot bool
 	// Result is the underlying solve.
 	Result *Result
 }
@@ -97,17 +102,23 @@ func Consolidate(ctx context.Context, in Input, candidates []ConsolidationCandid
 		out.Decision, out.Savings = ConsolidationDelete, price
 		return out
 	}
-	if allSpot && !opts.SpotToSpot {
-		for _, nc := range res.NodeClaims {
-			if nc.Offering != nil && nc.Offering.CapacityType == karpv1.CapacityTypeSpot {
-				out.Reason = "replacing spot capacity with spot capacity is disabled"
-				return out
-			}
-		}
+	spotToSpotMove := allSpot && maySpot(res.NodeClaims)
+	if spotToSpotMove && !opts.SpotToSpot {
+		out.Reason, out.SpotToSpot = spotToSpotDisabled, true
+		return out
 	}
 	cost := res.Cost()
 	if opts.RequireCheaper && cost >= price {
 		out.Reason = fmt.Sprintf("no cheaper placement: replacements cost $%.4f/h, the nodes cost $%.4f/h", cost, price)
+		return out
+	}
+	if spotToSpotMove && opts.RequireCheaper {
+		repl, total, why := spotToSpot(res.NodeClaims, price, cost, len(candidates) == 1)
+		if why != "" {
+			out.Reason, out.SpotToSpot = why, true
+			return out
+		}
+		out.Decision, out.Replacements, out.Savings = ConsolidationReplace, repl, price-total
 		return out
 	}
 	out.Decision, out.Savings = ConsolidationReplace, price-cost

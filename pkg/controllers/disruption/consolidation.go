@@ -53,21 +53,24 @@ func sortForConsolidation(cands []*Candidate) []*Candidate {
 }
 
 // evaluate simulates removing the candidates and returns a command, or an
-// empty one with the reason.
-func (m *consolidation) evaluate(ctx context.Context, method string, cands []*Candidate) (Command, string, error) {
+// empty one with why not.
+func (m *consolidation) evaluate(ctx context.Context, method string, cands []*Candidate) (Command, blocker, error) {
 	res, err := m.c.simulator.Simulate(ctx, simulation.ConsolidationOptions{RequireCheaper: true,
 		SpotToSpot: m.c.opts.SpotToSpot}, cands...)
 	if err != nil {
-		return Command{}, "", err
+		return Command{}, blocker{}, err
 	}
 	if res.Decision == simulation.ConsolidationNone {
-		return Command{}, res.Reason, nil
+		if res.SpotToSpot {
+			return Command{}, blocker{BlockedSpotToSpot, res.Reason}, nil
+		}
+		return Command{}, blocker{BlockedNoCheaper, res.Reason}, nil
 	}
 	cmd := Command{Candidates: cands, Replacements: res.Replacements, Reason: m.Reason(), Method: method, Savings: res.Savings}
 	if why := m.balanced(cmd); why != "" {
-		return Command{}, why, nil
+		return Command{}, blocker{BlockedNoCheaper, why}, nil
 	}
-	return cmd, "", nil
+	return cmd, blocker{}, nil
 }
 
 // balanced applies the Balanced policy of every NodePool the command
@@ -193,7 +196,7 @@ func (s *SingleNodeConsolidation) ComputeCommand(ctx context.Context, budgets Bu
 		if !cmd.Empty() {
 			return cmd, nil
 		}
-		w.block(c.Name(), BlockedNoCheaper, "%s", why)
+		w.block(c.Name(), why.reason, "%s", why.message)
 	}
 	return Command{}, nil
 }

@@ -183,9 +183,11 @@ func (c *Controller) compute(ctx context.Context, w *world) (Command, Method, er
 			continue
 		}
 		budgets := buildBudgets(ctx, w, m.Reason())
-		_, isConsolidation := m.(interface {
-			evaluate(context.Context, string, []*Candidate) (Command, string, error)
-		})
+		isConsolidation := false
+		switch m.(type) {
+		case *MultiNodeConsolidation, *SingleNodeConsolidation:
+			isConsolidation = true
+		}
 		key := ""
 		if isConsolidation {
 			key = memoKey(w, cands, budgets)

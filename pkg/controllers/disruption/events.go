@@ -78,7 +78,7 @@ func (r *recorder) forget(uid string) {
 func (r *recorder) blocked(node *corev1.Node, b blocker) {
 	reason := ReasonDisruptionBlocked
 	switch b.reason {
-	case BlockedConsolidateAfter, BlockedNoCheaper, BlockedPolicy, BlockedUnknownPrice, BlockedDisabled:
+	case BlockedConsolidateAfter, BlockedNoCheaper, BlockedSpotToSpot, BlockedPolicy, BlockedUnknownPrice, BlockedDisabled:
 		reason = ReasonUnconsolidatable
 	}
 	r.publish(node, string(node.UID), corev1.EventTypeNormal, reason, b.message)

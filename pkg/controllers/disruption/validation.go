@@ -60,7 +60,7 @@ func (c *Controller) validate(ctx context.Context, w *world, p *pending) (Comman
 		return Command{}, err.Error()
 	}
 	if cmd.Empty() {
-		return Command{}, "the move no longer holds: " + why
+		return Command{}, "the move no longer holds: " + why.message
 	}
 	if len(cmd.Replacements) > len(p.cmd.Replacements) {
 		return Command{}, fmt.Sprintf("the move now needs %d replacements instead of %d", len(cmd.Replacements), len(p.cmd.Replacements))

@@ -32,26 +32,32 @@ func twoZoneTypes() (small, large *cloudprovider.InstanceType) {
 	return small, large
 }
 
-// moveToZone relabels a running node (Node and NodeClaim) into another
-// zone and waits until the cluster state sees it there.
+// moveToZone relabels a running node into another zone.
 func (h *harness) moveToZone(name, z string) {
+	h.t.Helper()
+	h.relabel(name, corev1.LabelTopologyZone, z)
+}
+
+// relabel sets a label of a running node (Node and NodeClaim) and waits
+// until the cluster state sees it.
+func (h *harness) relabel(name, key, value string) {
 	h.t.Helper()
 	node := &corev1.Node{}
 	if err := h.client.Get(h.ctx, client.ObjectKey{Name: name}, node); err != nil {
 		h.t.Fatalf("getting node %s: %v", name, err)
 	}
-	node.Labels[corev1.LabelTopologyZone] = z
+	node.Labels[key] = value
 	if err := h.client.Update(h.ctx, node); err != nil {
 		h.t.Fatalf("relabeling node %s: %v", name, err)
 	}
 	nc := h.nodeClaim(name)
-	nc.Labels[corev1.LabelTopologyZone] = z
+	nc.Labels[key] = value
 	if err := h.client.Update(h.ctx, nc); err != nil {
 		h.t.Fatalf("relabeling nodeclaim %s: %v", name, err)
 	}
-	h.eventually("node "+name+" in zone "+z, func() bool {
+	h.eventually("node "+name+" labeled "+key+"="+value, func() bool {
 		for _, sn := range h.cluster.Nodes() {
-			if sn.Name() == name && sn.Node != nil && sn.Node.Labels[corev1.LabelTopologyZone] == z {
+			if sn.Name() == name && sn.Node != nil && sn.Node.Labels[key] == value && sn.NodeClaim != nil && sn.NodeClaim.Labels[key] == value {
 				return true
 			}
 		}
