@@ -18,9 +18,17 @@
 //     or started at once (drift).
 //  5. Record why every other managed node is not being disrupted: a
 //     DisruptionBlocked NodeClaim condition and a de-duplicated event.
+//     Reasons that depend on the node alone (consolidateAfter,
+//     do-not-disrupt, PDBs, policy) are evaluated every pass and removed
+//     once they no longer hold; search results (no cheaper placement,
+//     budgets, spot-to-spot) stand until the next search of the node.
 //
 // Decisions are made by the pure simulator (pkg/simulation Consolidate):
 // every reschedulable pod of the candidates must fit on the remaining
-// nodes plus the replacements. The package acts through the API and the
-// cluster state only; it never sleeps inside Reconcile.
+// nodes plus the replacements, within the topology of its volumes. Spot
+// nodes are replaced by spot capacity only with the
+// SpotToSpotConsolidation gate, and a single node only when at least 15
+// cheaper instance types exist (the replacement lists the 15 cheapest).
+// The package acts through the API and the cluster state only; it never
+// sleeps inside Reconcile.
 package disruption
