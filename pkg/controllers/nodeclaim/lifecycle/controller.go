@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -92,9 +93,21 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 		Named(c.Name()).
 		For(&karpv1.NodeClaim{}).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(NodeClaimsForNode(c.kubeClient)), builder.WithPredicates(nodeChanged)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles, RateLimiter: retryLimiter()}).
 		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
 }
+
+// retryLimiter backs a failing NodeClaim off exponentially from 5ms to at
+// most maxRetryDelay. Unlike controller-runtime's default it has no
+// shared 10-per-second bucket, which a burst of conflicts while a large
+// scale-up registers made every NodeClaim wait on; and the cap keeps the
+// liveness deadlines (checked on each pass) enforced within a minute.
+func retryLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, maxRetryDelay)
+}
+
+// maxRetryDelay is the longest a failing NodeClaim waits to be retried.
+const maxRetryDelay = time.Minute
 
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims;nodeclaims/status,verbs=get;list;watch;patch;update;delete
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch;update
@@ -146,7 +159,12 @@ func (c *Controller) Reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	for _, fn := range state.after {
 		fn()
 	}
-	return soonest(results...), errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		// An error requeues with backoff; a RequeueAfter beside it would
+		// be ignored.
+		return reconcile.Result{}, err
+	}
+	return soonest(results...), nil
 }
 
 // patch writes metadata and status changes, each with optimistic locking.

@@ -134,11 +134,11 @@ func (r *registration) syncNode(ctx context.Context, nodeClaim *karpv1.NodeClaim
 	if equality.Semantic.DeepEqual(stored, node) {
 		return nil
 	}
-	// Node taints have no merge key: any patch replaces the whole list.
-	// The optimistic lock makes a patch computed from a stale cache fail
-	// (and retry) instead of restoring taints others removed meanwhile,
-	// such as node.kubernetes.io/not-ready.
-	if err := r.kubeClient.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+	patch, err := nodeSyncPatch(stored, node)
+	if err != nil {
+		return err
+	}
+	if err := r.kubeClient.Patch(ctx, node, patch); err != nil {
 		return fmt.Errorf("syncing node %s: %w", node.Name, err)
 	}
 	return nil

@@ -1,0 +1,4 @@
+package lifecycle
+
+// NodeSyncPatch exposes nodeSyncPatch to the package's external tests.
+var NodeSyncPatch = nodeSyncPatch
