@@ -112,14 +112,19 @@ func (c *Cluster) DeleteNode(name string) {
 
 // UpdatePod records the pod. Terminal pods are forgotten: they hold no
 // capacity and need no node.
+//
+// The Cluster keeps the pod itself, not a copy, and never changes it: the
+// caller hands over an object nobody mutates afterwards (the state
+// controller passes the informer cache's own object). Pods are by far the
+// most numerous objects, and a second copy of each would double the
+// memory their cache takes and the allocation every pod update costs.
+// Everything the Cluster returns is a copy.
 func (c *Cluster) UpdatePod(pod *corev1.Pod) {
 	key := client.ObjectKeyFromObject(pod)
 	if isTerminal(pod) {
 		c.DeletePod(key)
 		return
 	}
-	pod = pod.DeepCopy()
-	pod.ManagedFields = nil
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.pods[key]; ok && old.Spec.NodeName == "" && pod.Spec.NodeName != "" {

@@ -7,8 +7,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
@@ -40,7 +42,7 @@ func (c *PodController) Name() string { return "provisioner.trigger.pod" }
 func (c *PodController) Register(_ context.Context, mgr manager.Manager) error {
 	err := builder.ControllerManagedBy(mgr).
 		Named(c.Name()).
-		For(&corev1.Pod{}).
+		For(&corev1.Pod{}, builder.WithPredicates(unbound)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
 		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
 	if err != nil {
@@ -48,6 +50,15 @@ func (c *PodController) Register(_ context.Context, mgr manager.Manager) error {
 	}
 	return nil
 }
+
+// unbound drops events of pods bound to a node, which are never
+// provisionable (their node's deletion is the node trigger's concern),
+// before they cost a reconcile: most pod updates in a scale-up are status
+// updates of pods already bound.
+var unbound = predicate.NewPredicateFuncs(func(o client.Object) bool {
+	pod, ok := o.(*corev1.Pod)
+	return !ok || pod.Spec.NodeName == ""
+})
 
 // Reconcile triggers a pass while the pod is provisionable, and looks
 // again later while it stays so.

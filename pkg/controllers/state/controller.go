@@ -9,6 +9,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -94,7 +95,9 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 // Reconcile records the object, or forgets it once the API no longer has it.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	obj := c.newObject()
-	if err := c.kubeClient.Get(ctx, req.NamespacedName, obj); err != nil {
+	// The cache's own object, not a copy: the Cluster copies what it
+	// keeps, except pods, which it keeps as they are and never changes.
+	if err := c.kubeClient.Get(ctx, req.NamespacedName, obj, &client.GetOptions{UnsafeDisableDeepCopy: ptr.To(true)}); err != nil {
 		if apierrors.IsNotFound(err) {
 			c.remove(req.NamespacedName)
 			return reconcile.Result{}, nil

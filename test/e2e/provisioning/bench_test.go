@@ -3,6 +3,8 @@ package provisioning_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -40,7 +42,13 @@ func TestBenchmarkThousandPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid := restartControllerWith(t, "--instance-types-file-path="+catalogPath)
+	args := []string{"--instance-types-file-path=" + catalogPath}
+	profileDir := os.Getenv("KARP_BENCH_PPROF")
+	if profileDir != "" {
+		args = append(args, "--enable-profiling", "--metrics-port="+strconv.Itoa(pprofPort))
+	}
+	args = append(args, strings.Fields(os.Getenv("KARP_BENCH_ARGS"))...)
+	pid := restartControllerWith(t, args...)
 	t.Cleanup(stopController)
 	ensureNodeClass(t)
 	nodePool := pool("bench").ConsolidateAfter(karpv1.NillableDuration{}).
@@ -56,6 +64,9 @@ func TestBenchmarkThousandPods(t *testing.T) {
 	small := deployment("bench-small", 500, "900m", "3100Mi", onPool("bench"))
 	large := deployment("bench-large", 500, "3500m", "28Gi", onPool("bench"))
 	start := time.Now()
+	if profileDir != "" {
+		go fetchProfile(t, profileDir, "cpu.pprof", "profile?seconds=40")
+	}
 	create(t, small, large)
 	// Poll gently (the controller shares two cores with the control
 	// plane); the time is read from the pods' container start times, not from
@@ -101,6 +112,10 @@ func TestBenchmarkThousandPods(t *testing.T) {
 		"%d nodes %v, $%.2f/hour, %.3f x the fractional bound $%.2f/hour",
 		elapsed.Seconds(), float64(peakRSS)/1e6, cpuAfter-cpuBefore, cpuAfter, len(nodes), counts, cost, cost/bound, bound)
 	keepControllerLog(t)
+	if profileDir != "" {
+		fetchProfile(t, profileDir, "heap.pprof", "heap")
+		time.Sleep(30 * time.Second) // let the CPU profile finish
+	}
 	t.Logf("BENCH timeline: %s", podTimeline(append(podsOf(t, "default", "bench-small"), podsOf(t, "default", "bench-large")...), start))
 }
 
@@ -214,5 +229,26 @@ func keepControllerLog(t *testing.T) {
 	}
 	if err != nil {
 		t.Errorf("keeping the controller log: %v", err)
+	}
+}
+
+// pprofPort is where the controller serves pprof when KARP_BENCH_PPROF
+// names a directory to write profiles to.
+const pprofPort = 18081
+
+// fetchProfile saves the controller's pprof endpoint what to dir/name.
+func fetchProfile(t *testing.T, dir, name, what string) {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/%s", pprofPort, what))
+	if err != nil {
+		t.Logf("profile %s: %v", name, err)
+		return
+	}
+	defer func() { _ = resp.Body.Close() }()
+	raw, err := io.ReadAll(resp.Body)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, name), raw, 0o644)
+	}
+	if err != nil {
+		t.Logf("profile %s: %v", name, err)
 	}
 }

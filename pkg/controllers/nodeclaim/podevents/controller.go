@@ -8,9 +8,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -47,9 +49,31 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 	})
 	return builder.ControllerManagedBy(mgr).
 		Named(c.Name()).
-		For(&corev1.Pod{}, builder.WithPredicates(bound)).
+		For(&corev1.Pod{}, builder.WithPredicates(bound, podEvent)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
 		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
+}
+
+// podEvent passes the pod updates that are events for its node: binding,
+// the start of termination and reaching a terminal phase. Status updates
+// in between (conditions, container states; several per pod as it
+// starts) change nothing here and are dropped before they cost a
+// reconcile.
+var podEvent = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		before, ok1 := e.ObjectOld.(*corev1.Pod)
+		after, ok2 := e.ObjectNew.(*corev1.Pod)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return before.Spec.NodeName != after.Spec.NodeName ||
+			(before.DeletionTimestamp == nil) != (after.DeletionTimestamp == nil) ||
+			isTerminal(before) != isTerminal(after)
+	},
+}
+
+func isTerminal(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 }
 
 // +kubebuilder:rbac:groups="",resources=pods;nodes,verbs=get;list;watch
@@ -83,19 +107,20 @@ func (c *Controller) Reconcile(ctx context.Context, pod *corev1.Pod) (reconcile.
 // nodeClaimOf returns the live NodeClaim of the named Node, or nil.
 func (c *Controller) nodeClaimOf(ctx context.Context, nodeName string) (*karpv1.NodeClaim, error) {
 	node := &corev1.Node{}
-	if err := c.kubeClient.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
+	if err := c.kubeClient.Get(ctx, client.ObjectKey{Name: nodeName}, node, &client.GetOptions{UnsafeDisableDeepCopy: ptr.To(true)}); err != nil {
 		return nil, client.IgnoreNotFound(fmt.Errorf("getting node: %w", err))
 	}
 	if node.Spec.ProviderID == "" {
 		return nil, nil
 	}
 	var list karpv1.NodeClaimList
-	if err := c.kubeClient.List(ctx, &list, client.MatchingFields{index.NodeClaimProviderID: node.Spec.ProviderID}); err != nil {
+	if err := c.kubeClient.List(ctx, &list, client.MatchingFields{index.NodeClaimProviderID: node.Spec.ProviderID}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing nodeclaims: %w", err)
 	}
 	for i := range list.Items {
 		if list.Items[i].DeletionTimestamp.IsZero() {
-			return &list.Items[i], nil
+			// The list shares the cache's objects; the caller changes it.
+			return list.Items[i].DeepCopy(), nil
 		}
 	}
 	return nil, nil
