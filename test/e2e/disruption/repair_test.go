@@ -112,6 +112,13 @@ func TestRepairReplacesUnhealthyNodesAFifthOfThePoolAtATime(t *testing.T) {
 		if err := cl.Get(t.Context(), client.ObjectKeyFromObject(sickClaims[n]), got); err != nil || got.DeletionTimestamp != nil {
 			t.Errorf("recovered node %s's nodeclaim was deleted (err %v)", n, err)
 		}
+		framework.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
+			node := &corev1.Node{}
+			if err := cl.Get(ctx, types.NamespacedName{Name: n}, node); err != nil {
+				return false, err.Error()
+			}
+			return framework.ReadyStatus(node) == corev1.ConditionTrue, fmt.Sprintf("recovered node %s Ready=%s", n, framework.ReadyStatus(node))
+		})
 	}
 
 	peak, seen := sampler.Stop()
