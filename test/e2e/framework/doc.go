@@ -15,4 +15,22 @@
 // cluster whatever their outcome; if the test binary is killed, the
 // components die with it (Pdeathsig). A component that dies during the run
 // fails the package with the tail of its log.
+//
+// The helpers the suites share:
+//
+//   - karp itself: StartKarp runs `karp controller` against the cluster
+//     (built once per test binary; KarpBinary for other subcommands);
+//     FastDisruptionArgs make disruption act within seconds;
+//     KARP_E2E_KEEP_LOGS=1 keeps every controller log.
+//   - a test's pool: RunPool creates a namespace, KWOKNodeClass and
+//     NodePool of one name, starts karp and, when the test ends, DeletePool
+//     removes them and waits until karp has terminated the pool's nodes.
+//   - workloads: Deployment, SpreadOverHosts, ApplyManifest, Example.
+//   - reading the cluster: AvailablePods, PendingPods, PoolNodeClaims,
+//     NodeClaimOfNode, Events, Describe (for failure messages).
+//   - sampling while something happens: SampleAvailable (fewest available
+//     pods, polled) and WatchDisrupting (most NodeClaims disrupted at once,
+//     from a watch, so nothing is missed between polls).
+//   - kwok nodes: MakeKWOKNode, SetKWOKNodeReady (the karp.sh/kwok-ready
+//     annotation keeps a node Ready=False until removed).
 package framework
