@@ -102,6 +102,9 @@ func NewControllers(deps Deps) []Controller {
 		provisioning.NewPodController(provisioner.Batcher()),
 		// Triggers the provisioner for nodes being disrupted or deleted.
 		provisioning.NewNodeController(provisioner.Batcher()),
+		// Tells the kube-scheduler which node each nominated pod was
+		// planned for, once that node registers.
+		provisioning.NewHintController(deps.KubeClient, cluster),
 		// Registers the scheduler, node and pod metrics.
 		provisioning.NewMetricsRegistrar(crmetrics.Registry, cluster),
 		// Deletes or replaces empty, drifted and underutilized nodes

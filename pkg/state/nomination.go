@@ -70,6 +70,18 @@ func (c *Cluster) nominatedTo() map[string][]*corev1.Pod {
 	return out
 }
 
+// NominatedPods returns copies of the pods with an unexpired nomination
+// to the StateNode with the given ID, in namespace/name order.
+func (c *Cluster) NominatedPods(nodeID string) []*corev1.Pod {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var out []*corev1.Pod
+	for _, pod := range c.nominatedTo()[nodeID] {
+		out = append(out, pod.DeepCopy())
+	}
+	return out
+}
+
 // sortedKeys returns a map's keys in a stable order.
 func sortedKeys[K comparable, V any](m map[K]V) []K {
 	keys := slices.Collect(maps.Keys(m))

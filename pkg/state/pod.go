@@ -10,9 +10,12 @@ import (
 // reason Unschedulable, it is not bound, the scheduler has not nominated a
 // node for it (preemption), it is not terminating, and it is neither a
 // DaemonSet pod nor a mirror pod (owned by a Node): those follow their node.
+//
+// A nominated node karp wrote itself, as a scheduler hint (see
+// SchedulerHintCondition), is no preemption and does not count.
 func IsProvisionable(pod *corev1.Pod) bool {
 	return pod.Spec.NodeName == "" &&
-		pod.Status.NominatedNodeName == "" &&
+		(pod.Status.NominatedNodeName == "" || IsSchedulerHint(pod)) &&
 		pod.DeletionTimestamp == nil &&
 		!isTerminal(pod) &&
 		failedToSchedule(pod) &&
@@ -77,4 +80,27 @@ func (c *Cluster) PodCount() (total, bound int) {
 // IsNominated reports whether the pod has an unexpired nomination.
 func (c *Cluster) IsNominated(pod *corev1.Pod) bool {
 	return c.NominatedNode(client.ObjectKeyFromObject(pod)) != ""
+}
+
+// SchedulerHintCondition is the pod condition karp sets beside the
+// status.nominatedNodeName it writes as a hint to the kube-scheduler. It
+// tells karp's hint (which must not stop karp from placing the pod again
+// should that node never come) from a nomination the scheduler made for
+// preemption (which must), across controller restarts.
+const SchedulerHintCondition corev1.PodConditionType = "karp.sh/SchedulerHint"
+
+// SchedulerHintMessage is the hint condition's message for a node.
+func SchedulerHintMessage(nodeName string) string {
+	return "karp launched or chose node " + nodeName + " for this pod"
+}
+
+// IsSchedulerHint reports whether the pod's nominated node is the hint
+// karp wrote, not a nomination of the scheduler's.
+func IsSchedulerHint(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == SchedulerHintCondition {
+			return c.Status == corev1.ConditionTrue && c.Message == SchedulerHintMessage(pod.Status.NominatedNodeName)
+		}
+	}
+	return false
 }

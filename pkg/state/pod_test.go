@@ -35,6 +35,20 @@ func TestIsProvisionable(t *testing.T) {
 			p.Status.NominatedNodeName = "n"
 			return p
 		}()},
+		"hinted by karp": {pod: func() *corev1.Pod {
+			p := test.MakePod("p").Obj()
+			p.Status.NominatedNodeName = "n"
+			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: state.SchedulerHintCondition,
+				Status: corev1.ConditionTrue, Message: state.SchedulerHintMessage("n")})
+			return p
+		}(), want: true},
+		"hinted by karp, then nominated elsewhere by the scheduler": {pod: func() *corev1.Pod {
+			p := test.MakePod("p").Obj()
+			p.Status.NominatedNodeName = "preempting-on-m"
+			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: state.SchedulerHintCondition,
+				Status: corev1.ConditionTrue, Message: state.SchedulerHintMessage("n")})
+			return p
+		}()},
 		"DaemonSet pod":  {pod: test.MakePod("p").Owner("DaemonSet", "ds", "u1").Obj()},
 		"mirror pod":     {pod: test.MakePod("p").Owner("Node", "n", "u2").Obj()},
 		"ReplicaSet pod": {pod: test.MakePod("p").Owner("ReplicaSet", "rs", "u3").Obj(), want: true},

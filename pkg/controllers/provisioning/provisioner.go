@@ -168,10 +168,21 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Results, error) {
 	schedulingDuration.Observe(p.clock.Since(start).Seconds())
 	// 4. Act: create NodeClaims, nominate, explain the rest.
 	ids := make(map[*simulation.Node]string, len(nodes))
+	nodeNames := make(map[*simulation.Node]string, len(nodes))
 	for i, n := range nodes {
 		ids[n] = stateNodes[i].ID()
+		if stateNodes[i].Node != nil {
+			nodeNames[n] = stateNodes[i].Node.Name
+		}
 	}
 	created, err := p.act(ctx, in, res, ids)
+	// Pods placed on nodes that exist: tell the scheduler now. Pods of new
+	// NodeClaims are hinted when those register (HintController).
+	for _, ep := range res.ExistingNodes {
+		if name := nodeNames[ep.Node]; name != "" && len(ep.Pods) > 0 {
+			go hintScheduler(context.WithoutCancel(ctx), p.kubeClient, ep.Pods, name)
+		}
+	}
 	return &Results{Solve: res, Created: created}, err
 }
 

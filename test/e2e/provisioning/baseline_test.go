@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -94,6 +95,21 @@ func podTimeline(pods []corev1.Pod, start time.Time) string {
 		started = later(started, startedAt(&pods[i]))
 	}
 	since := func(at time.Time) float64 { return at.Sub(start.Truncate(time.Second)).Seconds() }
-	return fmt.Sprintf("last pod created at %.0fs, last bound at %.0fs, last started at %.0fs",
-		since(created), since(scheduled), since(started))
+	var bound []float64
+	for i := range pods {
+		for _, c := range pods[i].Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {
+				bound = append(bound, since(c.LastTransitionTime.Time))
+			}
+		}
+	}
+	slices.Sort(bound)
+	quantile := func(q float64) float64 {
+		if len(bound) == 0 {
+			return 0
+		}
+		return bound[min(len(bound)-1, int(q*float64(len(bound))))]
+	}
+	return fmt.Sprintf("last pod created at %.0fs, last bound at %.0fs (10/50/90%% bound by %.0f/%.0f/%.0fs), last started at %.0fs",
+		since(created), since(scheduled), quantile(0.1), quantile(0.5), quantile(0.9), since(started))
 }

@@ -1,0 +1,131 @@
+package provisioning
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/state"
+)
+
+// Scheduler hints. karp plans which node each pending pod lands on; the
+// kube-scheduler, left alone, places pods by its own scoring on whichever
+// new node turns Ready first, mixing large and small pods differently
+// from the plan, so some pods no longer fit anywhere and need another
+// round of nodes. Writing the plan into the pod's status.nominatedNodeName
+// (the field external components may set since Kubernetes 1.35,
+// NominatedNodeNameForExpectation) makes the scheduler try that node first
+// and count the pod against that node's capacity while it places others.
+// A hint is only a hint: the scheduler still runs every filter, and a
+// stale hint (a node that never came) costs it nothing. The hint carries
+// a pod condition (state.SchedulerHintCondition) so karp never mistakes
+// its own hint for the scheduler's preemption nomination.
+
+// hintWorkers bounds concurrent pod status patches.
+const hintWorkers = 16
+
+// hintScheduler writes nodeName as the nominated node of each pod still
+// pending without that hint. Errors are logged: a missing hint only
+// costs the scheduler's default placement.
+func hintScheduler(ctx context.Context, kubeClient client.Client, pods []*corev1.Pod, nodeName string) {
+	var todo []*corev1.Pod
+	for _, pod := range pods {
+		if pod.Spec.NodeName == "" && pod.Status.NominatedNodeName != nodeName {
+			todo = append(todo, pod)
+		}
+	}
+	if len(todo) == 0 {
+		return
+	}
+	// A strategic merge patch: conditions merge by type, so the
+	// scheduler's PodScheduled condition stays.
+	raw, err := json.Marshal(map[string]any{"status": map[string]any{
+		"nominatedNodeName": nodeName,
+		"conditions": []corev1.PodCondition{{
+			Type:               state.SchedulerHintCondition,
+			Status:             corev1.ConditionTrue,
+			Reason:             "Provisioned",
+			Message:            state.SchedulerHintMessage(nodeName),
+			LastTransitionTime: metav1.Now(),
+		}},
+	}})
+	if err != nil {
+		return
+	}
+	workqueue.ParallelizeUntil(ctx, hintWorkers, len(todo), func(i int) {
+		pod := &corev1.Pod{}
+		pod.Namespace, pod.Name = todo[i].Namespace, todo[i].Name
+		if err := kubeClient.Status().Patch(ctx, pod, client.RawPatch(types.StrategicMergePatchType, raw)); client.IgnoreNotFound(err) != nil {
+			log.FromContext(ctx).V(1).Info("writing scheduler hint", "pod", client.ObjectKeyFromObject(pod), "node", nodeName, "error", err.Error())
+		}
+	})
+}
+
+// HintController hints the scheduler with the node of a NodeClaim as
+// soon as it registers (a new node's name is not known before), for the
+// pods the provisioner nominated to that NodeClaim.
+type HintController struct {
+	kubeClient client.Client
+	cluster    *state.Cluster
+}
+
+var _ reconcile.ObjectReconciler[*karpv1.NodeClaim] = (*HintController)(nil)
+
+// NewHintController returns the registration-time scheduler hinter.
+func NewHintController(kubeClient client.Client, cluster *state.Cluster) *HintController {
+	return &HintController{kubeClient: kubeClient, cluster: cluster}
+}
+
+// Name is the controller's name.
+func (c *HintController) Name() string { return "provisioner.hint" }
+
+// Register watches NodeClaims getting their node name.
+func (c *HintController) Register(_ context.Context, mgr manager.Manager) error {
+	registered := predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool { return nodeNameOf(e.Object) != "" },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return nodeNameOf(e.ObjectOld) == "" && nodeNameOf(e.ObjectNew) != ""
+		},
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+	err := builder.ControllerManagedBy(mgr).
+		Named(c.Name()).
+		For(&karpv1.NodeClaim{}, builder.WithPredicates(registered)).
+		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
+	if err != nil {
+		return fmt.Errorf("registering %s: %w", c.Name(), err)
+	}
+	return nil
+}
+
+func nodeNameOf(o client.Object) string {
+	if nc, ok := o.(*karpv1.NodeClaim); ok {
+		return nc.Status.NodeName
+	}
+	return ""
+}
+
+// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
+
+// Reconcile hints the pods nominated to the NodeClaim with its node.
+func (c *HintController) Reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim) (reconcile.Result, error) {
+	if nodeClaim.Status.NodeName == "" || !nodeClaim.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, nil
+	}
+	hintScheduler(ctx, c.kubeClient, c.cluster.NominatedPods(state.NodeClaimID(nodeClaim.Name)), nodeClaim.Status.NodeName)
+	return reconcile.Result{}, nil
+}

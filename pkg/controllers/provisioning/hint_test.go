@@ -1,0 +1,106 @@
+package provisioning_test
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning"
+	"github.com/karp-autoscaler/karp/pkg/state"
+	"github.com/karp-autoscaler/karp/pkg/test"
+)
+
+// nominatedNodeName reads the pod's status.nominatedNodeName from the API.
+func (h *harness) nominatedNodeName(pod *corev1.Pod) string {
+	h.t.Helper()
+	got := &corev1.Pod{}
+	if err := h.client.Get(h.ctx, client.ObjectKeyFromObject(pod), got); err != nil {
+		h.t.Fatal(err)
+	}
+	return got.Status.NominatedNodeName
+}
+
+// TestRegisteredNodeClaimHintsTheScheduler: pods nominated to a new
+// NodeClaim get its node as status.nominatedNodeName once it registers,
+// and not before (the node's name is unknown until then).
+func TestRegisteredNodeClaimHintsTheScheduler(t *testing.T) {
+	h := newHarness(t)
+	h.readyNodePool(test.MakeNodePool("default").Obj())
+	pods := h.pendingPods(
+		test.MakePod("a").Requests("cpu", "1").Obj(),
+		test.MakePod("b").Requests("cpu", "1").Obj(),
+	)
+	res := h.schedule()
+	if len(res.Created) != 1 {
+		t.Fatalf("created %v, want one NodeClaim", res.Created)
+	}
+	hinter := provisioning.NewHintController(h.client, h.cluster)
+	nc := &karpv1.NodeClaim{}
+	if err := h.client.Get(h.ctx, client.ObjectKey{Name: res.Created[0]}, nc); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hinter.Reconcile(h.ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	for _, pod := range pods {
+		if got := h.nominatedNodeName(pod); got != "" {
+			t.Errorf("pod %s hinted %q before its NodeClaim registered", pod.Name, got)
+		}
+	}
+
+	nc.Status.NodeName = "node-of-" + nc.Name
+	if err := h.client.Status().Update(h.ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hinter.Reconcile(h.ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	for _, pod := range pods {
+		if got := h.nominatedNodeName(pod); got != nc.Status.NodeName {
+			t.Errorf("pod %s status.nominatedNodeName = %q, want %q", pod.Name, got, nc.Status.NodeName)
+		}
+		// karp's own hint keeps the pod provisionable (should that node
+		// never come), and the scheduler's condition is kept.
+		got := &corev1.Pod{}
+		if err := h.client.Get(h.ctx, client.ObjectKeyFromObject(pod), got); err != nil {
+			t.Fatal(err)
+		}
+		if !state.IsProvisionable(got) {
+			t.Errorf("pod %s with karp's hint is not provisionable: %+v", pod.Name, got.Status)
+		}
+	}
+}
+
+// TestPodPlacedOnAnExistingNodeHintsTheScheduler: a pod the solver puts
+// on a node that exists is hinted with that node during the pass.
+func TestPodPlacedOnAnExistingNodeHintsTheScheduler(t *testing.T) {
+	h := newHarness(t)
+	h.readyNodePool(test.MakeNodePool("default").Obj())
+	node := test.MakeNode("existing").ProviderID("fake://existing").
+		Capacity("cpu", "8", "memory", "16Gi", "pods", "20").Allocatable("cpu", "8", "memory", "16Gi", "pods", "20").Obj()
+	h.create(node)
+	node.Status = test.MakeNode("existing").Capacity("cpu", "8", "memory", "16Gi", "pods", "20").
+		Allocatable("cpu", "8", "memory", "16Gi", "pods", "20").Obj().Status
+	if err := h.client.Status().Update(h.ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	node.Spec.Taints = nil
+	if err := h.client.Update(h.ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("node allocatable in state", func() bool {
+		for _, sn := range h.cluster.Nodes() {
+			if sn.Node != nil && sn.Node.Name == "existing" && len(sn.Allocatable()) > 0 && len(sn.Node.Spec.Taints) == 0 {
+				return true
+			}
+		}
+		return false
+	})
+	pods := h.pendingPods(test.MakePod("p").Requests("cpu", "2").Obj())
+	if res := h.schedule(); len(res.Created) != 0 {
+		t.Fatalf("created %v, want nothing", res.Created)
+	}
+	h.eventually("pod hinted with node existing", func() bool { return h.nominatedNodeName(pods[0]) == "existing" })
+}
