@@ -60,12 +60,17 @@ func TestBenchmarkThousandPods(t *testing.T) {
 	create(t, nodePool)
 	waitNodePoolReady(t, "bench")
 	cpuBefore := processCPUSeconds(t, pid)
+	hwmBefore := processPeakRSS(t, pid)
 
 	small := deployment("bench-small", 500, "900m", "3100Mi", onPool("bench"))
 	large := deployment("bench-large", 500, "3500m", "28Gi", onPool("bench"))
 	start := time.Now()
 	if profileDir != "" {
 		go fetchProfile(t, profileDir, "cpu.pprof", "profile?seconds=40")
+		go func() {
+			time.Sleep(12 * time.Second) // about when most nodes register
+			fetchProfile(t, profileDir, "heap-mid.pprof", "heap?gc=1")
+		}()
 	}
 	create(t, small, large)
 	// Poll gently (the controller shares two cores with the control
@@ -116,6 +121,7 @@ func TestBenchmarkThousandPods(t *testing.T) {
 		fetchProfile(t, profileDir, "heap.pprof", "heap")
 		time.Sleep(30 * time.Second) // let the CPU profile finish
 	}
+	t.Logf("BENCH controller peak RSS before the Deployments: %.1f MB", float64(hwmBefore)/1e6)
 	t.Logf("BENCH timeline: %s", podTimeline(append(podsOf(t, "default", "bench-small"), podsOf(t, "default", "bench-large")...), start))
 }
 
