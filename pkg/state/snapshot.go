@@ -26,6 +26,45 @@ func (c *Cluster) Snapshot() ([]*simulation.Node, []*StateNode) {
 	return out, stateNodes
 }
 
+// NodeConditionTaintGrace is how long ProvisioningSnapshot lets an
+// initialized karp node keep the node lifecycle controller's not-ready or
+// unreachable taint before counting the node as unusable.
+const NodeConditionTaintGrace = time.Minute
+
+// ProvisioningSnapshot is Snapshot for the provisioner: an initialized
+// karp node whose not-ready or unreachable taint (the node lifecycle
+// controller's, added when a kubelet's status or lease is late) is
+// younger than NodeConditionTaintGrace keeps its room. A status or lease
+// a few seconds late on a loaded API server would otherwise make karp
+// launch new capacity for every pod that node could hold, only for the
+// taint to go moments later. A node that stays unhealthy loses its room
+// after the grace (and node repair replaces it later). Disruption uses
+// Snapshot, which never moves pods onto such a node.
+func (c *Cluster) ProvisioningSnapshot() ([]*simulation.Node, []*StateNode) {
+	nodes, stateNodes := c.Snapshot()
+	now := c.now()
+	for i, n := range nodes {
+		if sn := stateNodes[i]; sn.Managed() && sn.Node != nil && n.Initialized {
+			n.Taints = withoutFreshConditionTaints(n.Taints, now)
+		}
+	}
+	return nodes, stateNodes
+}
+
+// withoutFreshConditionTaints drops not-ready and unreachable taints added
+// less than NodeConditionTaintGrace before now.
+func withoutFreshConditionTaints(taints []corev1.Taint, now time.Time) []corev1.Taint {
+	out := make([]corev1.Taint, 0, len(taints))
+	for _, t := range taints {
+		if (t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable) &&
+			t.TimeAdded != nil && now.Sub(t.TimeAdded.Time) < NodeConditionTaintGrace {
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
 func (c *Cluster) toSimulation(sn *StateNode) *simulation.Node {
 	n := &simulation.Node{
 		Name:              sn.Name(),

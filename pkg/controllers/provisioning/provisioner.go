@@ -145,7 +145,7 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Results, error) {
 		log.FromContext(ctx).V(1).Info("released nominations to full nodes", "count", released)
 	}
 	pods := p.cluster.ProvisionablePods()
-	nodes, stateNodes := p.cluster.Snapshot()
+	nodes, stateNodes := p.cluster.ProvisioningSnapshot()
 	if len(pods) == 0 && !anyReschedulable(nodes) {
 		queueDepth.Set(0)
 		return &Results{}, nil

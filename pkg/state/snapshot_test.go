@@ -1,0 +1,58 @@
+package state_test
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/state"
+	"github.com/karp-autoscaler/karp/pkg/test"
+)
+
+// TestProvisioningSnapshotGivesConditionTaintsAGrace: an initialized karp
+// node tainted unreachable a few seconds ago keeps its room for the
+// provisioner; after the grace, or in the disruption Snapshot, it does not.
+func TestProvisioningSnapshotGivesConditionTaintsAGrace(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(now)
+	cluster := state.NewCluster(clk, nil)
+	nc := test.MakeNodeClaim("nc").NodePool("pool").ProviderID("fake://nc").NodeName("n").
+		Condition(karpv1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", now.Add(-time.Hour)).Obj()
+	dedicated := corev1.Taint{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}
+	node := test.MakeNode("n").ProviderID("fake://nc").Label(karpv1.NodePoolLabelKey, "pool").Taint(dedicated).Obj()
+	added := metav1.NewTime(now.Add(-10 * time.Second))
+	node.Spec.Taints = append(node.Spec.Taints,
+		corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule, TimeAdded: &added},
+		corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute, TimeAdded: &added})
+	cluster.UpdateNodeClaim(nc)
+	cluster.UpdateNode(node)
+	prov, _ := cluster.ProvisioningSnapshot()
+	if len(prov) != 1 || !prov[0].Initialized {
+		t.Fatalf("provisioning snapshot = %+v, want one initialized node", prov)
+	}
+	if got := keysOf(prov[0].Taints); len(got) != 1 || got[0] != "dedicated" {
+		t.Errorf("provisioning snapshot taints 10s after unreachable = %v, want only dedicated", got)
+	}
+	all, _ := cluster.Snapshot()
+	if got := keysOf(all[0].Taints); len(got) != 3 {
+		t.Errorf("disruption snapshot taints = %v, want all three", got)
+	}
+
+	clk.Step(state.NodeConditionTaintGrace)
+	prov, _ = cluster.ProvisioningSnapshot()
+	if got := keysOf(prov[0].Taints); len(got) != 3 {
+		t.Errorf("provisioning snapshot taints after the grace = %v, want all three", got)
+	}
+}
+
+func keysOf(taints []corev1.Taint) []string {
+	var out []string
+	for _, t := range taints {
+		out = append(out, t.Key)
+	}
+	return out
+}
