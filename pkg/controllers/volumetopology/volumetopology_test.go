@@ -1,0 +1,135 @@
+package volumetopology_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/karp-autoscaler/karp/pkg/controllers/volumetopology"
+	"github.com/karp-autoscaler/karp/pkg/test/environment"
+)
+
+var env *environment.Environment
+
+func TestMain(m *testing.M) { environment.Main(m, &env) }
+
+const ns = "default"
+
+// world creates, in the API server, a volume pinned to zone a or b, a
+// claim bound to it, a claim of a WaitForFirstConsumer class allowed only
+// in zone b, a claim of an Immediate class, and claims whose volume or
+// class does not exist.
+func world(t *testing.T, ctx context.Context) {
+	t.Helper()
+	zoneTerm := func(zones ...string) corev1.NodeSelectorTerm {
+		return corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: zones}}}
+	}
+	class := func(name string, mode storagev1.VolumeBindingMode) *storagev1.StorageClass {
+		return &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: "example.com/csi", VolumeBindingMode: &mode,
+			AllowedTopologies: []corev1.TopologySelectorTerm{{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{
+				{Key: corev1.LabelTopologyZone, Values: []string{"zone-b"}}}}}}
+	}
+	objs := []client.Object{
+		&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "vt-pinned"}, Spec: corev1.PersistentVolumeSpec{
+			Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "csi.example.com", VolumeHandle: "vol-1"}},
+			NodeAffinity:           &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{zoneTerm("zone-a"), zoneTerm("zone-b")}}}}},
+		class("vt-wait", storagev1.VolumeBindingWaitForFirstConsumer),
+		class("vt-immediate", storagev1.VolumeBindingImmediate),
+		claim("bound", "", "vt-pinned"),
+		claim("waiting", "vt-wait", ""),
+		claim("immediate", "vt-immediate", ""),
+		claim("web-0-scratch", "vt-wait", ""),
+		claim("lost-volume", "", "vt-gone"),
+		claim("lost-class", "vt-gone", ""),
+	}
+	for _, obj := range objs {
+		if err := env.Client.Create(ctx, obj); err != nil {
+			t.Fatalf("creating %s: %v", obj.GetName(), err)
+		}
+		t.Cleanup(func() { _ = env.Client.Delete(context.WithoutCancel(ctx), obj) })
+	}
+}
+
+func claim(name, class, volume string) *corev1.PersistentVolumeClaim {
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.PersistentVolumeClaimSpec{VolumeName: volume,
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	if class != "" {
+		pvc.Spec.StorageClassName = ptr.To(class)
+	}
+	return pvc
+}
+
+// pod mounts the named claims, and a generic ephemeral volume for each
+// name prefixed with "ephemeral:".
+func pod(claims ...string) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: ns}}
+	p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "config",
+		VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}})
+	for _, c := range claims {
+		if vol, ok := strings.CutPrefix(c, "ephemeral:"); ok {
+			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: vol,
+				VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}})
+			continue
+		}
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: c,
+			VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c}}})
+	}
+	return p
+}
+
+func TestPodTerms(t *testing.T) {
+	ctx := t.Context()
+	world(t, ctx)
+	cases := map[string]struct {
+		pod      *corev1.Pod
+		want     [][]string // zones allowed by each alternative
+		notFound string     // the missing object the error names
+	}{
+		"no claims": {pod: pod()},
+		"bound claim: the volume's node affinity":       {pod: pod("bound"), want: [][]string{{"zone-a"}, {"zone-b"}}},
+		"unbound claim of a WaitForFirstConsumer class": {pod: pod("waiting"), want: [][]string{{"zone-b"}}},
+		"unbound claim of an Immediate class":           {pod: pod("immediate")},
+		"generic ephemeral volume: the claim it makes":  {pod: pod("ephemeral:scratch"), want: [][]string{{"zone-b"}}},
+		"two claims: only the common zone":              {pod: pod("bound", "waiting"), want: [][]string{{"zone-b"}}},
+		"missing claim":                                 {pod: pod("bound", "nope"), notFound: "persistentvolumeclaim default/nope"},
+		"claim bound to a missing volume":               {pod: pod("lost-volume"), notFound: "persistentvolume vt-gone"},
+		"claim of a missing class":                      {pod: pod("lost-class"), notFound: "storageclass vt-gone"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := volumetopology.PodTerms(ctx, env.Client, tc.pod)
+			if tc.notFound != "" {
+				if !apierrors.IsNotFound(err) || !strings.Contains(err.Error(), tc.notFound) {
+					t.Fatalf("error = %v, want NotFound naming %s", err, tc.notFound)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("%d alternatives (%v), want %d", len(got), got, len(tc.want))
+			}
+			for i, zones := range tc.want {
+				r := got[i].Get(corev1.LabelTopologyZone)
+				if r == nil || !slices.Equal(r.Values(), zones) {
+					t.Errorf("alternative %d allows zones %v, want %v", i, r, zones)
+				}
+			}
+		})
+	}
+}
