@@ -26,9 +26,9 @@ type Cluster struct {
 	nodes       map[string]*corev1.Node      // by name
 	pods        map[types.NamespacedName]*corev1.Pod
 	podsByNode  map[string]map[types.NamespacedName]*corev1.Pod // by spec.nodeName
-	daemonSets  map[types.NamespacedName]*appsv1.DaemonSet
-	nodePools   map[string]*karpv1.NodePool
-	pdbs        map[types.NamespacedName]*policyv1.PodDisruptionBudget
+	daemonSets  *store[types.NamespacedName, *appsv1.DaemonSet]
+	nodePools   *store[string, *karpv1.NodePool]
+	pdbs        *store[types.NamespacedName, *policyv1.PodDisruptionBudget]
 	nominations map[types.NamespacedName]nomination
 	marked      map[string]bool // StateNode IDs marked for deletion
 	started     map[types.UID]bool
@@ -38,7 +38,7 @@ type Cluster struct {
 // NewCluster returns an empty view. kubeClient is what Synced compares the
 // view against; pass the manager's (cached) client.
 func NewCluster(clk clock.Clock, kubeClient client.Reader) *Cluster {
-	return &Cluster{
+	c := &Cluster{
 		clock:       clk,
 		kubeClient:  kubeClient,
 		nodeClaims:  map[string]*karpv1.NodeClaim{},
@@ -46,14 +46,15 @@ func NewCluster(clk clock.Clock, kubeClient client.Reader) *Cluster {
 		nodes:       map[string]*corev1.Node{},
 		pods:        map[types.NamespacedName]*corev1.Pod{},
 		podsByNode:  map[string]map[types.NamespacedName]*corev1.Pod{},
-		daemonSets:  map[types.NamespacedName]*appsv1.DaemonSet{},
-		nodePools:   map[string]*karpv1.NodePool{},
-		pdbs:        map[types.NamespacedName]*policyv1.PodDisruptionBudget{},
 		nominations: map[types.NamespacedName]nomination{},
 		marked:      map[string]bool{},
 		started:     map[types.UID]bool{},
 		createdAt:   clk.Now(),
 	}
+	c.daemonSets = newStore(&c.mu, namespacedKey[*appsv1.DaemonSet])
+	c.nodePools = newStore(&c.mu, nameKey[*karpv1.NodePool])
+	c.pdbs = newStore(&c.mu, namespacedKey[*policyv1.PodDisruptionBudget])
+	return c
 }
 
 // Clock is the clock the view reads.
@@ -61,8 +62,7 @@ func (c *Cluster) Clock() clock.Clock { return c.clock }
 
 // UpdateNodeClaim records the NodeClaim (a copy).
 func (c *Cluster) UpdateNodeClaim(nc *karpv1.NodeClaim) {
-	nc = nc.DeepCopy()
-	nc.ManagedFields = nil
+	nc = recorded(nc)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old, ok := c.nodeClaims[nc.Name]
@@ -95,8 +95,7 @@ func (c *Cluster) DeleteNodeClaim(name string) {
 
 // UpdateNode records the Node (a copy).
 func (c *Cluster) UpdateNode(node *corev1.Node) {
-	node = node.DeepCopy()
-	node.ManagedFields = nil
+	node = recorded(node)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.nodes[node.Name] = node
@@ -170,85 +169,31 @@ func (c *Cluster) unbind(key types.NamespacedName) {
 }
 
 // UpdateDaemonSet records the DaemonSet (a copy).
-func (c *Cluster) UpdateDaemonSet(ds *appsv1.DaemonSet) {
-	ds = ds.DeepCopy()
-	ds.ManagedFields = nil
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.daemonSets[client.ObjectKeyFromObject(ds)] = ds
-}
+func (c *Cluster) UpdateDaemonSet(ds *appsv1.DaemonSet) { c.daemonSets.update(ds) }
 
 // DeleteDaemonSet forgets the DaemonSet.
-func (c *Cluster) DeleteDaemonSet(key types.NamespacedName) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.daemonSets, key)
-}
+func (c *Cluster) DeleteDaemonSet(key types.NamespacedName) { c.daemonSets.delete(key) }
 
 // DaemonSets returns copies of every DaemonSet, in key order.
-func (c *Cluster) DaemonSets() []*appsv1.DaemonSet {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	out := make([]*appsv1.DaemonSet, 0, len(c.daemonSets))
-	for _, key := range sortedKeys(c.daemonSets) {
-		out = append(out, c.daemonSets[key].DeepCopy())
-	}
-	return out
-}
+func (c *Cluster) DaemonSets() []*appsv1.DaemonSet { return c.daemonSets.list() }
 
 // UpdateNodePool records the NodePool (a copy).
-func (c *Cluster) UpdateNodePool(np *karpv1.NodePool) {
-	np = np.DeepCopy()
-	np.ManagedFields = nil
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.nodePools[np.Name] = np
-}
+func (c *Cluster) UpdateNodePool(np *karpv1.NodePool) { c.nodePools.update(np) }
 
 // DeleteNodePool forgets the NodePool.
-func (c *Cluster) DeleteNodePool(name string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.nodePools, name)
-}
+func (c *Cluster) DeleteNodePool(name string) { c.nodePools.delete(name) }
 
 // NodePools returns copies of every NodePool, by name.
-func (c *Cluster) NodePools() []*karpv1.NodePool {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	out := make([]*karpv1.NodePool, 0, len(c.nodePools))
-	for _, name := range sortedKeys(c.nodePools) {
-		out = append(out, c.nodePools[name].DeepCopy())
-	}
-	return out
-}
+func (c *Cluster) NodePools() []*karpv1.NodePool { return c.nodePools.list() }
 
 // UpdatePDB records the PodDisruptionBudget (a copy).
-func (c *Cluster) UpdatePDB(pdb *policyv1.PodDisruptionBudget) {
-	pdb = pdb.DeepCopy()
-	pdb.ManagedFields = nil
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.pdbs[client.ObjectKeyFromObject(pdb)] = pdb
-}
+func (c *Cluster) UpdatePDB(pdb *policyv1.PodDisruptionBudget) { c.pdbs.update(pdb) }
 
 // DeletePDB forgets the PodDisruptionBudget.
-func (c *Cluster) DeletePDB(key types.NamespacedName) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.pdbs, key)
-}
+func (c *Cluster) DeletePDB(key types.NamespacedName) { c.pdbs.delete(key) }
 
 // PDBs returns copies of every PodDisruptionBudget, in key order.
-func (c *Cluster) PDBs() []*policyv1.PodDisruptionBudget {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	out := make([]*policyv1.PodDisruptionBudget, 0, len(c.pdbs))
-	for _, key := range sortedKeys(c.pdbs) {
-		out = append(out, c.pdbs[key].DeepCopy())
-	}
-	return out
-}
+func (c *Cluster) PDBs() []*policyv1.PodDisruptionBudget { return c.pdbs.list() }
 
 // MarkForDeletion marks the StateNodes with the given IDs: they lend no
 // capacity and their reschedulable pods are placed again.
