@@ -61,6 +61,11 @@ func startControllerLocked(t testing.TB, extra ...string) {
 		"--disable-leader-election", "--metrics-port=0", "--health-probe-port=0"}, extra...)
 	cmd := exec.Command(karpBinary, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// KARP_CONTROLLER_GOGC sets the controller's GOGC alone (a benchmark
+	// knob; the cluster's components keep theirs).
+	if gogc := os.Getenv("KARP_CONTROLLER_GOGC"); gogc != "" {
+		cmd.Env = append(os.Environ(), "GOGC="+gogc)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()
