@@ -76,7 +76,7 @@ func NewControllers(deps Deps) []Controller {
 	list := []Controller{
 		// Launches, registers and initializes NodeClaims; deletes the ones
 		// that cannot launch or never register.
-		lifecycle.NewController(deps.KubeClient, deps.CloudProvider, deps.Clock, deps.Recorder),
+		lifecycle.NewController(deps.KubeClient, deps.CloudProvider, deps.Clock, deps.Recorder).WithAPIReader(deps.APIReader),
 		// Deletes a deleting NodeClaim's Node and instance, then lets it go.
 		termination.NewController(deps.KubeClient, deps.CloudProvider, deps.Clock, deps.Recorder),
 		// Drains a deleting Node through the Eviction API (its own queue),

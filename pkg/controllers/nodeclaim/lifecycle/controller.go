@@ -84,6 +84,17 @@ func NewController(kubeClient client.Client, cp cloudprovider.CloudProvider, clk
 	}
 }
 
+// WithAPIReader lets registration retry a failed Node sync once from the
+// API server's copy of the Node instead of the cache's.
+func (c *Controller) WithAPIReader(r client.Reader) *Controller {
+	for _, p := range c.phases {
+		if reg, ok := p.(*registration); ok {
+			reg.apiReader = r
+		}
+	}
+	return c
+}
+
 // Name is the controller's name.
 func (c *Controller) Name() string { return "nodeclaim.lifecycle" }
 

@@ -1,14 +1,18 @@
 package lifecycle_test
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/lifecycle"
+	"github.com/karp-autoscaler/karp/pkg/test"
 )
 
 func newSyncNode(t *testing.T, name string) *corev1.Node {
@@ -86,5 +90,67 @@ func TestNodeSyncPatchNeverRestoresARemovedTaint(t *testing.T) {
 	got := getNode(t, "sync-taints")
 	if slices.ContainsFunc(got.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady }) {
 		t.Errorf("not-ready taint restored: %v", got.Spec.Taints)
+	}
+}
+
+// laggingCache serves one Node as it was before a later update, as an
+// informer cache that has not caught up yet does.
+type laggingCache struct {
+	client.Client
+	stale *corev1.Node
+}
+
+func (l laggingCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if err := l.Client.List(ctx, list, opts...); err != nil {
+		return err
+	}
+	if nodes, ok := list.(*corev1.NodeList); ok {
+		for i := range nodes.Items {
+			if nodes.Items[i].Name == l.stale.Name {
+				nodes.Items[i] = *l.stale.DeepCopy()
+			}
+		}
+	}
+	return nil
+}
+
+// TestRegistrationRetriesFromTheAPIWhenTheCacheLags: the node lifecycle
+// controller lifted not-ready after the cache's copy was taken; the sync
+// from the stale copy fails, and the retry from the API's copy registers
+// the node without restoring the taint.
+func TestRegistrationRetriesFromTheAPIWhenTheCacheLags(t *testing.T) {
+	for _, withAPIReader := range []bool{false, true} {
+		cp, _ := setup(t)
+		name := fmt.Sprintf("lag-%t", withAPIReader)
+		nc := launched(t, lifecycle.NewController(h.Client, cp, h.Clock, h.Recorder), test.MakeNodeClaim(name).NodePool("default").Obj())
+		// The Node as the cache still has it: unregistered and not-ready.
+		stale := test.MakeNode(name + "-node").ProviderID(nc.Status.ProviderID).Taint(karpv1.UnregisteredNoExecuteTaint).
+			Taint(corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}).Obj()
+		h.Create(t, stale.DeepCopy())
+		stale = getNode(t, name+"-node")
+		lifted := stale.DeepCopy()
+		lifted.Spec.Taints = slices.DeleteFunc(lifted.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
+		if err := h.Env.Client.Update(t.Context(), lifted); err != nil {
+			t.Fatal(err)
+		}
+		c := lifecycle.NewController(laggingCache{Client: h.Client, stale: stale}, cp, h.Clock, h.Recorder)
+		if withAPIReader {
+			c = c.WithAPIReader(h.APIReader)
+		}
+		err := reconcileNodeClaim(t, c, nc.Name)
+		got := &corev1.Node{}
+		if getErr := h.APIReader.Get(t.Context(), client.ObjectKey{Name: name + "-node"}, got); getErr != nil {
+			t.Fatal(getErr)
+		}
+		if slices.ContainsFunc(got.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady }) {
+			t.Errorf("withAPIReader=%t: not-ready taint restored: %v", withAPIReader, got.Spec.Taints)
+		}
+		registered := got.Labels[karpv1.NodeRegisteredLabelKey] == "true"
+		if withAPIReader && (err != nil || !registered) {
+			t.Errorf("with the API reader: err %v, registered label %t; want registered at once", err, registered)
+		}
+		if !withAPIReader && (err == nil || registered) {
+			t.Errorf("without the API reader: err %v, registered label %t; want a failed sync to retry", err, registered)
+		}
 	}
 }

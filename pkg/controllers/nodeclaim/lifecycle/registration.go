@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -37,6 +38,9 @@ type registration struct {
 	kubeClient    client.Client
 	cloudProvider cloudprovider.CloudProvider
 	recorder      events.EventRecorder
+	// apiReader, when set, reads a Node straight from the API server to
+	// retry a sync that failed on a stale cached copy.
+	apiReader client.Reader
 }
 
 func (r *registration) reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim, state *pass) (reconcile.Result, bool, error) {
@@ -64,7 +68,21 @@ func (r *registration) reconcile(ctx context.Context, nodeClaim *karpv1.NodeClai
 		return reconcile.Result{}, false, err
 	}
 	if err := r.syncNode(ctx, nodeClaim, node, pending); err != nil {
-		return reconcile.Result{}, false, err
+		// Most failures are a taint list our cache has not caught up
+		// with yet (the node lifecycle controller lifts not-ready right
+		// as nodes register): try once more from the API's copy rather
+		// than backing off until the cache catches up.
+		if r.apiReader == nil {
+			return reconcile.Result{}, false, err
+		}
+		fresh := &corev1.Node{}
+		if getErr := r.apiReader.Get(ctx, client.ObjectKeyFromObject(node), fresh); getErr != nil {
+			return reconcile.Result{}, false, errors.Join(err, getErr)
+		}
+		if err := r.syncNode(ctx, nodeClaim, fresh, pending); err != nil {
+			return reconcile.Result{}, false, err
+		}
+		*node = *fresh
 	}
 	if pending != "" {
 		conditions.SetUnknownWithReason(karpv1.ConditionTypeRegistered, ReasonRegistrationHookPending,
