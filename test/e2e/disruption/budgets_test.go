@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/controllers/disruption"
@@ -59,17 +58,13 @@ func TestZeroBudgetInAnActiveScheduleBlocksDisruption(t *testing.T) {
 	}
 
 	s := framework.WatchDisrupting(t, f, name, nil)
-	current := &karpv1.NodePool{}
-	if err := cl.Get(t.Context(), types.NamespacedName{Name: name}, current); err != nil {
-		t.Fatal(err)
-	}
-	current.Spec.Disruption.Budgets = []karpv1.Budget{
-		{Nodes: "0", Schedule: &yearly, Duration: &metav1.Duration{Duration: time.Minute}},
-		{Nodes: "1"},
-	}
-	if err := cl.Update(t.Context(), current); err != nil {
-		t.Fatal(err)
-	}
+	current := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	framework.Mutate(t, cl, current, func() {
+		current.Spec.Disruption.Budgets = []karpv1.Budget{
+			{Nodes: "0", Schedule: &yearly, Duration: &metav1.Duration{Duration: time.Minute}},
+			{Nodes: "1"},
+		}
+	})
 	framework.Eventually(t, 4*time.Minute, func(ctx context.Context) (bool, string) {
 		n := len(framework.PoolNodeClaims(ctx, cl, name))
 		return n == 0, fmt.Sprintf("%d nodeclaims left", n)

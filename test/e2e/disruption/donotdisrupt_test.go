@@ -7,10 +7,8 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -64,14 +62,8 @@ func TestDoNotDisruptPodKeepsItsNode(t *testing.T) {
 	s := framework.WatchDisrupting(t, f, name, protected)
 
 	// 3. Drift: every node of the pool no longer matches its template.
-	current := &karpv1.NodePool{}
-	if err := cl.Get(ctx, types.NamespacedName{Name: name}, current); err != nil {
-		t.Fatal(err)
-	}
-	current.Spec.Template.ObjectMeta.Labels["rollout"] = "v2"
-	if err := cl.Update(ctx, current); err != nil {
-		t.Fatal(err)
-	}
+	current := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	framework.Mutate(t, cl, current, func() { current.Spec.Template.ObjectMeta.Labels["rollout"] = "v2" })
 	framework.Eventually(t, 4*time.Minute, func(ctx context.Context) (bool, string) {
 		fillerNode := sigPodNodeOf(ctx, cl, name, "filler")
 		relabelled := false
@@ -86,14 +78,8 @@ func TestDoNotDisruptPodKeepsItsNode(t *testing.T) {
 	})
 
 	// 4. Consolidation: the filler's node becomes empty and goes.
-	scaled := &appsv1.Deployment{}
-	if err := cl.Get(ctx, client.ObjectKeyFromObject(filler), scaled); err != nil {
-		t.Fatal(err)
-	}
-	scaled.Spec.Replicas = ptr.To[int32](0)
-	if err := cl.Update(ctx, scaled); err != nil {
-		t.Fatal(err)
-	}
+	scaled := filler.DeepCopy()
+	framework.Mutate(t, cl, scaled, func() { scaled.Spec.Replicas = ptr.To[int32](0) })
 	framework.Eventually(t, 3*time.Minute, func(ctx context.Context) (bool, string) {
 		claims := sigNodeClaims(ctx, cl, name)
 		protectedNow := claims[protectedName]

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/test"
@@ -37,14 +37,8 @@ func TestTemplateLabelChangeDriftsEveryNodeWithinTheBudget(t *testing.T) {
 	}
 
 	s := framework.WatchDisrupting(t, f, name, original)
-	current := &karpv1.NodePool{}
-	if err := cl.Get(t.Context(), types.NamespacedName{Name: name}, current); err != nil {
-		t.Fatal(err)
-	}
-	current.Spec.Template.ObjectMeta.Labels["rollout"] = "v2"
-	if err := cl.Update(t.Context(), current); err != nil {
-		t.Fatalf("changing the template labels: %v", err)
-	}
+	current := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	framework.Mutate(t, cl, current, func() { current.Spec.Template.ObjectMeta.Labels["rollout"] = "v2" })
 
 	framework.Eventually(t, 6*time.Minute, func(ctx context.Context) (bool, string) {
 		claims := sigNodeClaims(ctx, cl, name)

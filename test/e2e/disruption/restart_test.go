@@ -51,13 +51,9 @@ func TestRestartMidConsolidationLeavesNothingBehind(t *testing.T) {
 	// Shrink the pod: the rolling update puts the small pod on the same
 	// node, which is now far too big.
 	current := deploy.DeepCopy()
-	if err := cl.Get(t.Context(), types.NamespacedName{Namespace: name, Name: name}, current); err != nil {
-		t.Fatal(err)
-	}
-	current.Spec.Template.Spec.Containers[0].Resources.Requests = test.ResourceList("cpu", "500m", "memory", "256Mi")
-	if err := cl.Update(t.Context(), current); err != nil {
-		t.Fatal(err)
-	}
+	framework.Mutate(t, cl, current, func() {
+		current.Spec.Template.Spec.Containers[0].Resources.Requests = test.ResourceList("cpu", "500m", "memory", "256Mi")
+	})
 	framework.Eventually(t, 4*time.Minute, func(ctx context.Context) (bool, string) {
 		claims := framework.PoolNodeClaims(ctx, cl, name)
 		return len(claims) >= 2, fmt.Sprintf("%d nodeclaims: waiting for a replacement", len(claims))

@@ -85,15 +85,10 @@ func TestLimitsStopAndResume(t *testing.T) {
 	}
 
 	// 2. Raising the limit lets the rest run.
-	got := &karpv1.NodePool{}
-	cl := framework.Current(t).Client
-	if err := cl.Get(t.Context(), client.ObjectKeyFromObject(nodePool), got); err != nil {
-		t.Fatal(err)
-	}
-	got.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse("20")}
-	if err := cl.Update(t.Context(), got); err != nil {
-		t.Fatal(err)
-	}
+	got := nodePool.DeepCopy()
+	framework.Mutate(t, framework.Current(t).Client, got, func() {
+		got.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse("20")}
+	})
 	waitRunning(t, "default", "e2e-limited", 10)
 	if n := len(nodesOf(t, "e2e-limited")); n != 2 {
 		t.Errorf("%d nodes after raising the limit to 20 cpu, want 2", n)
