@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -241,4 +242,24 @@ func (h *Harness) Reset(t testing.TB) {
 		}
 	}
 	h.Synced(t)
+}
+
+// Main starts a Harness into *h, runs the package's tests, stops it and
+// exits with the tests' status. Call it from TestMain:
+//
+//	var h *operatortest.Harness
+//
+//	func TestMain(m *testing.M) { operatortest.Main(m, &h) }
+func Main(m *testing.M, h **Harness) {
+	started, err := Start(context.Background())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*h = started
+	code := m.Run()
+	if err := started.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	os.Exit(code)
 }

@@ -2,8 +2,6 @@ package termination
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -28,19 +26,7 @@ import (
 
 var h *operatortest.Harness
 
-func TestMain(m *testing.M) {
-	var err error
-	h, err = operatortest.Start(context.Background())
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := h.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { operatortest.Main(m, &h) }
 
 // fixture is one test's controller, eviction queue and provider.
 type fixture struct {

@@ -1,9 +1,6 @@
 package garbagecollection_test
 
 import (
-	"context"
-	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -19,19 +16,7 @@ import (
 
 var h *operatortest.Harness
 
-func TestMain(m *testing.M) {
-	var err error
-	h, err = operatortest.Start(context.Background())
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := h.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { operatortest.Main(m, &h) }
 
 func setup(t *testing.T) (*fake.CloudProvider, *garbagecollection.Controller) {
 	t.Helper()

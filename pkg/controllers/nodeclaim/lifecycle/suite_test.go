@@ -1,9 +1,6 @@
 package lifecycle_test
 
 import (
-	"context"
-	"fmt"
-	"os"
 	"slices"
 	"testing"
 
@@ -19,19 +16,7 @@ import (
 
 var h *operatortest.Harness
 
-func TestMain(m *testing.M) {
-	var err error
-	h, err = operatortest.Start(context.Background())
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := h.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { operatortest.Main(m, &h) }
 
 // setup resets the cluster and returns a fresh provider and controller.
 func setup(t *testing.T) (*fake.CloudProvider, *lifecycle.Controller) {

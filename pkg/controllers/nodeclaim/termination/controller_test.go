@@ -1,10 +1,7 @@
 package termination_test
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -22,19 +19,7 @@ import (
 
 var h *operatortest.Harness
 
-func TestMain(m *testing.M) {
-	var err error
-	h, err = operatortest.Start(context.Background())
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := h.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { operatortest.Main(m, &h) }
 
 // registered creates what a registered NodeClaim looks like: an instance
 // in the provider, the NodeClaim (with finalizer and status) and its Node
