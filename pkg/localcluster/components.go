@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	"os"
 	"path/filepath"
 	"strconv"
 )
@@ -124,6 +125,11 @@ func schedulerArgs(l layout, p Ports) []string {
 	args := append(delegatedAuthArgs(l, Scheduler),
 		"--secure-port="+strconv.Itoa(p.Scheduler),
 	)
+	// KARP_SCHEDULER_VERBOSITY raises the scheduler's log level (3 logs
+	// every queue move of every pod), to see why pods wait.
+	if v := os.Getenv("KARP_SCHEDULER_VERBOSITY"); v != "" {
+		args = append(args, "--v="+v)
+	}
 	return append(args, unlimitedClientArgs...)
 }
 

@@ -56,7 +56,7 @@ func Run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "e2e: stopping the local cluster: %v\n", err)
 		code = 1
 	}
-	if code == 0 {
+	if code == 0 && os.Getenv("KARP_E2E_KEEP_CLUSTER") == "" {
 		_ = os.RemoveAll(dir)
 	} else {
 		fmt.Fprintf(os.Stderr, "e2e: cluster logs kept in %s\n", dir)
