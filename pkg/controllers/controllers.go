@@ -105,6 +105,9 @@ func NewControllers(deps Deps) []Controller {
 		// Tells the kube-scheduler which node each nominated pod was
 		// planned for, once that node registers.
 		provisioning.NewHintController(deps.KubeClient, cluster),
+		// Lifts the hold from a multi-node batch's nodes together, once
+		// the batch is initialized.
+		provisioning.NewBatchController(deps.KubeClient, cluster, deps.Clock, provisioningOptions(deps.Options).BatchHoldDuration),
 		// Registers the scheduler, node and pod metrics.
 		provisioning.NewMetricsRegistrar(crmetrics.Registry, cluster),
 		// Deletes or replaces empty, drifted and underutilized nodes
@@ -155,6 +158,7 @@ func provisioningOptions(o *options.Options) provisioning.Options {
 	if o.BatchMaxDuration > 0 {
 		opts.BatchMaxDuration = o.BatchMaxDuration
 	}
+	opts.BatchHoldDuration = o.BatchHoldDuration
 	if o.PreferencePolicy != "" {
 		opts.PreferencePolicy = simulation.PreferencePolicy(o.PreferencePolicy)
 	}

@@ -19,6 +19,9 @@ import (
 type nomination struct {
 	nodeID  string
 	expires time.Time
+	// unhinted pods are left to the scheduler's own placement: no
+	// scheduler hint is written for them (see HintedPods).
+	unhinted bool
 }
 
 // Nominate records that the pod should land on the StateNode with the given
@@ -29,6 +32,25 @@ func (c *Cluster) Nominate(pod *corev1.Pod, nodeID string, ttl time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.nominations[client.ObjectKeyFromObject(pod)] = nomination{nodeID: nodeID, expires: c.now().Add(ttl)}
+}
+
+// NominateUnhinted is Nominate for a pod the scheduler is trusted to place
+// without a hint.
+func (c *Cluster) NominateUnhinted(pod *corev1.Pod, nodeID string, ttl time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nominations[client.ObjectKeyFromObject(pod)] = nomination{nodeID: nodeID, expires: c.now().Add(ttl), unhinted: true}
+}
+
+// HintedNode returns the ID of the StateNode the pod is nominated to with
+// a scheduler hint, or "".
+func (c *Cluster) HintedNode(key types.NamespacedName) string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if n, ok := c.nominations[key]; !ok || n.unhinted {
+		return ""
+	}
+	return c.activeNomination(key)
 }
 
 // NominatedNode returns the ID of the StateNode the pod is nominated to,
@@ -70,13 +92,17 @@ func (c *Cluster) nominatedTo() map[string][]*corev1.Pod {
 	return out
 }
 
-// NominatedPods returns copies of the pods with an unexpired nomination
-// to the StateNode with the given ID, in namespace/name order.
-func (c *Cluster) NominatedPods(nodeID string) []*corev1.Pod {
+// HintedPods returns copies of the pods with an unexpired nomination to
+// the StateNode with the given ID that are to carry a scheduler hint, in
+// namespace/name order.
+func (c *Cluster) HintedPods(nodeID string) []*corev1.Pod {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	var out []*corev1.Pod
 	for _, pod := range c.nominatedTo()[nodeID] {
+		if c.nominations[client.ObjectKeyFromObject(pod)].unhinted {
+			continue
+		}
 		out = append(out, pod.DeepCopy())
 	}
 	return out

@@ -1,6 +1,8 @@
 package state
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -19,6 +21,27 @@ func IsProvisionable(pod *corev1.Pod) bool {
 		pod.DeletionTimestamp == nil &&
 		!isTerminal(pod) &&
 		failedToSchedule(pod) &&
+		!IsOwnedBy(pod, "DaemonSet") &&
+		!IsOwnedBy(pod, "Node")
+}
+
+// IsAwaitingScheduler reports whether the pod is pending and the
+// kube-scheduler has not tried to place it yet: no PodScheduled condition,
+// no scheduling gates, and the default scheduler's to place. In a burst
+// of new pods the scheduler takes seconds to work through its queue (it
+// fails pods one by one when nothing fits), so karp does not wait for
+// each failure: it plans new nodes for these pods at once. Unlike
+// provisionable pods they are never nominated to capacity that exists
+// and get no FailedScheduling event from karp; the scheduler places them
+// there itself, or fails them, which makes them provisionable.
+func IsAwaitingScheduler(pod *corev1.Pod) bool {
+	return pod.Spec.NodeName == "" &&
+		pod.Status.NominatedNodeName == "" &&
+		pod.DeletionTimestamp == nil &&
+		!isTerminal(pod) &&
+		(pod.Spec.SchedulerName == "" || pod.Spec.SchedulerName == corev1.DefaultSchedulerName) &&
+		len(pod.Spec.SchedulingGates) == 0 &&
+		!slices.ContainsFunc(pod.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodScheduled }) &&
 		!IsOwnedBy(pod, "DaemonSet") &&
 		!IsOwnedBy(pod, "Node")
 }
@@ -50,15 +73,16 @@ func IsReschedulable(pod *corev1.Pod) bool {
 		!IsOwnedBy(pod, "DaemonSet") && !IsOwnedBy(pod, "Node")
 }
 
-// ProvisionablePods returns copies of the provisionable pods that have no
-// unexpired nomination, in namespace/name order.
+// ProvisionablePods returns copies of the provisionable pods, and of the
+// pods awaiting the scheduler, that have no unexpired nomination, in
+// namespace/name order.
 func (c *Cluster) ProvisionablePods() []*corev1.Pod {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	var out []*corev1.Pod
 	for _, key := range sortedKeys(c.pods) {
 		pod := c.pods[key]
-		if pod.Spec.NodeName != "" || !IsProvisionable(pod) || c.activeNomination(key) != "" {
+		if pod.Spec.NodeName != "" || !(IsProvisionable(pod) || IsAwaitingScheduler(pod)) || c.activeNomination(key) != "" {
 			continue
 		}
 		out = append(out, pod.DeepCopy())

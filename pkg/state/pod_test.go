@@ -69,3 +69,46 @@ func TestIsProvisionable(t *testing.T) {
 		})
 	}
 }
+
+func TestIsAwaitingScheduler(t *testing.T) {
+	fresh := func(mutate ...func(*corev1.Pod)) *corev1.Pod {
+		p := test.MakePod("p").Obj()
+		p.Status.Conditions = nil
+		for _, m := range mutate {
+			m(p)
+		}
+		return p
+	}
+	cases := map[string]struct {
+		pod  *corev1.Pod
+		want bool
+	}{
+		"new pending pod": {pod: fresh(), want: true},
+		"new ReplicaSet pod": {pod: fresh(func(p *corev1.Pod) {
+			p.OwnerReferences = test.MakePod("x").Owner("ReplicaSet", "rs", "u").Obj().OwnerReferences
+		}), want: true},
+		"explicitly the default scheduler": {pod: fresh(func(p *corev1.Pod) { p.Spec.SchedulerName = corev1.DefaultSchedulerName }), want: true},
+		"failed by the scheduler":          {pod: test.MakePod("p").Obj()},
+		"another scheduler's":              {pod: fresh(func(p *corev1.Pod) { p.Spec.SchedulerName = "batch-scheduler" })},
+		"scheduling gated": {pod: fresh(func(p *corev1.Pod) {
+			p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/wait"}}
+		})},
+		"bound":       {pod: fresh(func(p *corev1.Pod) { p.Spec.NodeName = "n" })},
+		"nominated":   {pod: fresh(func(p *corev1.Pod) { p.Status.NominatedNodeName = "n" })},
+		"terminating": {pod: test.MakePod("p").Terminating(time.Unix(1, 0)).Obj()},
+		"DaemonSet pod": {pod: fresh(func(p *corev1.Pod) {
+			p.OwnerReferences = test.MakePod("x").Owner("DaemonSet", "ds", "u").Obj().OwnerReferences
+		})},
+		"succeeded": {pod: fresh(func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded })},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := state.IsAwaitingScheduler(tc.pod); got != tc.want {
+				t.Errorf("IsAwaitingScheduler = %v, want %v", got, tc.want)
+			}
+			if state.IsAwaitingScheduler(tc.pod) && state.IsProvisionable(tc.pod) {
+				t.Error("a pod is both awaiting the scheduler and provisionable")
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -77,6 +78,10 @@ func (c *Cluster) toSimulation(sn *StateNode) *simulation.Node {
 	switch {
 	case sn.Node != nil:
 		n.Taints = sn.Node.Spec.Taints
+		if slices.ContainsFunc(n.Taints, karpv1.IsBatchHoldTaint) {
+			// karp lifts its own batch hold: the node's room is real.
+			n.Taints = slices.DeleteFunc(slices.Clone(n.Taints), karpv1.IsBatchHoldTaint)
+		}
 	default:
 		// In flight: the node will carry the template's taints and its
 		// startup taints; the solver ignores the latter until it starts.

@@ -9,6 +9,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/simulation"
 	"github.com/karp-autoscaler/karp/pkg/state"
 	"github.com/karp-autoscaler/karp/pkg/test"
 )
@@ -55,4 +56,28 @@ func keysOf(taints []corev1.Taint) []string {
 		out = append(out, t.Key)
 	}
 	return out
+}
+
+// TestSnapshotsIgnoreTheBatchHold: karp lifts its own batch hold, so the
+// held node's room counts in both snapshots; its other taints stay.
+func TestSnapshotsIgnoreTheBatchHold(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	cluster := state.NewCluster(clocktesting.NewFakeClock(now), nil)
+	nc := test.MakeNodeClaim("nc").NodePool("pool").ProviderID("fake://nc").NodeName("n").
+		Condition(karpv1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", now).Obj()
+	dedicated := corev1.Taint{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}
+	node := test.MakeNode("n").ProviderID("fake://nc").Label(karpv1.NodePoolLabelKey, "pool").
+		Taint(karpv1.BatchHoldNoScheduleTaint).Taint(dedicated).Obj()
+	cluster.UpdateNodeClaim(nc)
+	cluster.UpdateNode(node)
+	prov, _ := cluster.ProvisioningSnapshot()
+	all, _ := cluster.Snapshot()
+	for name, nodes := range map[string][]*simulation.Node{"provisioning": prov, "disruption": all} {
+		if got := keysOf(nodes[0].Taints); len(got) != 1 || got[0] != "dedicated" {
+			t.Errorf("%s snapshot taints = %v, want only dedicated", name, got)
+		}
+	}
+	if sn := cluster.Nodes(); len(sn) != 1 || len(sn[0].Node.Spec.Taints) != 2 {
+		t.Errorf("state's own copy of the node lost a taint: %+v", sn)
+	}
 }

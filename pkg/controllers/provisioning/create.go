@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -28,6 +30,10 @@ func (p *Provisioner) act(ctx context.Context, in *simulation.Input, res *simula
 	for _, ep := range res.ExistingNodes {
 		id := ids[ep.Node]
 		for _, pod := range ep.Pods {
+			if state.IsAwaitingScheduler(pod) {
+				// The scheduler will place it there on its own.
+				continue
+			}
 			p.cluster.Nominate(pod, id, ttl)
 			p.recorder.Nominated(pod, id)
 		}
@@ -42,8 +48,15 @@ func (p *Provisioner) act(ctx context.Context, in *simulation.Input, res *simula
 	errs := make([]error, len(allowed))
 	// Creates are independent; a large scale-up must not wait on one API
 	// round trip per NodeClaim.
+	// NodeClaims launched together are held from the scheduler together
+	// (see BatchController).
+	batch := ""
+	if p.opts.BatchHoldDuration > 0 && len(allowed) > 1 {
+		batch = rand.String(10)
+	}
+	fill := fillPods(allowed)
 	workqueue.ParallelizeUntil(ctx, createWorkers, len(allowed), func(i int) {
-		names[i], errs[i] = p.create(ctx, allowed[i], ttl)
+		names[i], errs[i] = p.create(ctx, allowed[i], ttl, batch, fill)
 	})
 	var created []string
 	for _, name := range names {
@@ -53,10 +66,16 @@ func (p *Provisioner) act(ctx context.Context, in *simulation.Input, res *simula
 	}
 	// 3. Pods karp cannot help, with the NodePools the pass skipped.
 	note := skippedNote(p.skipped)
+	unschedulable := 0
 	for _, pe := range res.PodErrors {
+		if state.IsAwaitingScheduler(pe.Pod) {
+			// The scheduler has its say first.
+			continue
+		}
 		p.recorder.FailedScheduling(pe.Pod, pe.Status.Message()+note)
+		unschedulable++
 	}
-	unschedulablePods.Set(float64(len(res.PodErrors)))
+	unschedulablePods.Set(float64(unschedulable))
 	return created, errors.Join(errs...)
 }
 
@@ -87,9 +106,12 @@ func (p *Provisioner) admit(limits *limitTracker, claims []*simulation.NodeClaim
 
 // create creates one NodeClaim, records it in state and nominates its
 // pods to it.
-func (p *Provisioner) create(ctx context.Context, nc *simulation.NodeClaim, ttl time.Duration) (string, error) {
+func (p *Provisioner) create(ctx context.Context, nc *simulation.NodeClaim, ttl time.Duration, batch string, fill map[types.UID]bool) (string, error) {
 	nodePool := nc.NodePool
 	obj := newNodeClaim(nc, nodePool, providerLabelKeys(nc))
+	if batch != "" {
+		obj.Annotations[karpv1.ProvisioningBatchAnnotationKey] = batch
+	}
 	if err := p.kubeClient.Create(ctx, obj); err != nil {
 		return "", fmt.Errorf("creating nodeclaim for nodepool %s: %w", nodePool.Name, err)
 	}
@@ -100,7 +122,11 @@ func (p *Provisioner) create(ctx context.Context, nc *simulation.NodeClaim, ttl 
 		"requests", obj.Spec.Resources.Requests, "instanceTypes", len(nc.InstanceTypes), "pods", len(nc.Pods))
 	id := state.NodeClaimID(obj.Name)
 	for _, pod := range nc.Pods {
-		p.cluster.Nominate(pod, id, ttl)
+		if fill[pod.UID] {
+			p.cluster.NominateUnhinted(pod, id, ttl)
+		} else {
+			p.cluster.Nominate(pod, id, ttl)
+		}
 		p.recorder.Nominated(pod, id)
 	}
 	return obj.Name, nil

@@ -4,14 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -41,37 +46,62 @@ const hintWorkers = 16
 // pending without that hint. Errors are logged: a missing hint only
 // costs the scheduler's default placement.
 func hintScheduler(ctx context.Context, kubeClient client.Client, pods []*corev1.Pod, nodeName string) {
-	var todo []*corev1.Pod
+	hints := make([]podHint, 0, len(pods))
 	for _, pod := range pods {
-		if pod.Spec.NodeName == "" && pod.Status.NominatedNodeName != nodeName {
-			todo = append(todo, pod)
+		hints = append(hints, podHint{pod: pod, node: nodeName})
+	}
+	writeHints(ctx, kubeClient, hints)
+}
+
+// podHint is a pod and the node it was planned for.
+type podHint struct {
+	pod  *corev1.Pod
+	node string
+}
+
+// writeHints writes each hint a pod does not carry yet, in parallel, and
+// returns how many it wrote.
+func writeHints(ctx context.Context, kubeClient client.Client, hints []podHint) int {
+	hints = slices.DeleteFunc(hints, func(h podHint) bool {
+		// The state's copy may predate the update that cleared the hint:
+		// read the pod as the client (the informer cache) has it now.
+		pod := h.pod
+		current := &corev1.Pod{}
+		if err := kubeClient.Get(ctx, client.ObjectKeyFromObject(pod), current, &client.GetOptions{UnsafeDisableDeepCopy: ptr.To(true)}); err == nil {
+			pod = current
+		} else if apierrors.IsNotFound(err) {
+			return true
 		}
+		return pod.Spec.NodeName != "" || pod.Status.NominatedNodeName == h.node
+	})
+	if len(hints) == 0 {
+		return 0
 	}
-	if len(todo) == 0 {
-		return
-	}
-	// A strategic merge patch: conditions merge by type, so the
-	// scheduler's PodScheduled condition stays.
-	raw, err := json.Marshal(map[string]any{"status": map[string]any{
-		"nominatedNodeName": nodeName,
-		"conditions": []corev1.PodCondition{{
-			Type:               state.SchedulerHintCondition,
-			Status:             corev1.ConditionTrue,
-			Reason:             "Provisioned",
-			Message:            state.SchedulerHintMessage(nodeName),
-			LastTransitionTime: metav1.Now(),
-		}},
-	}})
-	if err != nil {
-		return
-	}
-	workqueue.ParallelizeUntil(ctx, hintWorkers, len(todo), func(i int) {
+	now := metav1.Now()
+	workqueue.ParallelizeUntil(ctx, hintWorkers, len(hints), func(i int) {
+		h := hints[i]
+		// A strategic merge patch: conditions merge by type, so the
+		// scheduler's PodScheduled condition stays.
+		raw, err := json.Marshal(map[string]any{"status": map[string]any{
+			"nominatedNodeName": h.node,
+			"conditions": []corev1.PodCondition{{
+				Type:               state.SchedulerHintCondition,
+				Status:             corev1.ConditionTrue,
+				Reason:             "Provisioned",
+				Message:            state.SchedulerHintMessage(h.node),
+				LastTransitionTime: now,
+			}},
+		}})
+		if err != nil {
+			return
+		}
 		pod := &corev1.Pod{}
-		pod.Namespace, pod.Name = todo[i].Namespace, todo[i].Name
+		pod.Namespace, pod.Name = h.pod.Namespace, h.pod.Name
 		if err := kubeClient.Status().Patch(ctx, pod, client.RawPatch(types.StrategicMergePatchType, raw)); client.IgnoreNotFound(err) != nil {
-			log.FromContext(ctx).V(1).Info("writing scheduler hint", "pod", client.ObjectKeyFromObject(pod), "node", nodeName, "error", err.Error())
+			log.FromContext(ctx).V(1).Info("writing scheduler hint", "pod", client.ObjectKeyFromObject(pod), "node", h.node, "error", err.Error())
 		}
 	})
+	return len(hints)
 }
 
 // HintController hints the scheduler with the node of a NodeClaim as
@@ -92,7 +122,13 @@ func NewHintController(kubeClient client.Client, cluster *state.Cluster) *HintCo
 // Name is the controller's name.
 func (c *HintController) Name() string { return "provisioner.hint" }
 
-// Register watches NodeClaims getting their node name.
+// Register watches NodeClaims getting their node name, and pending pods
+// whose hint the scheduler cleared: it does after every failed attempt
+// (with preemption's "nothing to preempt" result), and a pod still
+// retrying because no node existed yet when it was created fails once
+// more on its planned node while that node starts. The NodeClaim the pod
+// is nominated to is then hinted again; only its pods without the hint
+// are written.
 func (c *HintController) Register(_ context.Context, mgr manager.Manager) error {
 	registered := predicate.Funcs{
 		CreateFunc: func(e event.CreateEvent) bool { return nodeNameOf(e.Object) != "" },
@@ -105,11 +141,36 @@ func (c *HintController) Register(_ context.Context, mgr manager.Manager) error 
 	err := builder.ControllerManagedBy(mgr).
 		Named(c.Name()).
 		For(&karpv1.NodeClaim{}, builder.WithPredicates(registered)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(c.nominatedNodeClaim), builder.WithPredicates(hintCleared)).
 		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
 	if err != nil {
 		return fmt.Errorf("registering %s: %w", c.Name(), err)
 	}
 	return nil
+}
+
+// hintCleared passes updates of pending pods that lost their nominated
+// node.
+var hintCleared = predicate.Funcs{
+	CreateFunc: func(event.CreateEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		before, okBefore := e.ObjectOld.(*corev1.Pod)
+		after, okAfter := e.ObjectNew.(*corev1.Pod)
+		return okBefore && okAfter && after.Spec.NodeName == "" && after.DeletionTimestamp == nil &&
+			before.Status.NominatedNodeName != "" && after.Status.NominatedNodeName == ""
+	},
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// nominatedNodeClaim maps a pod to the NodeClaim karp nominated it to.
+func (c *HintController) nominatedNodeClaim(_ context.Context, o client.Object) []reconcile.Request {
+	id := c.cluster.HintedNode(client.ObjectKeyFromObject(o))
+	name, ok := strings.CutPrefix(id, state.NodeClaimID(""))
+	if !ok || name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
 }
 
 func nodeNameOf(o client.Object) string {
@@ -126,6 +187,6 @@ func (c *HintController) Reconcile(ctx context.Context, nodeClaim *karpv1.NodeCl
 	if nodeClaim.Status.NodeName == "" || !nodeClaim.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil
 	}
-	hintScheduler(ctx, c.kubeClient, c.cluster.NominatedPods(state.NodeClaimID(nodeClaim.Name)), nodeClaim.Status.NodeName)
+	hintScheduler(ctx, c.kubeClient, c.cluster.HintedPods(state.NodeClaimID(nodeClaim.Name)), nodeClaim.Status.NodeName)
 	return reconcile.Result{}, nil
 }

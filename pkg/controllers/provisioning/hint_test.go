@@ -78,29 +78,47 @@ func TestRegisteredNodeClaimHintsTheScheduler(t *testing.T) {
 func TestPodPlacedOnAnExistingNodeHintsTheScheduler(t *testing.T) {
 	h := newHarness(t)
 	h.readyNodePool(test.MakeNodePool("default").Obj())
-	node := test.MakeNode("existing").ProviderID("fake://existing").
-		Capacity("cpu", "8", "memory", "16Gi", "pods", "20").Allocatable("cpu", "8", "memory", "16Gi", "pods", "20").Obj()
-	h.create(node)
-	node.Status = test.MakeNode("existing").Capacity("cpu", "8", "memory", "16Gi", "pods", "20").
-		Allocatable("cpu", "8", "memory", "16Gi", "pods", "20").Obj().Status
-	if err := h.client.Status().Update(h.ctx, node); err != nil {
-		t.Fatal(err)
-	}
-	node.Spec.Taints = nil
-	if err := h.client.Update(h.ctx, node); err != nil {
-		t.Fatal(err)
-	}
-	h.eventually("node allocatable in state", func() bool {
-		for _, sn := range h.cluster.Nodes() {
-			if sn.Node != nil && sn.Node.Name == "existing" && len(sn.Allocatable()) > 0 && len(sn.Node.Spec.Taints) == 0 {
-				return true
-			}
-		}
-		return false
-	})
+	h.readyNode("existing", "8", "16Gi")
 	pods := h.pendingPods(test.MakePod("p").Requests("cpu", "2").Obj())
 	if res := h.schedule(); len(res.Created) != 0 {
 		t.Fatalf("created %v, want nothing", res.Created)
 	}
 	h.eventually("pod hinted with node existing", func() bool { return h.nominatedNodeName(pods[0]) == "existing" })
+}
+
+// TestHintClearedByTheSchedulerIsWrittenAgain: the scheduler clears a
+// pod's nominated node each time it fails to place it; while karp still
+// plans the pod for a registered node, the hint is written again.
+func TestHintClearedByTheSchedulerIsWrittenAgain(t *testing.T) {
+	h := newHarness(t)
+	h.readyNodePool(test.MakeNodePool("default").Obj())
+	pods := h.pendingPods(test.MakePod("again").Requests("cpu", "1").Obj())
+	res := h.schedule()
+	if len(res.Created) != 1 {
+		t.Fatalf("created %v, want one NodeClaim", res.Created)
+	}
+	hinter := provisioning.NewHintController(h.mgr.GetClient(), h.cluster)
+	if err := hinter.Register(h.ctx, h.mgr); err != nil {
+		t.Fatal(err)
+	}
+	nc := &karpv1.NodeClaim{}
+	if err := h.client.Get(h.ctx, client.ObjectKey{Name: res.Created[0]}, nc); err != nil {
+		t.Fatal(err)
+	}
+	nc.Status.NodeName = "node-of-" + nc.Name
+	if err := h.client.Status().Update(h.ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("pod hinted at registration", func() bool { return h.nominatedNodeName(pods[0]) == nc.Status.NodeName })
+
+	// What the scheduler's failure handler writes.
+	got := &corev1.Pod{}
+	if err := h.client.Get(h.ctx, client.ObjectKeyFromObject(pods[0]), got); err != nil {
+		t.Fatal(err)
+	}
+	got.Status.NominatedNodeName = ""
+	if err := h.client.Status().Update(h.ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("pod hinted again", func() bool { return h.nominatedNodeName(pods[0]) == nc.Status.NodeName })
 }

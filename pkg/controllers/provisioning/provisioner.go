@@ -3,6 +3,7 @@ package provisioning
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
@@ -28,14 +29,21 @@ type Options struct {
 	// BatchMaxDuration closes a batch window after this long in total
 	// (upstream default 10s).
 	BatchMaxDuration time.Duration
+	// BatchHoldDuration bounds how long an initialized node of a
+	// multi-node batch is held from the scheduler while the batch's other
+	// nodes start (see BatchController); 0 turns the hold off.
+	BatchHoldDuration time.Duration
 	// PreferencePolicy and MinValuesPolicy are passed to the solver.
 	PreferencePolicy simulation.PreferencePolicy
 	MinValuesPolicy  simulation.MinValuesPolicy
 }
 
-// DefaultOptions are upstream's defaults.
+// DefaultBatchHoldDuration is karp's default bound on the batch hold.
+const DefaultBatchHoldDuration = 10 * time.Second
+
+// DefaultOptions are upstream's defaults (the batch hold is karp's own).
 func DefaultOptions() Options {
-	return Options{BatchIdleDuration: time.Second, BatchMaxDuration: 10 * time.Second,
+	return Options{BatchIdleDuration: time.Second, BatchMaxDuration: 10 * time.Second, BatchHoldDuration: DefaultBatchHoldDuration,
 		PreferencePolicy: simulation.PreferencePolicyRespect, MinValuesPolicy: simulation.MinValuesPolicyStrict}
 }
 
@@ -179,8 +187,9 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Results, error) {
 	// Pods placed on nodes that exist: tell the scheduler now. Pods of new
 	// NodeClaims are hinted when those register (HintController).
 	for _, ep := range res.ExistingNodes {
-		if name := nodeNames[ep.Node]; name != "" && len(ep.Pods) > 0 {
-			go hintScheduler(context.WithoutCancel(ctx), p.kubeClient, ep.Pods, name)
+		pods := slices.DeleteFunc(slices.Clone(ep.Pods), state.IsAwaitingScheduler)
+		if name := nodeNames[ep.Node]; name != "" && len(pods) > 0 {
+			go hintScheduler(context.WithoutCancel(ctx), p.kubeClient, pods, name)
 		}
 	}
 	return &Results{Solve: res, Created: created}, err

@@ -15,6 +15,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning"
 	statecontrollers "github.com/karp-autoscaler/karp/pkg/controllers/state"
 	"github.com/karp-autoscaler/karp/pkg/state"
+	"github.com/karp-autoscaler/karp/pkg/test"
 	"github.com/karp-autoscaler/karp/pkg/test/controllertest"
 	"github.com/karp-autoscaler/karp/pkg/test/environment"
 )
@@ -93,7 +94,10 @@ func (h *harness) pendingPods(pods ...*corev1.Pod) []*corev1.Pod {
 			want[pod.Name] = true
 		}
 		for _, pod := range h.cluster.ProvisionablePods() {
-			delete(want, pod.Name)
+			// Not merely awaiting the scheduler: marked unschedulable.
+			if state.IsProvisionable(pod) {
+				delete(want, pod.Name)
+			}
 		}
 		return len(want) == 0
 	})
@@ -163,3 +167,32 @@ func requirement(nc karpv1.NodeClaim, key string) *karpv1.NodeSelectorRequiremen
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
 func clientKey(name string) client.ObjectKey { return client.ObjectKey{Name: name} }
+
+func clientKeyOf(obj client.Object) client.ObjectKey { return client.ObjectKeyFromObject(obj) }
+
+// readyNode creates an untainted node that no NodeClaim owns, with the
+// given allocatable cpu and memory, and waits until state has its room.
+func (h *harness) readyNode(name, cpu, memory string) *corev1.Node {
+	h.t.Helper()
+	node := test.MakeNode(name).ProviderID("fake://"+name).
+		Capacity("cpu", cpu, "memory", memory, "pods", "20").Allocatable("cpu", cpu, "memory", memory, "pods", "20").Obj()
+	h.create(node)
+	node.Status = test.MakeNode(name).Capacity("cpu", cpu, "memory", memory, "pods", "20").
+		Allocatable("cpu", cpu, "memory", memory, "pods", "20").Obj().Status
+	if err := h.client.Status().Update(h.ctx, node); err != nil {
+		h.t.Fatal(err)
+	}
+	node.Spec.Taints = nil
+	if err := h.client.Update(h.ctx, node); err != nil {
+		h.t.Fatal(err)
+	}
+	h.eventually("node allocatable in state", func() bool {
+		for _, sn := range h.cluster.Nodes() {
+			if sn.Node != nil && sn.Node.Name == name && len(sn.Allocatable()) > 0 && len(sn.Node.Spec.Taints) == 0 {
+				return true
+			}
+		}
+		return false
+	})
+	return node
+}

@@ -63,6 +63,11 @@ var unbound = predicate.NewPredicateFuncs(func(o client.Object) bool {
 // Reconcile triggers a pass while the pod is provisionable, and looks
 // again later while it stays so.
 func (c *PodController) Reconcile(_ context.Context, pod *corev1.Pod) (reconcile.Result, error) {
+	if state.IsAwaitingScheduler(pod) {
+		// Once: the scheduler's verdict is an update that brings it back.
+		c.batcher.Trigger(pod.UID)
+		return reconcile.Result{}, nil
+	}
 	if !state.IsProvisionable(pod) {
 		return reconcile.Result{}, nil
 	}

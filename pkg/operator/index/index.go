@@ -29,6 +29,9 @@ const (
 	NodeClaimNodeClassGroup = "spec.nodeClassRef.group"
 	NodeClaimNodeClassKind  = "spec.nodeClassRef.kind"
 	NodeClaimNodeClassName  = "spec.nodeClassRef.name"
+	// NodeClaimProvisioningBatch indexes NodeClaims by their
+	// karp.sh/provisioning-batch annotation.
+	NodeClaimProvisioningBatch = "metadata.annotations.provisioning-batch"
 	// NodePoolNodeClassGroup, -Kind and -Name index NodePools by spec.template.spec.nodeClassRef.
 	NodePoolNodeClassGroup = "spec.template.spec.nodeClassRef.group"
 	NodePoolNodeClassKind  = "spec.template.spec.nodeClassRef.kind"
@@ -47,6 +50,9 @@ var fields = []field{
 	{&corev1.Node{}, NodeProviderID, func(o client.Object) []string { return nonEmpty(o.(*corev1.Node).Spec.ProviderID) }},
 	{&karpv1.NodeClaim{}, NodeClaimProviderID, func(o client.Object) []string {
 		return nonEmpty(o.(*karpv1.NodeClaim).Status.ProviderID)
+	}},
+	{&karpv1.NodeClaim{}, NodeClaimProvisioningBatch, func(o client.Object) []string {
+		return nonEmpty(o.GetAnnotations()[karpv1.ProvisioningBatchAnnotationKey])
 	}},
 	{&karpv1.NodeClaim{}, NodeClaimNodeClassGroup, nodeClaimRef(func(r *karpv1.NodeClassReference) string { return r.Group })},
 	{&karpv1.NodeClaim{}, NodeClaimNodeClassKind, nodeClaimRef(func(r *karpv1.NodeClassReference) string { return r.Kind })},

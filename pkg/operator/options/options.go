@@ -75,9 +75,12 @@ type Options struct {
 	LogErrorOutputPaths     string
 	BatchMaxDuration        time.Duration
 	BatchIdleDuration       time.Duration
-	PreferencePolicy        string
-	MinValuesPolicy         string
-	IgnoreDRARequests       bool
+	// BatchHoldDuration bounds karp's batch hold (karp.sh/batch-hold); 0
+	// turns it off.
+	BatchHoldDuration time.Duration
+	PreferencePolicy  string
+	MinValuesPolicy   string
+	IgnoreDRARequests bool
 	// DisruptionValidationDelay is how long a consolidation decision waits
 	// before it is re-checked and acted on; DisruptionPollPeriod is how
 	// often the disruption loop runs when idle.
@@ -114,6 +117,7 @@ func AddFlags(fs *flag.FlagSet) *Options {
 	fs.StringVar(&o.LogErrorOutputPaths, "log-error-output-paths", env("LOG_ERROR_OUTPUT_PATHS", "stderr"), "Comma-separated URLs or paths internal logging errors are written to.")
 	fs.DurationVar(&o.BatchMaxDuration, "batch-max-duration", envDuration("BATCH_MAX_DURATION", 10*time.Second), "The maximum length of a batch window. The longer this is, the more pods we can consider for provisioning at one time which usually results in fewer but larger nodes.")
 	fs.DurationVar(&o.BatchIdleDuration, "batch-idle-duration", envDuration("BATCH_IDLE_DURATION", time.Second), "The maximum amount of time with no new pending pods that if exceeded ends the current batching window.")
+	fs.DurationVar(&o.BatchHoldDuration, "batch-hold-duration", envDuration("BATCH_HOLD_DURATION", 10*time.Second), "How long an initialized node of a multi-node provisioning batch may stay tainted karp.sh/batch-hold while the batch's other nodes start, so the scheduler places the batch's pods in one pass; 0 turns the hold off.")
 	fs.StringVar(&o.PreferencePolicy, "preference-policy", env("PREFERENCE_POLICY", PreferencePolicyRespect), "How to treat preferences (preferred affinities, ScheduleAnyway spreads): Respect or Ignore.")
 	fs.StringVar(&o.MinValuesPolicy, "min-values-policy", env("MIN_VALUES_POLICY", MinValuesPolicyStrict), "How to treat minValues: Strict or BestEffort.")
 	fs.BoolVar(&o.IgnoreDRARequests, "ignore-dra-requests", envBool("IGNORE_DRA_REQUESTS", true), "Ignore pods' dynamic resource claims when provisioning.")
@@ -155,6 +159,9 @@ func (o *Options) Validate() error {
 	}
 	if o.BatchIdleDuration <= 0 || o.BatchMaxDuration <= 0 {
 		errs = append(errs, errors.New("--batch-idle-duration and --batch-max-duration must be positive"))
+	}
+	if o.BatchHoldDuration < 0 {
+		errs = append(errs, fmt.Errorf("--batch-hold-duration %s is negative", o.BatchHoldDuration))
 	}
 	if o.BatchIdleDuration > o.BatchMaxDuration {
 		errs = append(errs, fmt.Errorf("--batch-idle-duration %s exceeds --batch-max-duration %s", o.BatchIdleDuration, o.BatchMaxDuration))

@@ -147,6 +147,13 @@ func (r *registration) syncNode(ctx context.Context, nodeClaim *karpv1.NodeClaim
 				"Missing %s taint which prevents registration related race conditions on Karpenter-managed nodes", karpv1.UnregisteredTaintKey)
 		}
 		node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, isUnregisteredTaint)
+		// A node of a multi-node batch trades the unregistered taint for
+		// the batch hold in the same write, so the scheduler never sees
+		// it open before its batch is (see provisioning.BatchController).
+		if nodeClaim.Annotations[karpv1.ProvisioningBatchAnnotationKey] != "" && hadTaint &&
+			node.Labels[karpv1.NodeDoNotSyncTaintsLabelKey] != "true" {
+			node.Spec.Taints = withTaints(node.Spec.Taints, karpv1.BatchHoldNoScheduleTaint)
+		}
 		node.Labels[karpv1.NodeRegisteredLabelKey] = "true"
 	}
 	if equality.Semantic.DeepEqual(stored, node) {

@@ -125,3 +125,39 @@ func TestRegistrationWithTwoNodesForOneInstanceFails(t *testing.T) {
 		t.Errorf("Registered = %s/%s, want False/%s", cond.Status, cond.Reason, lifecycle.ReasonMultipleNodesFound)
 	}
 }
+
+// TestRegistrationHoldsANodeOfAMultiNodeBatch: a NodeClaim of a
+// provisioning batch trades the unregistered taint for the batch hold in
+// the registration write, so the node is never open to the scheduler
+// before its batch; a NodeClaim of no batch gets no hold.
+func TestRegistrationHoldsANodeOfAMultiNodeBatch(t *testing.T) {
+	_, c := setup(t)
+	batched := launched(t, c, test.MakeNodeClaim("held").NodePool("default").
+		Annotations(map[string]string{karpv1.ProvisioningBatchAnnotationKey: "b1"}).Obj())
+	alone := launched(t, c, test.MakeNodeClaim("alone").NodePool("default").Obj())
+	nodeFor(t, batched, "held-node")
+	nodeFor(t, alone, "alone-node")
+	mustReconcile(t, c, batched.Name)
+	mustReconcile(t, c, alone.Name)
+
+	held := getNode(t, "held-node")
+	if !slices.ContainsFunc(held.Spec.Taints, karpv1.IsBatchHoldTaint) {
+		t.Errorf("batched node taints %v lack the batch hold", held.Spec.Taints)
+	}
+	if slices.ContainsFunc(held.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.UnregisteredTaintKey }) {
+		t.Errorf("unregistered taint still on the batched node: %v", held.Spec.Taints)
+	}
+	if open := getNode(t, "alone-node"); len(open.Spec.Taints) != 0 {
+		t.Errorf("lone node taints = %v, want none", open.Spec.Taints)
+	}
+	// A second pass (registration already done) does not put it back
+	// once lifted.
+	held.Spec.Taints = nil
+	if err := h.Env.Client.Update(t.Context(), held); err != nil {
+		t.Fatal(err)
+	}
+	mustReconcile(t, c, batched.Name)
+	if got := getNode(t, "held-node"); slices.ContainsFunc(got.Spec.Taints, karpv1.IsBatchHoldTaint) {
+		t.Errorf("batch hold put back after it was lifted: %v", got.Spec.Taints)
+	}
+}

@@ -1,0 +1,236 @@
+package provisioning
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/operator/index"
+	"github.com/karp-autoscaler/karp/pkg/state"
+)
+
+// The batch hold. One solve plans a whole batch of new nodes as one
+// packing. Their nodes turn Ready one by one, and the kube-scheduler
+// retries every pending pod each time one does: each try that fails
+// (the pod's own node is not Ready yet) doubles the pod's backoff, up to
+// 10s, and clears its nominated node, so by the time the pod's node is
+// Ready the pod waits out a long backoff and is then placed by the
+// scheduler's own scoring instead of karp's plan (a mix of large and
+// small pods then no longer fits and needs more nodes).
+//
+// So registration puts karpv1.BatchHoldNoScheduleTaint on each node of a
+// multi-node batch (NodeClaims annotated karpv1.ProvisioningBatchAnnotationKey),
+// in place of the unregistered taint; pods that fail on a tainted node
+// wait, without backoff, for the taint to go. BatchController lifts it
+// from every node of the batch at once when every NodeClaim of the batch
+// is initialized (or deleted), after refreshing the scheduler hints of
+// their pods, so each pod is tried once more, on the node it was planned
+// for. A node initialized longer than the hold's bound is lifted alone:
+// a slow or failed peer delays the others by at most that long.
+
+// BatchController lifts the batch hold.
+type BatchController struct {
+	kubeClient client.Client
+	cluster    *state.Cluster
+	clock      clock.Clock
+	// maxHold bounds how long an initialized node stays held; 0 lifts at
+	// once (the nodes of a batch made before the hold was turned off).
+	maxHold time.Duration
+}
+
+var _ reconcile.Reconciler = (*BatchController)(nil)
+
+// NewBatchController returns the batch-hold lifter.
+func NewBatchController(kubeClient client.Client, cluster *state.Cluster, clk clock.Clock, maxHold time.Duration) *BatchController {
+	return &BatchController{kubeClient: kubeClient, cluster: cluster, clock: clk, maxHold: maxHold}
+}
+
+// Name is the controller's name.
+func (c *BatchController) Name() string { return "provisioner.batch" }
+
+// Register queues a batch (by its name) whenever one of its NodeClaims
+// appears, is initialized, starts deleting or is gone.
+func (c *BatchController) Register(_ context.Context, mgr manager.Manager) error {
+	err := builder.ControllerManagedBy(mgr).
+		Named(c.Name()).
+		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(batchOf), builder.WithPredicates(batchChanged)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
+		Complete(c)
+	if err != nil {
+		return fmt.Errorf("registering %s: %w", c.Name(), err)
+	}
+	return nil
+}
+
+func batchName(o client.Object) string {
+	return o.GetAnnotations()[karpv1.ProvisioningBatchAnnotationKey]
+}
+
+func batchOf(_ context.Context, o client.Object) []reconcile.Request {
+	if name := batchName(o); name != "" {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
+	}
+	return nil
+}
+
+var batchChanged = predicate.Funcs{
+	CreateFunc: func(e event.CreateEvent) bool { return batchName(e.Object) != "" },
+	DeleteFunc: func(e event.DeleteEvent) bool { return batchName(e.Object) != "" },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		if batchName(e.ObjectNew) == "" {
+			return false
+		}
+		before, okBefore := e.ObjectOld.(*karpv1.NodeClaim)
+		after, okAfter := e.ObjectNew.(*karpv1.NodeClaim)
+		if !okBefore || !okAfter {
+			return false
+		}
+		return initialized(before) != initialized(after) || before.DeletionTimestamp.IsZero() != after.DeletionTimestamp.IsZero()
+	},
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+func initialized(nc *karpv1.NodeClaim) bool {
+	return nc.StatusConditions().IsTrue(karpv1.ConditionTypeInitialized)
+}
+
+// heldNode is an initialized NodeClaim of the batch whose Node still
+// carries the hold.
+type heldNode struct {
+	nodeClaim *karpv1.NodeClaim
+	node      *corev1.Node
+}
+
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
+
+// Reconcile lifts the hold from the batch's nodes that may go: all of
+// them once the batch is complete, else those held longer than maxHold.
+func (c *BatchController) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	claims := &karpv1.NodeClaimList{}
+	if err := c.kubeClient.List(ctx, claims, client.MatchingFields{index.NodeClaimProvisioningBatch: req.Name}); err != nil {
+		return reconcile.Result{}, fmt.Errorf("listing nodeclaims of batch %s: %w", req.Name, err)
+	}
+	complete := true
+	var held []heldNode
+	for i := range claims.Items {
+		nc := &claims.Items[i]
+		if !nc.DeletionTimestamp.IsZero() {
+			// It will not join: its nodes need not wait for it.
+			continue
+		}
+		if !initialized(nc) || nc.Status.NodeName == "" {
+			complete = false
+			continue
+		}
+		node := &corev1.Node{}
+		if err := c.kubeClient.Get(ctx, client.ObjectKey{Name: nc.Status.NodeName}, node); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return reconcile.Result{}, fmt.Errorf("getting node %s: %w", nc.Status.NodeName, err)
+		}
+		if slices.ContainsFunc(node.Spec.Taints, karpv1.IsBatchHoldTaint) {
+			held = append(held, heldNode{nodeClaim: nc, node: node})
+		}
+	}
+	lift, wait := c.due(held, complete)
+	if len(lift) > 0 {
+		reason := "batch initialized"
+		if !complete {
+			reason = "hold expired"
+		}
+		start := c.clock.Now()
+		hinted, err := c.lift(ctx, lift)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		log.FromContext(ctx).Info("lifted batch hold", "batch", req.Name, "nodes", len(lift), "reason", reason,
+			"hintsWritten", hinted, "duration", c.clock.Since(start).String())
+	}
+	return reconcile.Result{RequeueAfter: wait}, nil
+}
+
+// due splits the held nodes into those to lift now and how long until the
+// next of the others may go (0: none left).
+func (c *BatchController) due(held []heldNode, complete bool) ([]heldNode, time.Duration) {
+	if complete || c.maxHold <= 0 {
+		return held, 0
+	}
+	now := c.clock.Now()
+	var lift []heldNode
+	var wait time.Duration
+	for _, h := range held {
+		since := now.Sub(initializedAt(h.nodeClaim))
+		if since >= c.maxHold {
+			lift = append(lift, h)
+			continue
+		}
+		if left := c.maxHold - since; wait == 0 || left < wait {
+			wait = left
+		}
+	}
+	return lift, wait
+}
+
+func initializedAt(nc *karpv1.NodeClaim) time.Time {
+	if cond := nc.StatusConditions().Get(karpv1.ConditionTypeInitialized); cond != nil {
+		return cond.LastTransitionTime.Time
+	}
+	return time.Time{}
+}
+
+// liftWorkers bounds concurrent Node patches.
+const liftWorkers = 16
+
+// lift re-hints the pods planned for each node (the scheduler clears a
+// pod's hint each time it fails to place it), then removes the hold from
+// all the nodes as close together as it can.
+func (c *BatchController) lift(ctx context.Context, held []heldNode) (int, error) {
+	var hints []podHint
+	for _, h := range held {
+		for _, pod := range c.cluster.HintedPods(state.NodeClaimID(h.nodeClaim.Name)) {
+			hints = append(hints, podHint{pod: pod, node: h.node.Name})
+		}
+	}
+	hinted := writeHints(ctx, c.kubeClient, hints)
+	errs := make([]error, len(held))
+	workqueue.ParallelizeUntil(ctx, liftWorkers, len(held), func(i int) {
+		errs[i] = c.kubeClient.Patch(ctx, held[i].node, client.RawPatch(types.JSONPatchType, liftPatch(held[i].node)))
+		if apierrors.IsNotFound(errs[i]) {
+			errs[i] = nil
+		}
+	})
+	return hinted, errors.Join(errs...)
+}
+
+// liftPatch removes the hold taint, guarded by a test of that list
+// element, so a concurrent change of the taints fails the patch (and the
+// batch is reconciled again) instead of removing the wrong taint.
+func liftPatch(node *corev1.Node) []byte {
+	i := slices.IndexFunc(node.Spec.Taints, karpv1.IsBatchHoldTaint)
+	path := fmt.Sprintf("/spec/taints/%d", i)
+	raw, _ := json.Marshal([]map[string]any{
+		{"op": "test", "path": path, "value": node.Spec.Taints[i]},
+		{"op": "remove", "path": path},
+	})
+	return raw
+}

@@ -1,0 +1,243 @@
+package provisioning_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/fake"
+	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning"
+	statecontrollers "github.com/karp-autoscaler/karp/pkg/controllers/state"
+	"github.com/karp-autoscaler/karp/pkg/operator/index"
+	"github.com/karp-autoscaler/karp/pkg/state"
+	"github.com/karp-autoscaler/karp/pkg/test"
+	"github.com/karp-autoscaler/karp/pkg/test/controllertest"
+)
+
+const holdBound = 10 * time.Second
+
+// batchHarness is a harness whose cache has karp's field indexes, which
+// the batch controller lists by.
+func newBatchHarness(t *testing.T) (*harness, *provisioning.BatchController) {
+	t.Helper()
+	register := func(ctx context.Context, mgr manager.Manager, cluster *state.Cluster) error {
+		if err := index.Install(ctx, mgr.GetFieldIndexer()); err != nil {
+			return err
+		}
+		return statecontrollers.Register(ctx, mgr, cluster)
+	}
+	base := controllertest.New(t, env, register, fake.New())
+	h := &harness{base: base, t: t, ctx: base.Ctx, client: base.Client, clock: base.Clock, provider: base.Provider}
+	h.started()
+	return h, provisioning.NewBatchController(h.mgr.GetClient(), h.cluster, h.clock, holdBound)
+}
+
+// heldMember creates a NodeClaim of the batch registered to a Node that
+// carries the hold; initializedAt zero leaves it uninitialized.
+func (h *harness) heldMember(name, batch string, initializedAt time.Time) (*karpv1.NodeClaim, *corev1.Node) {
+	h.t.Helper()
+	node := test.MakeNode(name).ProviderID("fake://" + name).Taint(karpv1.BatchHoldNoScheduleTaint).Obj()
+	h.create(node)
+	nc := test.MakeNodeClaim(name).NodePool("default").
+		Annotations(map[string]string{karpv1.ProvisioningBatchAnnotationKey: batch}).Obj()
+	h.create(nc)
+	w := test.MakeNodeClaim(name).ProviderID("fake://"+name).NodeName(name).
+		Condition(karpv1.ConditionTypeLaunched, metav1.ConditionTrue, "Launched", h.clock.Now()).
+		Condition(karpv1.ConditionTypeRegistered, metav1.ConditionTrue, "Registered", h.clock.Now())
+	if !initializedAt.IsZero() {
+		w = w.Condition(karpv1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", initializedAt)
+	}
+	nc.Status = w.Obj().Status
+	if err := h.client.Status().Update(h.ctx, nc); err != nil {
+		h.t.Fatal(err)
+	}
+	return nc, node
+}
+
+// initialize marks the NodeClaim initialized at the fake clock's time.
+func (h *harness) initialize(nc *karpv1.NodeClaim) {
+	h.t.Helper()
+	got := &karpv1.NodeClaim{}
+	if err := h.client.Get(h.ctx, client.ObjectKeyFromObject(nc), got); err != nil {
+		h.t.Fatal(err)
+	}
+	got.Status.Conditions = test.MakeNodeClaim(nc.Name).
+		Condition(karpv1.ConditionTypeLaunched, metav1.ConditionTrue, "Launched", h.clock.Now()).
+		Condition(karpv1.ConditionTypeRegistered, metav1.ConditionTrue, "Registered", h.clock.Now()).
+		Condition(karpv1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", h.clock.Now()).Obj().Status.Conditions
+	if err := h.client.Status().Update(h.ctx, got); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// held reports whether the Node (read from the API) carries the hold.
+func (h *harness) held(node *corev1.Node) bool {
+	h.t.Helper()
+	got := &corev1.Node{}
+	if err := h.client.Get(h.ctx, client.ObjectKeyFromObject(node), got); err != nil {
+		h.t.Fatal(err)
+	}
+	return slices.ContainsFunc(got.Spec.Taints, karpv1.IsBatchHoldTaint)
+}
+
+// reconcileBatch runs the controller on the batch once the cache shows
+// every member of the batch in the wanted initialized state.
+func (h *harness) reconcileBatch(c *provisioning.BatchController, batch string, initialized map[string]bool) reconcile.Result {
+	h.t.Helper()
+	h.eventually("batch members in the cache", func() bool {
+		var list karpv1.NodeClaimList
+		if err := h.mgr.GetClient().List(h.ctx, &list, client.MatchingFields{index.NodeClaimProvisioningBatch: batch}); err != nil {
+			return false
+		}
+		seen := 0
+		for _, nc := range list.Items {
+			want, ok := initialized[nc.Name]
+			if !ok {
+				continue
+			}
+			if nc.StatusConditions().IsTrue(karpv1.ConditionTypeInitialized) != want || nc.Status.NodeName == "" {
+				return false
+			}
+			seen++
+		}
+		return seen == len(initialized)
+	})
+	res, err := c.Reconcile(h.ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: batch}})
+	if err != nil {
+		h.t.Fatalf("reconciling batch %s: %v", batch, err)
+	}
+	return res
+}
+
+// TestBatchHoldLiftsTogetherOnceTheBatchIsInitialized: an initialized
+// node stays held while a peer of its batch is still starting (and the
+// controller comes back when the bound would run out); once the peer is
+// initialized too, both nodes are lifted in the same pass, and the pods
+// planned for them carry their node as the scheduler hint.
+func TestBatchHoldLiftsTogetherOnceTheBatchIsInitialized(t *testing.T) {
+	h, c := newBatchHarness(t)
+	h.readyNodePool(test.MakeNodePool("default").Obj())
+	a, nodeA := h.heldMember("batch-a", "b1", h.clock.Now())
+	b, nodeB := h.heldMember("batch-b", "b1", time.Time{})
+	pods := h.pendingPods(test.MakePod("for-a").Requests("cpu", "1").Obj(), test.MakePod("for-b").Requests("cpu", "1").Obj())
+	h.cluster.Nominate(pods[0], state.NodeClaimID(a.Name), time.Hour)
+	h.cluster.Nominate(pods[1], state.NodeClaimID(b.Name), time.Hour)
+
+	h.clock.Step(3 * time.Second)
+	res := h.reconcileBatch(c, "b1", map[string]bool{a.Name: true, b.Name: false})
+	if !h.held(nodeA) || !h.held(nodeB) {
+		t.Fatalf("a node was lifted while its batch is starting: held a=%v b=%v", h.held(nodeA), h.held(nodeB))
+	}
+	// Condition times are stored to the second.
+	if want := holdBound - 3*time.Second; res.RequeueAfter > want || res.RequeueAfter <= want-time.Second {
+		t.Errorf("requeue after %s, want %s (when a's hold runs out)", res.RequeueAfter, want)
+	}
+
+	h.initialize(b)
+	if res := h.reconcileBatch(c, "b1", map[string]bool{a.Name: true, b.Name: true}); res.RequeueAfter != 0 {
+		t.Errorf("requeue after %s with nothing left held", res.RequeueAfter)
+	}
+	if h.held(nodeA) || h.held(nodeB) {
+		t.Errorf("batch initialized but still held: a=%v b=%v", h.held(nodeA), h.held(nodeB))
+	}
+	if got := h.nominatedNodeName(pods[0]); got != nodeA.Name {
+		t.Errorf("pod for-a hinted %q, want %q", got, nodeA.Name)
+	}
+	if got := h.nominatedNodeName(pods[1]); got != nodeB.Name {
+		t.Errorf("pod for-b hinted %q, want %q", got, nodeB.Name)
+	}
+}
+
+// TestBatchHoldIsBounded: a node initialized longer than the bound is
+// lifted on its own while a peer never comes; the peer's hold, once it is
+// initialized, then waits for nobody.
+func TestBatchHoldIsBounded(t *testing.T) {
+	h, c := newBatchHarness(t)
+	h.readyNodePool(test.MakeNodePool("default").Obj())
+	early := h.clock.Now()
+	_, nodeA := h.heldMember("bound-a", "b2", early)
+	_, nodeB := h.heldMember("bound-b", "b2", early.Add(5*time.Second))
+	c2, _ := h.heldMember("bound-c", "b2", time.Time{})
+
+	h.clock.Step(holdBound)
+	res := h.reconcileBatch(c, "b2", map[string]bool{"bound-a": true, "bound-b": true, c2.Name: false})
+	if h.held(nodeA) {
+		t.Error("bound-a still held after the bound")
+	}
+	if !h.held(nodeB) {
+		t.Error("bound-b lifted before its bound")
+	}
+	if res.RequeueAfter > 5*time.Second || res.RequeueAfter <= 4*time.Second {
+		t.Errorf("requeue after %s, want 5s (when bound-b's hold runs out)", res.RequeueAfter)
+	}
+}
+
+// TestBatchHoldDoesNotWaitForADeletingPeer: a peer being deleted (its
+// launch failed) will not join, so the rest of the batch goes.
+func TestBatchHoldDoesNotWaitForADeletingPeer(t *testing.T) {
+	h, c := newBatchHarness(t)
+	h.readyNodePool(test.MakeNodePool("default").Obj())
+	_, nodeA := h.heldMember("gone-a", "b3", h.clock.Now())
+	b, _ := h.heldMember("gone-b", "b3", time.Time{})
+	if err := h.client.Delete(h.ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("gone-b deleting in the cache", func() bool {
+		got := &karpv1.NodeClaim{}
+		err := h.mgr.GetClient().Get(h.ctx, client.ObjectKeyFromObject(b), got)
+		return err != nil || !got.DeletionTimestamp.IsZero()
+	})
+	h.reconcileBatch(c, "b3", map[string]bool{"gone-a": true})
+	if h.held(nodeA) {
+		t.Error("gone-a still held, waiting on a deleting peer")
+	}
+}
+
+// TestProvisionerMarksMultiNodeBatches: NodeClaims created by one pass
+// share a batch annotation when there are several, and a lone NodeClaim
+// gets none (nothing to wait for).
+func TestProvisionerMarksMultiNodeBatches(t *testing.T) {
+	h := newHarness(t)
+	h.readyNodePool(test.MakeNodePool("default").Obj())
+	// The fake provider's largest types have 16 cpu: three 10-cpu pods
+	// need three NodeClaims.
+	h.pendingPods(
+		test.MakePod("big-1").Requests("cpu", "10").Obj(),
+		test.MakePod("big-2").Requests("cpu", "10").Obj(),
+		test.MakePod("big-3").Requests("cpu", "10").Obj(),
+	)
+	res := h.schedule()
+	if len(res.Created) < 2 {
+		t.Fatalf("created %v, want several NodeClaims", res.Created)
+	}
+	batches := map[string]int{}
+	for _, nc := range h.nodeClaims() {
+		batches[nc.Annotations[karpv1.ProvisioningBatchAnnotationKey]]++
+	}
+	if len(batches) != 1 || batches[""] != 0 {
+		t.Errorf("batch annotations %v, want one shared non-empty batch", batches)
+	}
+}
+
+func TestProvisionerLeavesALoneNodeClaimUnbatched(t *testing.T) {
+	h := newHarness(t)
+	h.readyNodePool(test.MakeNodePool("default").Obj())
+	h.pendingPods(test.MakePod("small").Requests("cpu", "1").Obj())
+	if res := h.schedule(); len(res.Created) != 1 {
+		t.Fatalf("created %v, want one NodeClaim", res.Created)
+	}
+	for _, nc := range h.nodeClaims() {
+		if v, ok := nc.Annotations[karpv1.ProvisioningBatchAnnotationKey]; ok {
+			t.Errorf("a lone NodeClaim has batch annotation %q", v)
+		}
+	}
+}

@@ -1,0 +1,89 @@
+package provisioning
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/karp-autoscaler/karp/pkg/scheduling"
+	"github.com/karp-autoscaler/karp/pkg/simulation"
+)
+
+// Which pods of new NodeClaims need a scheduler hint. A hint costs a pod
+// status write, and the scheduler clears it each time it fails to place
+// the pod, so a large scale-up spends thousands of writes on hints. Most
+// are not needed: pods that are all alike (one controller, the same
+// requests) cannot fragment one another. The solver planned room for
+// each of them on some node, and once the other pods are hinted (the
+// scheduler counts a hinted pod against its node while placing others),
+// that room stays theirs; wherever the scheduler puts each alike pod, the
+// room on each node still holds as many of them as planned there.
+//
+// So the largest group of alike pods is left unhinted (the fill), as long
+// as nothing but resources decides where its pods may go: no pod
+// (anti-)affinity, no hard topology spread, no host ports and no volumes.
+// Every other pod is hinted.
+
+// fillPods returns the UIDs of the pods of the NodeClaims left unhinted.
+func fillPods(claims []*simulation.NodeClaim) map[types.UID]bool {
+	groups := map[string][]*corev1.Pod{}
+	for _, nc := range claims {
+		for _, pod := range nc.Pods {
+			if key, ok := fillKey(pod); ok {
+				groups[key] = append(groups[key], pod)
+			}
+		}
+	}
+	var best string
+	for key, pods := range groups {
+		if len(pods) < 2 {
+			continue
+		}
+		if best == "" || len(pods) > len(groups[best]) || len(pods) == len(groups[best]) && key < best {
+			best = key
+		}
+	}
+	out := map[types.UID]bool{}
+	for _, pod := range groups[best] {
+		out[pod.UID] = true
+	}
+	return out
+}
+
+// fillKey groups pods by controller and requests; ok is false for pods
+// whose placement depends on more than resources and labels.
+func fillKey(pod *corev1.Pod) (string, bool) {
+	owner := metav1.GetControllerOf(pod)
+	if owner == nil {
+		return "", false
+	}
+	if a := pod.Spec.Affinity; a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) {
+		return "", false
+	}
+	for _, c := range pod.Spec.TopologySpreadConstraints {
+		if c.WhenUnsatisfiable == corev1.DoNotSchedule {
+			return "", false
+		}
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+			return "", false
+		}
+	}
+	if len(scheduling.PodHostPorts(pod)) > 0 {
+		return "", false
+	}
+	var b strings.Builder
+	b.WriteString(string(owner.UID))
+	requests := scheduling.PodRequests(pod)
+	names := slices.Sorted(maps.Keys(requests))
+	for _, name := range names {
+		q := requests[name]
+		b.WriteString("|" + string(name) + "=" + q.String())
+	}
+	return b.String(), true
+}
