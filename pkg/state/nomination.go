@@ -1,6 +1,7 @@
 package state
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -85,11 +86,15 @@ func (c *Cluster) nominatedTo() map[string][]*corev1.Pod {
 		}
 	}
 	for id := range out {
-		slices.SortFunc(out[id], func(a, b *corev1.Pod) int {
-			return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
-		})
+		slices.SortFunc(out[id], byNamespacedName)
 	}
 	return out
+}
+
+// byNamespacedName orders pods by namespace, then name (without building
+// the key strings: this runs for every comparison of a large sort).
+func byNamespacedName(a, b *corev1.Pod) int {
+	return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 }
 
 // HintedPods returns copies of the pods with an unexpired nomination to
@@ -99,11 +104,18 @@ func (c *Cluster) HintedPods(nodeID string) []*corev1.Pod {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	var out []*corev1.Pod
-	for _, pod := range c.nominatedTo()[nodeID] {
-		if c.nominations[client.ObjectKeyFromObject(pod)].unhinted {
+	now := c.now()
+	for key, n := range c.nominations {
+		if n.nodeID != nodeID || n.unhinted || !now.Before(n.expires) {
 			continue
 		}
-		out = append(out, pod.DeepCopy())
+		if pod, ok := c.pods[key]; ok {
+			out = append(out, pod)
+		}
+	}
+	slices.SortFunc(out, byNamespacedName)
+	for i := range out {
+		out[i] = out[i].DeepCopy()
 	}
 	return out
 }

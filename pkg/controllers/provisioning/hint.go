@@ -78,8 +78,12 @@ func writeHints(ctx context.Context, kubeClient client.Client, hints []podHint) 
 		return 0
 	}
 	now := metav1.Now()
-	workqueue.ParallelizeUntil(ctx, hintWorkers, len(hints), func(i int) {
-		h := hints[i]
+	// One patch body per node.
+	patches := map[string][]byte{}
+	for _, h := range hints {
+		if _, ok := patches[h.node]; ok {
+			continue
+		}
 		// A strategic merge patch: conditions merge by type, so the
 		// scheduler's PodScheduled condition stays.
 		raw, err := json.Marshal(map[string]any{"status": map[string]any{
@@ -93,8 +97,13 @@ func writeHints(ctx context.Context, kubeClient client.Client, hints []podHint) 
 			}},
 		}})
 		if err != nil {
-			return
+			return 0
 		}
+		patches[h.node] = raw
+	}
+	workqueue.ParallelizeUntil(ctx, hintWorkers, len(hints), func(i int) {
+		h := hints[i]
+		raw := patches[h.node]
 		pod := &corev1.Pod{}
 		pod.Namespace, pod.Name = h.pod.Namespace, h.pod.Name
 		if err := kubeClient.Status().Patch(ctx, pod, client.RawPatch(types.StrategicMergePatchType, raw)); client.IgnoreNotFound(err) != nil {
