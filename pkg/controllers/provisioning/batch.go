@@ -69,11 +69,16 @@ func NewBatchController(kubeClient client.Client, cluster *state.Cluster, clk cl
 func (c *BatchController) Name() string { return "provisioner.batch" }
 
 // Register queues a batch (by its name) whenever one of its NodeClaims
-// appears, is initialized, starts deleting or is gone.
+// appears, is initialized, starts deleting or is gone, and whenever a
+// Node of the batch (registration copies the annotation) shows the hold:
+// a NodeClaim can be initialized in the same pass that registered it,
+// before the cache has its Node with the hold, and that Node must not be
+// missed once the batch is complete.
 func (c *BatchController) Register(_ context.Context, mgr manager.Manager) error {
 	err := builder.ControllerManagedBy(mgr).
 		Named(c.Name()).
 		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(batchOf), builder.WithPredicates(batchChanged)).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(batchOf), builder.WithPredicates(holdAppeared)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
 		Complete(c)
 	if err != nil {
@@ -108,6 +113,22 @@ var batchChanged = predicate.Funcs{
 		return initialized(before) != initialized(after) || before.DeletionTimestamp.IsZero() != after.DeletionTimestamp.IsZero()
 	},
 	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// holdAppeared passes Nodes of a batch that carry the hold, when they
+// appear with it or gain it.
+var holdAppeared = predicate.Funcs{
+	CreateFunc: func(e event.CreateEvent) bool { return batchName(e.Object) != "" && isHeld(e.Object) },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return batchName(e.ObjectNew) != "" && isHeld(e.ObjectNew) && !isHeld(e.ObjectOld)
+	},
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+func isHeld(o client.Object) bool {
+	node, ok := o.(*corev1.Node)
+	return ok && slices.ContainsFunc(node.Spec.Taints, karpv1.IsBatchHoldTaint)
 }
 
 func initialized(nc *karpv1.NodeClaim) bool {

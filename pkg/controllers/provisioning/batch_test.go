@@ -241,3 +241,45 @@ func TestProvisionerLeavesALoneNodeClaimUnbatched(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchHoldSeenLateIsLifted: a NodeClaim can be initialized before
+// the cache has its Node with the hold (registration and initialization
+// in one pass). The batch, complete by then, is reconciled again when the
+// held Node shows up, and the hold goes; without that the Node would stay
+// held for good while karp counts its room as free.
+func TestBatchHoldSeenLateIsLifted(t *testing.T) {
+	h, c := newBatchHarness(t)
+	h.readyNodePool(test.MakeNodePool("default").Obj())
+	_, nodeA := h.heldMember("late-a", "b4", h.clock.Now())
+	_, nodeB := h.heldMember("late-b", "b4", h.clock.Now())
+	// The Nodes as the cache had them before registration's write.
+	for _, node := range []*corev1.Node{nodeA, nodeB} {
+		got := &corev1.Node{}
+		if err := h.client.Get(h.ctx, client.ObjectKeyFromObject(node), got); err != nil {
+			t.Fatal(err)
+		}
+		got.Spec.Taints = nil
+		if err := h.client.Update(h.ctx, got); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Register(h.ctx, h.mgr); err != nil {
+		t.Fatal(err)
+	}
+	// Let the controller take its first look at the complete batch (its
+	// NodeClaims' create events) while no Node shows the hold yet.
+	time.Sleep(2 * time.Second)
+	// Registration's write lands: the hold and the batch annotation.
+	for _, node := range []*corev1.Node{nodeA, nodeB} {
+		got := &corev1.Node{}
+		if err := h.client.Get(h.ctx, client.ObjectKeyFromObject(node), got); err != nil {
+			t.Fatal(err)
+		}
+		got.Spec.Taints = []corev1.Taint{karpv1.BatchHoldNoScheduleTaint}
+		got.Annotations = map[string]string{karpv1.ProvisioningBatchAnnotationKey: "b4"}
+		if err := h.client.Update(h.ctx, got); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.eventually("holds seen late lifted", func() bool { return !h.held(nodeA) && !h.held(nodeB) })
+}
