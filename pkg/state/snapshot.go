@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
@@ -78,7 +79,7 @@ func (c *Cluster) toSimulation(sn *StateNode) *simulation.Node {
 	switch {
 	case sn.Node != nil:
 		n.Taints = sn.Node.Spec.Taints
-		if slices.ContainsFunc(n.Taints, karpv1.IsBatchHoldTaint) {
+		if slices.ContainsFunc(n.Taints, karpv1.IsBatchHoldTaint) && c.holdExpected(sn) {
 			// karp lifts its own batch hold: the node's room is real.
 			n.Taints = slices.DeleteFunc(slices.Clone(n.Taints), karpv1.IsBatchHoldTaint)
 		}
@@ -99,6 +100,25 @@ func (c *Cluster) toSimulation(sn *StateNode) *simulation.Node {
 	}
 	n.Pods = append(n.Pods, sn.Nominated...)
 	return n
+}
+
+// BatchHoldGrace is how long after its NodeClaim is initialized a node's
+// batch hold is still taken to be going away. The batch controller lifts
+// it within --batch-hold-duration; a hold still there long after is a
+// fault, and the node then counts as tainted rather than keep pods
+// nominated to it forever.
+const BatchHoldGrace = 2 * time.Minute
+
+// holdExpected reports whether the node's batch hold is expected to go.
+func (c *Cluster) holdExpected(sn *StateNode) bool {
+	if sn.NodeClaim == nil {
+		return false
+	}
+	cond := sn.NodeClaim.StatusConditions().Get(karpv1.ConditionTypeInitialized)
+	if cond == nil || cond.Status != metav1.ConditionTrue {
+		return true
+	}
+	return c.now().Sub(cond.LastTransitionTime.Time) < BatchHoldGrace
 }
 
 // NodeClaimRequirements are the NodeClaim's spec requirements.

@@ -62,7 +62,8 @@ func keysOf(taints []corev1.Taint) []string {
 // held node's room counts in both snapshots; its other taints stay.
 func TestSnapshotsIgnoreTheBatchHold(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	cluster := state.NewCluster(clocktesting.NewFakeClock(now), nil)
+	clk := clocktesting.NewFakeClock(now)
+	cluster := state.NewCluster(clk, nil)
 	nc := test.MakeNodeClaim("nc").NodePool("pool").ProviderID("fake://nc").NodeName("n").
 		Condition(karpv1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", now).Obj()
 	dedicated := corev1.Taint{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}
@@ -79,5 +80,12 @@ func TestSnapshotsIgnoreTheBatchHold(t *testing.T) {
 	}
 	if sn := cluster.Nodes(); len(sn) != 1 || len(sn[0].Node.Spec.Taints) != 2 {
 		t.Errorf("state's own copy of the node lost a taint: %+v", sn)
+	}
+	// A hold still there long after initialization is a fault: the node
+	// counts as tainted again rather than keep pods waiting on it.
+	clk.Step(state.BatchHoldGrace)
+	prov, _ = cluster.ProvisioningSnapshot()
+	if got := keysOf(prov[0].Taints); len(got) != 2 {
+		t.Errorf("provisioning snapshot taints long after initialization = %v, want the hold back", got)
 	}
 }
