@@ -72,7 +72,10 @@ func writeHints(ctx context.Context, kubeClient client.Client, hints []podHint) 
 		} else if apierrors.IsNotFound(err) {
 			return true
 		}
-		return pod.Spec.NodeName != "" || pod.Status.NominatedNodeName == h.node
+		// Bound, already hinted, or nominated by the scheduler itself
+		// (preemption), which a hint must not overwrite.
+		return pod.Spec.NodeName != "" || pod.Status.NominatedNodeName == h.node ||
+			pod.Status.NominatedNodeName != "" && !state.IsSchedulerHint(pod)
 	})
 	if len(hints) == 0 {
 		return 0

@@ -121,4 +121,25 @@ func TestHintClearedByTheSchedulerIsWrittenAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.eventually("pod hinted again", func() bool { return h.nominatedNodeName(pods[0]) == nc.Status.NodeName })
+
+	// A nomination the scheduler made itself (preemption) is not
+	// overwritten.
+	if err := h.client.Get(h.ctx, client.ObjectKeyFromObject(pods[0]), got); err != nil {
+		t.Fatal(err)
+	}
+	got.Status.NominatedNodeName = "preempting-on-another-node"
+	if err := h.client.Status().Update(h.ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("the scheduler's nomination in the cache", func() bool {
+		cached := &corev1.Pod{}
+		return h.mgr.GetClient().Get(h.ctx, client.ObjectKeyFromObject(pods[0]), cached) == nil &&
+			cached.Status.NominatedNodeName == "preempting-on-another-node"
+	})
+	if _, err := hinter.Reconcile(h.ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.nominatedNodeName(pods[0]); got != "preempting-on-another-node" {
+		t.Errorf("the scheduler's own nomination was replaced by %q", got)
+	}
 }
