@@ -195,6 +195,9 @@ func (c *Cluster) writeConfigs() error {
 	if err := os.WriteFile(c.layout.kwokConfig(), []byte(kwokStages), 0o644); err != nil {
 		return fmt.Errorf("writing kwok stages: %w", err)
 	}
+	if err := os.WriteFile(c.layout.auditPolicy(), []byte(auditPolicy), 0o644); err != nil {
+		return fmt.Errorf("writing the audit policy: %w", err)
+	}
 	c.Config, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
 	if err != nil {
 		return fmt.Errorf("loading admin kubeconfig: %w", err)

@@ -29,6 +29,7 @@ func (l layout) log(component string) string { return filepath.Join(l.dir, "logs
 func (l layout) etcdData() string            { return filepath.Join(l.dir, "etcd") }
 func (l layout) adminKubeconfig() string     { return filepath.Join(l.dir, "kubeconfig") }
 func (l layout) kwokConfig() string          { return filepath.Join(l.dir, "kwok.yaml") }
+func (l layout) auditPolicy() string         { return filepath.Join(l.dir, "audit-policy.yaml") }
 func (l layout) state() string               { return filepath.Join(l.dir, stateFile) }
 func (l layout) kubeconfig(component string) string {
 	return filepath.Join(l.dir, component+".kubeconfig")
@@ -74,7 +75,7 @@ func etcdArgs(l layout, p Ports) []string {
 }
 
 func apiServerArgs(l layout, p Ports) []string {
-	return []string{
+	args := []string{
 		"--advertise-address=" + loopback,
 		"--bind-address=" + loopback,
 		"--secure-port=" + strconv.Itoa(p.APIServer),
@@ -95,7 +96,24 @@ func apiServerArgs(l layout, p Ports) []string {
 		// logging a failure every ten seconds.
 		"--endpoint-reconciler-type=none",
 	}
+	// KARP_APISERVER_AUDIT=1 logs every request's verb, resource and
+	// user to logs/audit.log, to see which component makes which
+	// requests (it costs the API server CPU: a diagnostic, not a default).
+	if os.Getenv("KARP_APISERVER_AUDIT") != "" {
+		args = append(args, "--audit-policy-file="+l.auditPolicy(), "--audit-log-path="+filepath.Join(l.logDir(), "audit.log"),
+			"--audit-log-format=json", "--audit-log-maxsize=0")
+	}
+	return args
 }
+
+// auditPolicy records each request once, when it completes, without
+// bodies.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+`
 
 // delegatedAuthArgs let a component check the credentials of requests to
 // its own secure port against the API server.

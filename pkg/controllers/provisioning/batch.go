@@ -223,8 +223,11 @@ func initializedAt(nc *karpv1.NodeClaim) time.Time {
 	return time.Time{}
 }
 
-// liftWorkers bounds concurrent Node patches.
-const liftWorkers = 16
+// liftWorkers bounds concurrent Node patches. It is as large as a big
+// batch: while some nodes of the batch are open and others still held,
+// the scheduler tries pods planned for the held ones and places them by
+// its own scoring, so the lift is one burst of requests.
+const liftWorkers = 128
 
 // lift re-hints the pods planned for each node (the scheduler clears a
 // pod's hint each time it fails to place it), then removes the hold from

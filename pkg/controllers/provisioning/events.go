@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -38,6 +39,17 @@ const dedupeWindow = 2 * time.Minute
 // about within a minute.
 const nodePoolDedupeWindow = time.Minute
 
+// Nominated events are rate limited across all pods, as upstream's are:
+// a burst of nominationBurst, then nominationQPS a second. A scale-out of
+// a thousand pods would otherwise write a thousand events while the API
+// server is busiest (creating the pods, the nodes and the scheduler's own
+// events), and slow the launch it reports on. A pod whose event was
+// dropped is told on its next nomination, if it still has none.
+const (
+	nominationQPS   = 5
+	nominationBurst = 10
+)
+
 // EventRecorder is the part of k8s.io/client-go/tools/events'
 // EventRecorder the provisioner uses.
 type EventRecorder interface {
@@ -50,18 +62,22 @@ type Recorder struct {
 	recorder EventRecorder
 	clock    clock.Clock
 
+	// nominations limits Nominated events.
+	nominations flowcontrol.PassiveRateLimiter
+
 	mu   sync.Mutex
 	seen map[string]time.Time
 }
 
 // NewRecorder wraps an event recorder with deduplication.
 func NewRecorder(recorder EventRecorder, clk clock.Clock) *Recorder {
-	return &Recorder{recorder: recorder, clock: clk, seen: map[string]time.Time{}}
+	return &Recorder{recorder: recorder, clock: clk, seen: map[string]time.Time{},
+		nominations: flowcontrol.NewTokenBucketPassiveRateLimiterWithClock(nominationQPS, nominationBurst, clk)}
 }
 
 // Nominated says where the pod is expected to run.
 func (r *Recorder) Nominated(pod *corev1.Pod, target string) {
-	r.publish(pod, corev1.EventTypeNormal, ReasonNominated, "Provisioning", "Pod should schedule on: "+target, dedupeWindow)
+	r.publishLimited(pod, corev1.EventTypeNormal, ReasonNominated, "Provisioning", "Pod should schedule on: "+target, dedupeWindow, r.nominations)
 }
 
 // FailedScheduling says why karp cannot place the pod.
@@ -77,6 +93,13 @@ func (r *Recorder) NoCompatibleInstanceTypes(nodePool *karpv1.NodePool) {
 }
 
 func (r *Recorder) publish(obj client.Object, eventType, reason, action, message string, window time.Duration) {
+	r.publishLimited(obj, eventType, reason, action, message, window, nil)
+}
+
+// publishLimited publishes an event not seen within window, if limiter
+// (when set) has a token for it; an event the limiter drops is not
+// remembered, so it may go out the next time.
+func (r *Recorder) publishLimited(obj client.Object, eventType, reason, action, message string, window time.Duration, limiter flowcontrol.PassiveRateLimiter) {
 	if len(message) > maxMessageLength {
 		message = message[:maxMessageLength-3] + "..."
 	}
@@ -84,6 +107,10 @@ func (r *Recorder) publish(obj client.Object, eventType, reason, action, message
 	now := r.clock.Now()
 	r.mu.Lock()
 	if last, ok := r.seen[key]; ok && now.Sub(last) < window {
+		r.mu.Unlock()
+		return
+	}
+	if limiter != nil && !limiter.TryAccept() {
 		r.mu.Unlock()
 		return
 	}

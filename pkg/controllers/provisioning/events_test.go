@@ -1,11 +1,13 @@
 package provisioning_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -136,5 +138,43 @@ func drain(fake *events.FakeRecorder) []string {
 		default:
 			return out
 		}
+	}
+}
+
+func TestNominatedEventsAreRateLimited(t *testing.T) {
+	fake := events.NewFakeRecorder(100)
+	clk := clocktesting.NewFakeClock(time.Now())
+	r := provisioning.NewRecorder(fake, clk)
+	var pods []*corev1.Pod
+	for i := range 30 {
+		pod := test.MakePod(fmt.Sprintf("web-%d", i)).Obj()
+		pod.UID = types.UID(pod.Name)
+		pods = append(pods, pod)
+	}
+
+	for _, pod := range pods {
+		r.Nominated(pod, "nodeclaim/default-abc")
+	}
+	if got := drain(fake); len(got) != 10 {
+		t.Fatalf("a burst of 30 nominations wrote %d events, want the burst of 10", len(got))
+	}
+	// Not rate limited: a pod karp cannot help is always told why.
+	r.FailedScheduling(pods[0], "no NodePool can launch nodes")
+	if got := drain(fake); len(got) != 1 {
+		t.Errorf("FailedScheduling after the Nominated burst: %d events, want 1", len(got))
+	}
+	// A second later, five more tokens: five of the pods that got no
+	// event get one on their next nomination; those told already are
+	// deduplicated and spend no token.
+	clk.Step(time.Second)
+	for _, pod := range pods {
+		r.Nominated(pod, "nodeclaim/default-abc")
+	}
+	got := drain(fake)
+	if len(got) != 5 {
+		t.Fatalf("a second later: %d events, want 5", len(got))
+	}
+	if want := "Normal Nominated Pod should schedule on: nodeclaim/default-abc"; got[0] != want {
+		t.Errorf("event %q, want %q", got[0], want)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -154,6 +155,10 @@ func (c *HintController) Register(_ context.Context, mgr manager.Manager) error 
 		Named(c.Name()).
 		For(&karpv1.NodeClaim{}, builder.WithPredicates(registered)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(c.nominatedNodeClaim), builder.WithPredicates(hintCleared)).
+		// The nodes of a scale-out register within a few seconds; one
+		// worker writing their hints in turn fell behind, and the batch
+		// hold then had to write them all before it could lift.
+		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
 		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
 	if err != nil {
 		return fmt.Errorf("registering %s: %w", c.Name(), err)

@@ -57,6 +57,7 @@ func TestBenchmarkBaselineNoAutoscaler(t *testing.T) {
 
 	small := deployment("baseline-small", 500, "900m", "3100Mi", selector)
 	large := deployment("baseline-large", 500, "3500m", "28Gi", selector)
+	requestsBefore := apiRequests(t)
 	start := time.Now()
 	create(t, small, large)
 	var lastReady time.Time
@@ -74,6 +75,7 @@ func TestBenchmarkBaselineNoAutoscaler(t *testing.T) {
 		}
 		return n == 1000, fmt.Sprintf("%d of 1000 pods running", n)
 	})
+	t.Logf("BENCH baseline API requests until all pods ran: %s", requestDelta(requestsBefore, apiRequests(t)))
 	t.Logf("BENCH baseline: 1000 pods Running on %d pre-made nodes in %.1fs, no autoscaler; %s",
 		nodes, lastReady.Sub(start.Truncate(time.Second)).Seconds(),
 		podTimeline(append(podsOf(t, "default", "baseline-small"), podsOf(t, "default", "baseline-large")...), start))

@@ -1,12 +1,15 @@
 package provisioning_test
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +17,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
@@ -59,6 +66,7 @@ func TestBenchmarkThousandPods(t *testing.T) {
 	nodePool.Spec.Template.Spec.Requirements = nodePool.Spec.Template.Spec.Requirements[2:]
 	create(t, nodePool)
 	waitNodePoolReady(t, "bench")
+	requestsBefore := apiRequests(t)
 	cpuBefore := processCPUSeconds(t, pid)
 	hwmBefore := processPeakRSS(t, pid)
 
@@ -97,6 +105,7 @@ func TestBenchmarkThousandPods(t *testing.T) {
 	// Container start times have one-second resolution.
 	elapsed := lastReady.Sub(start.Truncate(time.Second))
 	peakRSS := processPeakRSS(t, pid)
+	requestsAfter := apiRequests(t)
 	cpuAfter := processCPUSeconds(t, pid)
 
 	nodes := nodesOf(t, "bench")
@@ -123,6 +132,38 @@ func TestBenchmarkThousandPods(t *testing.T) {
 	}
 	t.Logf("BENCH controller peak RSS before the Deployments: %.1f MB", float64(hwmBefore)/1e6)
 	t.Logf("BENCH timeline (Deployments created at %s): %s", start.UTC().Format("15:04:05.000"), podTimeline(append(podsOf(t, "default", "bench-small"), podsOf(t, "default", "bench-large")...), start))
+	t.Logf("BENCH nodeclaims: %s", nodeClaimTimeline(nodeClaimsOf(t, "bench"), start))
+	t.Logf("BENCH API requests until all pods ran: %s", requestDelta(requestsBefore, requestsAfter))
+}
+
+// nodeClaimTimeline says when the first and the last NodeClaim were
+// created, launched, registered and initialized, in seconds after start
+// (conditions have one-second resolution).
+func nodeClaimTimeline(claims []karpv1.NodeClaim, start time.Time) string {
+	since := func(at time.Time) float64 { return at.Sub(start.Truncate(time.Second)).Seconds() }
+	stages := []string{"Created", karpv1.ConditionTypeLaunched, karpv1.ConditionTypeRegistered, karpv1.ConditionTypeInitialized}
+	var b strings.Builder
+	for _, stage := range stages {
+		var first, last time.Time
+		n := 0
+		for i := range claims {
+			at := claims[i].CreationTimestamp.Time
+			if stage != "Created" {
+				c := claims[i].StatusConditions().Get(stage)
+				if c == nil || c.Status != metav1.ConditionTrue {
+					continue
+				}
+				at = c.LastTransitionTime.Time
+			}
+			n++
+			if first.IsZero() || at.Before(first) {
+				first = at
+			}
+			last = later(last, at)
+		}
+		fmt.Fprintf(&b, "%s %d (%.0f-%.0fs) ", strings.ToLower(stage), n, since(first), since(last))
+	}
+	return strings.TrimSpace(b.String())
 }
 
 // waitNodePoolReady waits until the controller reports the NodePool Ready.
@@ -257,4 +298,60 @@ func fetchProfile(t *testing.T, dir, name, what string) {
 	if err != nil {
 		t.Logf("profile %s: %v", name, err)
 	}
+}
+
+// apiRequests reads the API server's apiserver_request_total counters,
+// keyed "VERB resource[/subresource]".
+func apiRequests(t *testing.T) map[string]float64 {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(framework.Current(t).Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(t.Context())
+	if err != nil {
+		t.Fatalf("reading the API server's metrics: %v", err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatalf("parsing the API server's metrics: %v", err)
+	}
+	counts := map[string]float64{}
+	for _, m := range families["apiserver_request_total"].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		key := labels["verb"] + " " + labels["resource"]
+		if sub := labels["subresource"]; sub != "" {
+			key += "/" + sub
+		}
+		counts[key] += m.GetCounter().GetValue()
+	}
+	return counts
+}
+
+// requestDelta says how many requests of each kind the API server served
+// between two apiRequests readings, the most frequent first.
+func requestDelta(before, after map[string]float64) string {
+	type kind struct {
+		name string
+		n    float64
+	}
+	var kinds []kind
+	total := 0.0
+	for name, n := range after {
+		if d := n - before[name]; d > 0 {
+			kinds = append(kinds, kind{name, d})
+			total += d
+		}
+	}
+	slices.SortFunc(kinds, func(a, b kind) int { return cmp.Compare(b.n, a.n) })
+	var b strings.Builder
+	fmt.Fprintf(&b, "%.0f in all", total)
+	for _, k := range kinds[:min(len(kinds), 14)] {
+		fmt.Fprintf(&b, ", %s %.0f", k.name, k.n)
+	}
+	return b.String()
 }
