@@ -10,8 +10,14 @@
 // for deletion.
 //
 // Invariants:
-//   - Nothing returned aliases the internal maps: StateNode values, pod
-//     lists and Snapshot nodes are owned copies the caller may mutate.
+//   - Nothing returned aliases the internal maps: StateNode values, lists
+//     and Snapshot nodes are the caller's, and a StateNode's Node and
+//     NodeClaim are copies it may mutate.
+//   - Pods are shared, not copied: the pods in StateNode.Pods,
+//     StateNode.Nominated, Snapshot nodes, ProvisionablePods and HintedPods
+//     are the view's own objects, which are the informer cache's. Callers
+//     read them and never modify them. Copying them made up most of what a
+//     scale-out allocated (every pass copied every pod it looked at).
 //   - Synced reports false until every NodeClaim and Node the API (through
 //     the client given to NewCluster, normally the manager's cache) holds is
 //     in the view, and every launched NodeClaim is known with its provider

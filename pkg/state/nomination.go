@@ -97,9 +97,9 @@ func byNamespacedName(a, b *corev1.Pod) int {
 	return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 }
 
-// HintedPods returns copies of the pods with an unexpired nomination to
-// the StateNode with the given ID that are to carry a scheduler hint, in
-// namespace/name order.
+// HintedPods returns the pods with an unexpired nomination to the
+// StateNode with the given ID that are to carry a scheduler hint, in
+// namespace/name order. The pods are shared (see the package documentation).
 func (c *Cluster) HintedPods(nodeID string) []*corev1.Pod {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -114,9 +114,6 @@ func (c *Cluster) HintedPods(nodeID string) []*corev1.Pod {
 		}
 	}
 	slices.SortFunc(out, byNamespacedName)
-	for i := range out {
-		out[i] = out[i].DeepCopy()
-	}
 	return out
 }
 

@@ -73,9 +73,10 @@ func IsReschedulable(pod *corev1.Pod) bool {
 		!IsOwnedBy(pod, "DaemonSet") && !IsOwnedBy(pod, "Node")
 }
 
-// ProvisionablePods returns copies of the provisionable pods, and of the
-// pods awaiting the scheduler, that have no unexpired nomination, in
-// namespace/name order.
+// ProvisionablePods returns the provisionable pods, and the pods awaiting
+// the scheduler, that have no unexpired nomination, in namespace/name
+// order. The pods are shared (see the package documentation): callers must not modify
+// them.
 func (c *Cluster) ProvisionablePods() []*corev1.Pod {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -85,7 +86,7 @@ func (c *Cluster) ProvisionablePods() []*corev1.Pod {
 		if pod.Spec.NodeName != "" || !(IsProvisionable(pod) || IsAwaitingScheduler(pod)) || c.activeNomination(key) != "" {
 			continue
 		}
-		out = append(out, pod.DeepCopy())
+		out = append(out, pod)
 	}
 	return out
 }

@@ -168,11 +168,11 @@ func (c *Cluster) Nodes() []*StateNode {
 func (c *Cluster) fill(sn *StateNode, nominated map[string][]*corev1.Pod) *StateNode {
 	if sn.Node != nil {
 		for _, key := range sortedKeys(c.podsByNode[sn.Node.Name]) {
-			sn.Pods = append(sn.Pods, c.podsByNode[sn.Node.Name][key].DeepCopy())
+			sn.Pods = append(sn.Pods, c.podsByNode[sn.Node.Name][key])
 		}
 	}
 	for _, p := range nominated[sn.ID()] {
-		sn.Nominated = append(sn.Nominated, p.DeepCopy())
+		sn.Nominated = append(sn.Nominated, p)
 	}
 	sn.MarkedForDeletion = c.marked[sn.ID()] ||
 		(sn.NodeClaim != nil && sn.NodeClaim.DeletionTimestamp != nil) ||
