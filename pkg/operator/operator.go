@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -128,7 +129,9 @@ func managerOptions(opts *options.Options, leader LeaderElectionTimings) manager
 		Scheme: NewScheme(),
 		Cache: cache.Options{
 			// Managed fields are never read; dropping them saves memory.
-			DefaultTransform: cache.TransformStripManagedFields(),
+			DefaultTransform: stripManagedFields,
+			// Pods keep only what karp reads (see transformPod).
+			ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: transformPod}},
 		},
 		Metrics:                       metricsserver.Options{BindAddress: bindAddress(opts.MetricsPort), ExtraHandlers: profilingHandlers(opts.EnableProfiling)},
 		HealthProbeBindAddress:        bindAddress(opts.HealthProbePort),
