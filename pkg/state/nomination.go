@@ -117,21 +117,25 @@ func (c *Cluster) HintedPods(nodeID string) []*corev1.Pod {
 	return out
 }
 
-// sortedKeys returns a map's keys in a stable order.
-func sortedKeys[K comparable, V any](m map[K]V) []K {
+// sortedKeys returns a map's keys in a stable order: names, or
+// namespace then name.
+func sortedKeys[K string | types.NamespacedName, V any](m map[K]V) []K {
 	keys := slices.Collect(maps.Keys(m))
-	slices.SortFunc(keys, func(a, b K) int { return strings.Compare(keyString(a), keyString(b)) })
+	slices.SortFunc(keys, compareKeys[K])
 	return keys
 }
 
-func keyString(k any) string {
-	switch v := k.(type) {
+// compareKeys orders names, or namespaced names by namespace then name,
+// without building strings (it runs for every pod of a large cluster).
+func compareKeys[K string | types.NamespacedName](a, b K) int {
+	switch x := any(a).(type) {
 	case string:
-		return v
+		return strings.Compare(x, any(b).(string))
 	case types.NamespacedName:
-		return v.String()
+		y := any(b).(types.NamespacedName)
+		return cmp.Or(strings.Compare(x.Namespace, y.Namespace), strings.Compare(x.Name, y.Name))
 	}
-	return fmt.Sprint(k)
+	panic(fmt.Sprintf("compareKeys: unsupported key type %T", a))
 }
 
 // ReleaseOvercommittedNominations drops the nominations to registered

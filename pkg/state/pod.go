@@ -81,13 +81,13 @@ func (c *Cluster) ProvisionablePods() []*corev1.Pod {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	var out []*corev1.Pod
-	for _, key := range sortedKeys(c.pods) {
-		pod := c.pods[key]
+	for key, pod := range c.pods {
 		if pod.Spec.NodeName != "" || !(IsProvisionable(pod) || IsAwaitingScheduler(pod)) || c.activeNomination(key) != "" {
 			continue
 		}
 		out = append(out, pod)
 	}
+	slices.SortFunc(out, byNamespacedName)
 	return out
 }
 

@@ -48,8 +48,8 @@ func (c *Cluster) observeStartup(pod *corev1.Pod) {
 func (c *Cluster) collectPods(ch chan<- prometheus.Metric) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	for _, key := range sortedKeys(c.pods) {
-		pod := c.pods[key]
+	// No order: the registry sorts what it gathers.
+	for _, pod := range c.pods {
 		var labels map[string]string
 		if node, ok := c.nodes[pod.Spec.NodeName]; ok {
 			labels = node.Labels

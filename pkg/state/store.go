@@ -25,13 +25,13 @@ func recorded[T object[T]](obj T) T {
 // store is the view's copies of one kind of object, by key, for kinds the
 // view only records and lists (DaemonSets, NodePools, PDBs). It takes the
 // Cluster's lock, so a Cluster-wide read sees every kind at one moment.
-type store[K comparable, T object[T]] struct {
+type store[K string | types.NamespacedName, T object[T]] struct {
 	mu    *sync.RWMutex
 	keyOf func(T) K
 	items map[K]T
 }
 
-func newStore[K comparable, T object[T]](mu *sync.RWMutex, keyOf func(T) K) *store[K, T] {
+func newStore[K string | types.NamespacedName, T object[T]](mu *sync.RWMutex, keyOf func(T) K) *store[K, T] {
 	return &store[K, T]{mu: mu, keyOf: keyOf, items: map[K]T{}}
 }
 
