@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -56,6 +57,10 @@ type BatchController struct {
 	// maxHold bounds how long an initialized node stays held; 0 lifts at
 	// once (the nodes of a batch made before the hold was turned off).
 	maxHold time.Duration
+	// lifted remembers, per Node name, the resourceVersion each lift was
+	// made from: a batch is reconciled again as its NodeClaims change, and
+	// the cache may still show the hold on a Node just lifted.
+	lifted sync.Map
 }
 
 var _ reconcile.Reconciler = (*BatchController)(nil)
@@ -173,9 +178,14 @@ func (c *BatchController) Reconcile(ctx context.Context, req reconcile.Request) 
 			}
 			return reconcile.Result{}, fmt.Errorf("getting node %s: %w", nc.Status.NodeName, err)
 		}
-		if slices.ContainsFunc(node.Spec.Taints, karpv1.IsBatchHoldTaint) {
-			held = append(held, heldNode{nodeClaim: nc, node: node})
+		if !slices.ContainsFunc(node.Spec.Taints, karpv1.IsBatchHoldTaint) {
+			c.lifted.Delete(node.Name)
+			continue
 		}
+		if rv, ok := c.lifted.Load(node.Name); ok && rv == node.ResourceVersion {
+			continue // lifted already; the cache has not caught up
+		}
+		held = append(held, heldNode{nodeClaim: nc, node: node})
 	}
 	lift, wait := c.due(held, complete)
 	if len(lift) > 0 {
@@ -244,8 +254,18 @@ func (c *BatchController) lift(ctx context.Context, held []heldNode) (int, error
 	workqueue.ParallelizeUntil(ctx, liftWorkers, len(held), func(i int) {
 		// A copy: the patch writes the response into it, and this is the
 		// cache's object.
-		errs[i] = c.kubeClient.Patch(ctx, held[i].node.DeepCopy(), client.RawPatch(types.JSONPatchType, liftPatch(held[i].node)))
-		if apierrors.IsNotFound(errs[i]) {
+		node := held[i].node
+		errs[i] = c.kubeClient.Patch(ctx, node.DeepCopy(), client.RawPatch(types.JSONPatchType, liftPatch(node)))
+		switch {
+		case errs[i] == nil:
+			c.lifted.Store(node.Name, node.ResourceVersion)
+		case apierrors.IsNotFound(errs[i]):
+			errs[i] = nil
+		case apierrors.IsInvalid(errs[i]):
+			// The test op failed: the taints changed since the cache's
+			// copy (most often, the hold is gone already). The Node
+			// watch brings the batch back if the hold is still there.
+			log.FromContext(ctx).V(1).Info("batch hold changed before the lift; waiting for the cache", "Node", node.Name)
 			errs[i] = nil
 		}
 	})

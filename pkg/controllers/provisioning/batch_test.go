@@ -2,6 +2,7 @@ package provisioning_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -9,7 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -282,4 +285,88 @@ func TestBatchHoldSeenLateIsLifted(t *testing.T) {
 		}
 	}
 	h.eventually("holds seen late lifted", func() bool { return !h.held(nodeA) && !h.held(nodeB) })
+}
+
+// TestBatchHoldLiftOnAStaleCacheIsQuiet: the batch is reconciled again as
+// its NodeClaims change, often before the cache has the lifted Nodes. A
+// Node lifted from the copy the cache still shows is not patched again,
+// and a lift whose guard fails (the taints changed meanwhile) is no error
+// and removes nothing.
+func TestBatchHoldLiftOnAStaleCacheIsQuiet(t *testing.T) {
+	h, _ := newBatchHarness(t)
+	h.readyNodePool(test.MakeNodePool("default").Obj())
+	_, nodeA := h.heldMember("stale-a", "b5", h.clock.Now())
+	_, nodeB := h.heldMember("stale-b", "b5", h.clock.Now())
+	// The cache frozen before any lift: every Node read returns the copy
+	// taken here, hold and all.
+	stale := map[string]*corev1.Node{}
+	h.eventually("held nodes in the cache", func() bool {
+		for _, node := range []*corev1.Node{nodeA, nodeB} {
+			got := &corev1.Node{}
+			if err := h.mgr.GetClient().Get(h.ctx, client.ObjectKeyFromObject(node), got); err != nil ||
+				!slices.ContainsFunc(got.Spec.Taints, karpv1.IsBatchHoldTaint) {
+				return false
+			}
+			stale[node.Name] = got
+		}
+		return true
+	})
+	patches := 0
+	frozen := interceptor.NewClient(noWatch{h.mgr.GetClient()}, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if node, ok := obj.(*corev1.Node); ok && stale[key.Name] != nil {
+				stale[key.Name].DeepCopyInto(node)
+				return nil
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			patches++
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+	})
+	c := provisioning.NewBatchController(frozen, h.cluster, h.clock, holdBound)
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Name: "b5"}}
+	h.reconcileBatch(c, "b5", map[string]bool{"stale-a": true, "stale-b": true})
+	if h.held(nodeA) || h.held(nodeB) || patches != 2 {
+		t.Fatalf("first pass: held a=%v b=%v after %d patches, want both lifted by 2", h.held(nodeA), h.held(nodeB), patches)
+	}
+	if _, err := c.Reconcile(h.ctx, req); err != nil || patches != 2 {
+		t.Errorf("second pass on the stale cache: err %v, %d patches in all, want no error and none new", err, patches)
+	}
+
+	// A fresh controller does not know what it lifted: its guarded patch
+	// fails on the API server, which is no error, and another taint added
+	// meanwhile stays.
+	for _, node := range []*corev1.Node{nodeA, nodeB} {
+		got := &corev1.Node{}
+		if err := h.client.Get(h.ctx, client.ObjectKeyFromObject(node), got); err != nil {
+			t.Fatal(err)
+		}
+		got.Spec.Taints = append(got.Spec.Taints, corev1.Taint{Key: "example.com/maintenance", Effect: corev1.TaintEffectNoSchedule})
+		if err := h.client.Update(h.ctx, got); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fresh := provisioning.NewBatchController(frozen, h.cluster, h.clock, holdBound)
+	if _, err := fresh.Reconcile(h.ctx, req); err != nil {
+		t.Errorf("lift from a stale copy: %v, want no error", err)
+	}
+	for _, node := range []*corev1.Node{nodeA, nodeB} {
+		got := &corev1.Node{}
+		if err := h.client.Get(h.ctx, client.ObjectKeyFromObject(node), got); err != nil {
+			t.Fatal(err)
+		}
+		maintenance := func(t corev1.Taint) bool { return t.Key == "example.com/maintenance" }
+		if slices.ContainsFunc(got.Spec.Taints, karpv1.IsBatchHoldTaint) || !slices.ContainsFunc(got.Spec.Taints, maintenance) {
+			t.Errorf("node %s taints %v, want example.com/maintenance kept and no hold", node.Name, got.Spec.Taints)
+		}
+	}
+}
+
+// noWatch lets interceptor wrap the manager's client, which has no Watch.
+type noWatch struct{ client.Client }
+
+func (noWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
+	return nil, errors.New("watch is not supported")
 }
