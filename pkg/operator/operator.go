@@ -130,8 +130,9 @@ func managerOptions(opts *options.Options, leader LeaderElectionTimings) manager
 		Cache: cache.Options{
 			// Managed fields are never read; dropping them saves memory.
 			DefaultTransform: stripManagedFields,
-			// Pods keep only what karp reads (see transformPod).
-			ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: transformPod}},
+			// Pods keep only what karp reads, and alike pods share their
+			// common parts (see newPodTransform).
+			ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: newPodTransform(newPodInterner())}},
 		},
 		Metrics:                       metricsserver.Options{BindAddress: bindAddress(opts.MetricsPort), ExtraHandlers: profilingHandlers(opts.EnableProfiling)},
 		HealthProbeBindAddress:        bindAddress(opts.HealthProbePort),

@@ -9,7 +9,9 @@ import (
 // stripManagedFields is the cache's transform for every kind but Pods.
 var stripManagedFields = cache.TransformStripManagedFields()
 
-// transformPod keeps in the cache only what karp reads of a Pod. Pods are
+// newPodTransform returns the cache's transform for Pods. It keeps only
+// what karp reads of a Pod, and makes alike pods share their common parts
+// through interner (see podInterner). Pods are
 // most of what the controller holds in memory (a thousand pods are most of
 // its live heap), and much of a real pod is for the kubelet alone: the
 // containers' commands, environment, probes and mounts, the volumes'
@@ -20,7 +22,11 @@ var stripManagedFields = cache.TransformStripManagedFields()
 // these are kept. karp never writes a cached Pod back (hints are
 // status patches built from scratch), so what is dropped here is never
 // dropped from the API.
-func transformPod(in any) (any, error) {
+func newPodTransform(interner *podInterner) func(any) (any, error) {
+	return func(in any) (any, error) { return slimAndIntern(interner, in) }
+}
+
+func slimAndIntern(interner *podInterner, in any) (any, error) {
 	out, err := stripManagedFields(in)
 	if err != nil {
 		return out, err
@@ -31,6 +37,7 @@ func transformPod(in any) (any, error) {
 	}
 	if pod, ok := obj.(*corev1.Pod); ok {
 		slimPod(pod)
+		interner.intern(pod)
 	}
 	return out, nil
 }

@@ -42,7 +42,7 @@ func TestTransformPodKeepsWhatKarpReads(t *testing.T) {
 	}
 	want := pod.DeepCopy()
 
-	out, err := transformPod(pod)
+	out, err := newPodTransform(newPodInterner())(pod)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestTransformPodHandlesTombstonesAndOtherKinds(t *testing.T) {
 	pod := test.MakePod("gone").Obj()
 	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "A", Value: "b"}}
 	tombstone := toolscache.DeletedFinalStateUnknown{Key: "default/gone", Obj: pod}
-	out, err := transformPod(tombstone)
+	out, err := newPodTransform(newPodInterner())(tombstone)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestTransformPodHandlesTombstonesAndOtherKinds(t *testing.T) {
 	}
 	node := test.MakeNode("n").Obj()
 	node.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}
-	if out, err := transformPod(node); err != nil || out.(*corev1.Node).ManagedFields != nil {
+	if out, err := newPodTransform(newPodInterner())(node); err != nil || out.(*corev1.Node).ManagedFields != nil {
 		t.Errorf("a non-pod: %v, managed fields %v", err, out.(*corev1.Node).ManagedFields)
 	}
 }
