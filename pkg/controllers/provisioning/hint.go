@@ -108,7 +108,10 @@ func writeHints(ctx context.Context, kubeClient client.Client, hints []podHint) 
 	workqueue.ParallelizeUntil(ctx, hintWorkers, len(hints), func(i int) {
 		h := hints[i]
 		raw := patches[h.node]
-		pod := &corev1.Pod{}
+		// Metadata only: the API server answers with the pod's metadata
+		// instead of the whole pod, which karp would decode and drop.
+		pod := &metav1.PartialObjectMetadata{}
+		pod.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
 		pod.Namespace, pod.Name = h.pod.Namespace, h.pod.Name
 		if err := kubeClient.Status().Patch(ctx, pod, client.RawPatch(types.StrategicMergePatchType, raw)); client.IgnoreNotFound(err) != nil {
 			log.FromContext(ctx).V(1).Info("writing scheduler hint", "pod", client.ObjectKeyFromObject(pod), "node", h.node, "error", err.Error())
