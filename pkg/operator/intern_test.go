@@ -22,7 +22,9 @@ func replica(name, cpu string, tolerationSeconds int64) *corev1.Pod {
 	return pod
 }
 
-func same(a, b any) bool { return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer() }
+func same(a, b any) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
 
 func TestInternedReplicasShareTheirCommonParts(t *testing.T) {
 	in := newPodInterner()
