@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -54,26 +53,13 @@ func errorKind(err error) string {
 // (such as LifecycleHooks) are reached through Unwrap.
 type CloudProvider struct {
 	cloudprovider.CloudProvider
-
-	mu sync.Mutex
-	// published remembers the price and availability last exported per
-	// offering, so repeated GetInstanceTypes calls on an unchanged catalog
-	// do not rewrite thousands of gauges.
-	published map[offeringKey]offeringState
-}
-
-type offeringKey struct{ instanceType, capacityType, zone string }
-
-type offeringState struct {
-	price     float64
-	available bool
 }
 
 var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
 
 // Decorate wraps cp with metrics.
 func Decorate(cp cloudprovider.CloudProvider) *CloudProvider {
-	return &CloudProvider{CloudProvider: cp, published: map[offeringKey]offeringState{}}
+	return &CloudProvider{CloudProvider: cp}
 }
 
 // Unwrap returns the decorated provider.
@@ -135,29 +121,8 @@ func (c *CloudProvider) GetInstanceTypes(ctx context.Context, nodePool *karpv1.N
 	out, err := c.CloudProvider.GetInstanceTypes(ctx, nodePool)
 	c.observe(ctx, "GetInstanceTypes", start, err)
 	if err == nil {
-		c.publishOfferings(out)
+		Offerings.publish(out)
 	}
 	return out, err
 }
 
-func (c *CloudProvider) publishOfferings(types []*cloudprovider.InstanceType) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, it := range types {
-		for _, o := range it.Offerings {
-			state := offeringState{price: o.Price, available: o.Available}
-			key := offeringKey{instanceType: it.Name, capacityType: o.CapacityType, zone: o.Zone}
-			if prev, ok := c.published[key]; ok && prev == state {
-				continue
-			}
-			c.published[key] = state
-			labels := prometheus.Labels{InstanceTypeLabel: it.Name, CapacityTypeLabel: o.CapacityType, ZoneLabel: o.Zone}
-			InstanceTypeOfferingPriceEstimate.With(labels).Set(o.Price)
-			available := 0.0
-			if o.Available {
-				available = 1
-			}
-			InstanceTypeOfferingAvailable.With(labels).Set(available)
-		}
-	}
-}

@@ -57,12 +57,47 @@ func TestDecoratorPublishesOfferingPrices(t *testing.T) {
 	}
 	it := types[0]
 	o := it.Offerings[0]
-	got := testutil.ToFloat64(metrics.InstanceTypeOfferingPriceEstimate.WithLabelValues(it.Name, o.CapacityType, o.Zone))
-	if got != o.Price {
-		t.Errorf("price estimate of %s/%s/%s = %v, want %v", it.Name, o.CapacityType, o.Zone, got, o.Price)
+	if price, available, ok := metrics.Offerings.Get(it.Name, o.CapacityType, o.Zone); !ok || price != o.Price || !available {
+		t.Errorf("offering %s/%s/%s exported as price %v available %v (reported %v), want %v and true",
+			it.Name, o.CapacityType, o.Zone, price, available, ok, o.Price)
 	}
-	if avail := testutil.ToFloat64(metrics.InstanceTypeOfferingAvailable.WithLabelValues(it.Name, o.CapacityType, o.Zone)); avail != 1 {
-		t.Errorf("offering available = %v, want 1", avail)
+	// What a scrape sees: upstream's names and labels, one sample per
+	// offering and metric.
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics.Offerings)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{
+		"karpenter_cloudprovider_instance_type_offering_price_estimate": o.Price,
+		"karpenter_cloudprovider_instance_type_offering_available":      1,
+	}
+	for _, f := range families {
+		value, ok := want[f.GetName()]
+		if !ok {
+			continue
+		}
+		delete(want, f.GetName())
+		found := false
+		for _, m := range f.GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			if l[metrics.InstanceTypeLabel] == it.Name && l[metrics.CapacityTypeLabel] == o.CapacityType && l[metrics.ZoneLabel] == o.Zone {
+				found = true
+				if got := m.GetGauge().GetValue(); got != value {
+					t.Errorf("%s{%v} = %v, want %v", f.GetName(), l, got, value)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s has no sample for %s/%s/%s", f.GetName(), it.Name, o.CapacityType, o.Zone)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("metrics not exported: %v", want)
 	}
 	if cp.Unwrap() != inner {
 		t.Error("Unwrap does not return the decorated provider")

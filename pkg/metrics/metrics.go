@@ -98,18 +98,11 @@ var (
 		Help: "Total number of errors returned from CloudProvider calls.",
 	}, []string{ControllerLabel, MethodLabel, ProviderLabel, ErrorLabel})
 
-	// InstanceTypeOfferingPriceEstimate is the hourly price of each
-	// offering the provider reports.
-	InstanceTypeOfferingPriceEstimate = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: Namespace, Subsystem: CloudProviderSubsystem, Name: "instance_type_offering_price_estimate",
-		Help: "Instance type offering estimated hourly price used when making informed decisions on node cost calculation, based on instance type, capacity type, and zone.",
-	}, []string{InstanceTypeLabel, CapacityTypeLabel, ZoneLabel})
-
-	// InstanceTypeOfferingAvailable is 1 for offerings that can be launched now, 0 otherwise.
-	InstanceTypeOfferingAvailable = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: Namespace, Subsystem: CloudProviderSubsystem, Name: "instance_type_offering_available",
-		Help: "Instance type offering availability, based on instance type, capacity type, and zone.",
-	}, []string{InstanceTypeLabel, CapacityTypeLabel, ZoneLabel})
+	// Offerings exports the hourly price estimate and the availability of
+	// every offering the provider reports
+	// (karpenter_cloudprovider_instance_type_offering_price_estimate and
+	// karpenter_cloudprovider_instance_type_offering_available).
+	Offerings = newOfferingCollector()
 )
 
 // shared lists the metrics this package defines.
@@ -123,8 +116,7 @@ func shared() []prometheus.Collector {
 		NodePoolLimit,
 		CloudProviderDurationSeconds,
 		CloudProviderErrorsTotal,
-		InstanceTypeOfferingPriceEstimate,
-		InstanceTypeOfferingAvailable,
+		Offerings,
 		NodeClaimsDisruptedTotal,
 	}
 }
