@@ -125,4 +125,3 @@ func (c *CloudProvider) GetInstanceTypes(ctx context.Context, nodePool *karpv1.N
 	}
 	return out, err
 }
-
