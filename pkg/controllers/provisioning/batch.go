@@ -174,6 +174,7 @@ func (c *BatchController) Reconcile(ctx context.Context, req reconcile.Request) 
 		node := &corev1.Node{}
 		if err := c.kubeClient.Get(ctx, client.ObjectKey{Name: nc.Status.NodeName}, node, &client.GetOptions{UnsafeDisableDeepCopy: ptr.To(true)}); err != nil {
 			if apierrors.IsNotFound(err) {
+				c.lifted.Delete(nc.Status.NodeName)
 				continue
 			}
 			return reconcile.Result{}, fmt.Errorf("getting node %s: %w", nc.Status.NodeName, err)

@@ -124,11 +124,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // get returns the cache's object for the key.
 func (c *Controller) get(ctx context.Context, key types.NamespacedName) (client.Object, error) {
 	if c.store != nil {
-		storeKey := key.Name
-		if key.Namespace != "" {
-			storeKey = key.Namespace + "/" + key.Name
-		}
-		item, exists, err := c.store.GetByKey(storeKey)
+		item, exists, err := c.store.GetByKey(toolscache.NewObjectName(key.Namespace, key.Name).String())
 		if err != nil {
 			return nil, err
 		}
