@@ -21,6 +21,15 @@ const ConditionTypeDisruptionBlocked = "DisruptionBlocked"
 // otherwise. Every other reason is evaluated for every node on every pass.
 var searchReasons = map[string]bool{BlockedNoCheaper: true, BlockedBudget: true, BlockedSpotToSpot: true, BlockedDaemonSet: true}
 
+// transientReasons are blockers that last only while pods are on their
+// way to the node: a node nominated for pending pods is one karp has just
+// launched or is filling. Writing them would cost a condition patch and an
+// event per node of every scale-up (and again as the pod count in the
+// message falls), at the moment the API server is busiest, for a state
+// that is gone seconds later. The node is skipped as before; what is
+// recorded is the reason that holds once its pods have landed.
+var transientReasons = map[string]bool{BlockedNominated: true}
+
 // explain records why every managed node the pass did not disrupt is kept:
 // the DisruptionBlocked condition on its NodeClaim and an event on its
 // Node, both only when the reason changed. A condition whose reason this
@@ -36,6 +45,9 @@ func (c *Controller) explain(ctx context.Context, w *world) error {
 		}
 		cond := sn.NodeClaim.StatusConditions().Get(ConditionTypeDisruptionBlocked)
 		b, ok := w.blocked[sn.Name()]
+		if ok && transientReasons[b.reason] {
+			ok = false
+		}
 		switch {
 		case queued[sn.ID()] || sn.MarkedForDeletion:
 			if cond != nil {

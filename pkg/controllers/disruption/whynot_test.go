@@ -9,6 +9,7 @@ import (
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/controllers/disruption"
+	"github.com/karp-autoscaler/karp/pkg/state"
 	"github.com/karp-autoscaler/karp/pkg/test"
 )
 
@@ -77,5 +78,44 @@ func TestDoNotDisruptReasonClearsWhenTheAnnotationGoes(t *testing.T) {
 	h.pass()
 	if c := h.blocked("big"); c != nil && c.Reason == disruption.BlockedDoNotDisrupt {
 		t.Fatalf("DisruptionBlocked still %q after the annotation was removed", c.Reason)
+	}
+}
+
+// A node nominated for pending pods (one karp just launched, whose pods
+// are on their way) is kept without a DisruptionBlocked condition or
+// event: that state lasts seconds, and recording it cost a status patch
+// and an event per node of every scale-up, rewritten as the pod count in
+// the message fell.
+func TestNominatedNodeIsKeptWithoutRecordingIt(t *testing.T) {
+	h := newHarness(t)
+	h.readyNodePool(test.MakeNodePool("default").Budgets(karpv1.Budget{Nodes: "100%"}).
+		ConsolidateAfter(karpv1.NewNillableDuration(0)).Obj())
+	h.runningNode("fresh", nodeOpts{it: largeType})
+	pending := pod("pending", "1")
+	h.create(pending)
+	h.cluster.Nominate(pending, state.NodeClaimID("fresh"), time.Hour)
+	h.eventually("the pending pod nominated in state", func() bool {
+		for _, sn := range h.cluster.Nodes() {
+			if sn.Name() == "fresh" && len(sn.Nominated) == 1 {
+				return true
+			}
+		}
+		return false
+	})
+	h.decide()
+	if h.gone("fresh") {
+		t.Fatal("a node nominated for a pending pod was disrupted")
+	}
+	if c := h.blocked("fresh"); c != nil {
+		t.Fatalf("DisruptionBlocked = %s (%s), want no condition while the node is only nominated", c.Reason, c.Message)
+	}
+	node := &corev1.Node{}
+	if err := h.client.Get(h.ctx, client.ObjectKey{Name: "fresh"}, node); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range h.base.Events(node) {
+		if e.Reason == disruption.ReasonDisruptionBlocked {
+			t.Fatalf("event %s %q on a node that is only nominated", e.Reason, e.Note)
+		}
 	}
 }
