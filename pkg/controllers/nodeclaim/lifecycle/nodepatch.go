@@ -41,12 +41,16 @@ func nodeSyncPatch(stored, node *corev1.Node) (client.Patch, error) {
 		func(a, b metav1.OwnerReference) bool { return a.UID == b.UID })...)
 	if !equality.Semantic.DeepEqual(stored.Spec.Taints, node.Spec.Taints) {
 		switch {
-		case len(stored.Spec.Taints) > 0:
+		case len(stored.Spec.Taints) == 0:
+			ops = append(ops, jsonPatchOp{Op: "add", Path: "/spec/taints", Value: node.Spec.Taints})
+		default:
+			if elementOps, ok := taintOps(stored.Spec.Taints, node.Spec.Taints); ok {
+				ops = append(ops, elementOps...)
+				break
+			}
 			ops = append(ops,
 				jsonPatchOp{Op: "test", Path: "/spec/taints", Value: stored.Spec.Taints},
 				jsonPatchOp{Op: "replace", Path: "/spec/taints", Value: nonNil(node.Spec.Taints)})
-		case len(node.Spec.Taints) > 0:
-			ops = append(ops, jsonPatchOp{Op: "add", Path: "/spec/taints", Value: node.Spec.Taints})
 		}
 	}
 	raw, err := json.Marshal(ops)
@@ -54,6 +58,43 @@ func nodeSyncPatch(stored, node *corev1.Node) (client.Patch, error) {
 		return nil, fmt.Errorf("encoding node patch: %w", err)
 	}
 	return client.RawPatch(types.JSONPatchType, raw), nil
+}
+
+// taintOps edits the taint list element by element when after is before
+// with some taints removed and others appended (what registration does:
+// the unregistered taint goes, the NodeClaim's and the batch hold come).
+// Each removal is guarded by a test of that element at its index, so the
+// patch still fails, and is retried, if a taint before it went or it was
+// changed meanwhile; but taints others appended or removed after it (the
+// node lifecycle controller adds and lifts not-ready right as a node
+// registers) no longer fail the whole sync, as a test of the whole list
+// did for about half the nodes of a large scale-up. ok is false when the
+// change is not of that shape.
+func taintOps(before, after []corev1.Taint) ([]jsonPatchOp, bool) {
+	var removed []int
+	next := 0 // the first element of after not matched to a kept one
+	for i := range before {
+		if next < len(after) && equality.Semantic.DeepEqual(before[i], after[next]) {
+			next++
+			continue
+		}
+		removed = append(removed, i)
+	}
+	for _, t := range after[next:] {
+		if slices.ContainsFunc(before, func(have corev1.Taint) bool { return equality.Semantic.DeepEqual(have, t) }) {
+			return nil, false // reordered, not only removed and appended
+		}
+	}
+	ops := make([]jsonPatchOp, 0, 2*len(removed)+len(after)-next)
+	// Highest index first, so each removal leaves the lower indexes valid.
+	for _, i := range slices.Backward(removed) {
+		path := fmt.Sprintf("/spec/taints/%d", i)
+		ops = append(ops, jsonPatchOp{Op: "test", Path: path, Value: before[i]}, jsonPatchOp{Op: "remove", Path: path})
+	}
+	for _, t := range after[next:] {
+		ops = append(ops, jsonPatchOp{Op: "add", Path: "/spec/taints/-", Value: t})
+	}
+	return ops, true
 }
 
 // mapOps adds or replaces each key of after that before lacks or differs

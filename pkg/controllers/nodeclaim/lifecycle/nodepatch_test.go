@@ -70,8 +70,8 @@ func TestNodeSyncPatchSurvivesStatusUpdates(t *testing.T) {
 }
 
 // TestNodeSyncPatchNeverRestoresARemovedTaint: someone removed the
-// not-ready taint after registration read the node; the sync fails (and
-// is retried) rather than putting it back.
+// not-ready taint after registration read the node. The sync removes only
+// the unregistered taint, so not-ready stays gone.
 func TestNodeSyncPatchNeverRestoresARemovedTaint(t *testing.T) {
 	h.Reset(t)
 	stored := newSyncNode(t, "sync-taints")
@@ -84,12 +84,78 @@ func TestNodeSyncPatchNeverRestoresARemovedTaint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Env.Client.Patch(t.Context(), registered(stored), patch); err == nil {
-		t.Fatal("a sync computed from stale taints succeeded")
+	if err := h.Env.Client.Patch(t.Context(), registered(stored), patch); err != nil {
+		t.Fatalf("sync after not-ready was lifted: %v", err)
 	}
 	got := getNode(t, "sync-taints")
-	if slices.ContainsFunc(got.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady }) {
-		t.Errorf("not-ready taint restored: %v", got.Spec.Taints)
+	if len(got.Spec.Taints) != 0 {
+		t.Errorf("taints %v, want none (unregistered removed, not-ready not restored)", got.Spec.Taints)
+	}
+}
+
+// TestNodeSyncPatchKeepsATaintAppendedMeanwhile: the node lifecycle
+// controller appended a taint after registration read the node; the sync
+// applies (a test of the whole list failed here) and keeps it, and the
+// taints registration adds go after it.
+func TestNodeSyncPatchKeepsATaintAppendedMeanwhile(t *testing.T) {
+	h.Reset(t)
+	stored := newSyncNode(t, "sync-append")
+	appended := stored.DeepCopy()
+	unreachable := corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute}
+	appended.Spec.Taints = append(appended.Spec.Taints, unreachable)
+	if err := h.Env.Client.Update(t.Context(), appended); err != nil {
+		t.Fatal(err)
+	}
+	want := registered(stored)
+	want.Spec.Taints = append(want.Spec.Taints, karpv1.BatchHoldNoScheduleTaint)
+	patch, err := lifecycle.NodeSyncPatch(stored, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Env.Client.Patch(t.Context(), want.DeepCopy(), patch); err != nil {
+		t.Fatalf("sync after a taint was appended: %v", err)
+	}
+	got := getNode(t, "sync-append")
+	keys := []string{}
+	for _, taint := range got.Spec.Taints {
+		keys = append(keys, taint.Key)
+	}
+	if !slices.Equal(keys, []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable, karpv1.BatchHoldTaintKey}) {
+		t.Errorf("taints %v, want not-ready, the appended unreachable, then the batch hold", keys)
+	}
+}
+
+// TestNodeSyncPatchFailsWhenATaintBeforeItsOwnWent: a taint ahead of the
+// one the sync removes was removed meanwhile, so the indexes moved; the
+// sync fails (and is retried from a fresh copy) instead of removing
+// another taint.
+func TestNodeSyncPatchFailsWhenATaintBeforeItsOwnWent(t *testing.T) {
+	h.Reset(t)
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "sync-shift", Labels: map[string]string{"kubernetes.io/hostname": "sync-shift"}},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{
+			{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule},
+			{Key: karpv1.UnregisteredTaintKey, Effect: corev1.TaintEffectNoExecute},
+			{Key: "example.com/keep", Effect: corev1.TaintEffectNoSchedule},
+		}},
+	}
+	h.Create(t, node)
+	stored := getNode(t, "sync-shift")
+	lifted := stored.DeepCopy()
+	lifted.Spec.Taints = lifted.Spec.Taints[1:]
+	if err := h.Env.Client.Update(t.Context(), lifted); err != nil {
+		t.Fatal(err)
+	}
+	patch, err := lifecycle.NodeSyncPatch(stored, registered(stored))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Env.Client.Patch(t.Context(), registered(stored), patch); err == nil {
+		t.Fatal("a sync computed from shifted taints succeeded")
+	}
+	got := getNode(t, "sync-shift")
+	if len(got.Spec.Taints) != 2 || got.Spec.Taints[0].Key != karpv1.UnregisteredTaintKey || got.Spec.Taints[1].Key != "example.com/keep" {
+		t.Errorf("taints %v, want unregistered and example.com/keep untouched", got.Spec.Taints)
 	}
 }
 
@@ -124,8 +190,11 @@ func TestRegistrationRetriesFromTheAPIWhenTheCacheLags(t *testing.T) {
 		name := fmt.Sprintf("lag-%t", withAPIReader)
 		nc := launched(t, lifecycle.NewController(h.Client, cp, h.Clock, h.Recorder), test.MakeNodeClaim(name).NodePool("default").Obj())
 		// The Node as the cache still has it: unregistered and not-ready.
-		stale := test.MakeNode(name + "-node").ProviderID(nc.Status.ProviderID).Taint(karpv1.UnregisteredNoExecuteTaint).
-			Taint(corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}).Obj()
+		// not-ready first: its lift moves the unregistered taint, so a
+		// sync from the stale copy cannot apply.
+		stale := test.MakeNode(name + "-node").ProviderID(nc.Status.ProviderID).
+			Taint(corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}).
+			Taint(karpv1.UnregisteredNoExecuteTaint).Obj()
 		h.Create(t, stale.DeepCopy())
 		stale = getNode(t, name+"-node")
 		lifted := stale.DeepCopy()
