@@ -12,8 +12,9 @@ help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## build bin/karp
+build: ## build bin/karp (the CLI) and bin/karp-controller (the controller alone, the binary to deploy)
 	$(GO) build -o $(BIN)/karp ./cmd/karp
+	$(GO) build -o $(BIN)/karp-controller ./cmd/karp-controller
 
 .PHONY: tools
 tools: ## build the local control plane binaries into bin/k8s (no-op when the pins are unchanged)

@@ -56,11 +56,11 @@ func parseRunFlags(args []string, stderr io.Writer) (runOptions, error) {
 	return opts, absPaths(&opts.up)
 }
 
-// controllerArgs are the `karp controller` arguments `karp run` starts
-// it with: leader election off (one replica), no listening ports (they
-// could clash with other local processes), then the user's own flags.
+// controllerCommandArgs are the controller flags `karp run` starts it
+// with: leader election off (one replica), no listening ports (they could
+// clash with other local processes), then the user's own flags.
 func (o runOptions) controllerCommandArgs(kubeconfig string) []string {
-	args := []string{"controller", "--kubeconfig=" + kubeconfig, "--disable-leader-election",
+	args := []string{"--kubeconfig=" + kubeconfig, "--disable-leader-election",
 		"--metrics-port=0", "--health-probe-port=0"}
 	if o.instanceTypes != "" {
 		args = append(args, "--instance-types-file-path="+o.instanceTypes)
@@ -142,7 +142,19 @@ type child struct {
 	done chan error
 }
 
-// startChild runs this karp binary with args in its own process group,
+// controllerCommand is the program `karp run` starts as the controller:
+// the karp-controller binary installed beside this one (make build puts
+// both in bin/), which leaves out the other subcommands' code, else this
+// binary's own `karp controller`.
+func controllerCommand(exe string) (string, []string) {
+	lean := filepath.Join(filepath.Dir(exe), "karp-controller")
+	if info, err := os.Stat(lean); err == nil && info.Mode().IsRegular() && info.Mode().Perm()&0o111 != 0 {
+		return lean, nil
+	}
+	return exe, []string{"controller"}
+}
+
+// startChild runs the karp controller with args in its own process group,
 // output appended to logPath; it dies with this process (Pdeathsig).
 func startChild(args []string, logPath string) (*child, error) {
 	exe, err := os.Executable()
@@ -153,7 +165,8 @@ func startChild(args []string, logPath string) (*child, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the controller log: %w", err)
 	}
-	cmd := exec.Command(exe, args...)
+	program, prefix := controllerCommand(exe)
+	cmd := exec.Command(program, append(prefix, args...)...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -21,7 +22,7 @@ func TestRunFlagsPassControllerFlagsThrough(t *testing.T) {
 		}
 		return a
 	}
-	want := []string{"controller", "--kubeconfig=/k", "--disable-leader-election", "--metrics-port=0", "--health-probe-port=0",
+	want := []string{"--kubeconfig=/k", "--disable-leader-election", "--metrics-port=0", "--health-probe-port=0",
 		"--instance-types-file-path=" + abs("types.json"), "--log-level=debug", "--batch-idle-duration=2s"}
 	if diff := cmp.Diff(want, opts.controllerCommandArgs("/k")); diff != "" {
 		t.Errorf("controller args (-want,+got):\n%s", diff)
@@ -37,5 +38,22 @@ func TestRunFlagsPassControllerFlagsThrough(t *testing.T) {
 func TestRunFlagsRejectUnknownFlags(t *testing.T) {
 	if _, err := parseRunFlags([]string{"--no-such-flag"}, io.Discard); err == nil {
 		t.Error("an unknown flag before -- was accepted")
+	}
+}
+
+func TestRunPrefersTheLeanControllerBinary(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "karp")
+	program, prefix := controllerCommand(exe)
+	if program != exe || len(prefix) != 1 || prefix[0] != "controller" {
+		t.Errorf("without karp-controller beside karp: %s %v, want %s controller", program, prefix, exe)
+	}
+	lean := filepath.Join(dir, "karp-controller")
+	if err := os.WriteFile(lean, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	program, prefix = controllerCommand(exe)
+	if program != lean || len(prefix) != 0 {
+		t.Errorf("with karp-controller beside karp: %s %v, want %s and no subcommand", program, prefix, lean)
 	}
 }

@@ -18,8 +18,9 @@
 //
 // The helpers the suites share:
 //
-//   - karp itself: StartKarp runs `karp controller` against the cluster
-//     (built once per test binary; KarpBinary for other subcommands);
+//   - karp itself: StartKarp runs karp-controller against the cluster
+//     (built once per test binary, as ControllerBinary; KarpBinary builds the
+//     karp CLI for its other subcommands);
 //     FastDisruptionArgs make disruption act within seconds;
 //     KARP_E2E_KEEP_LOGS=1 keeps every controller log.
 //   - a test's pool: RunPool creates a namespace, KWOKNodeClass and

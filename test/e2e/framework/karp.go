@@ -15,20 +15,44 @@ import (
 // act within seconds instead of upstream's 10s poll and 15s validation.
 var FastDisruptionArgs = []string{"--disruption-poll-period=1s", "--disruption-validation-delay=1s"}
 
-var (
-	karpBuildOnce sync.Once
-	karpBin       string
-	karpBuildErr  error
-)
+// built is a binary built once per test binary.
+type built struct {
+	once sync.Once
+	path string
+	err  error
+}
 
-// Karp is a running `karp controller` process.
+// get builds the package into a fresh temporary directory on first use.
+func (b *built) get(t testing.TB, pkg, name string) string {
+	t.Helper()
+	b.once.Do(func() {
+		dir, err := os.MkdirTemp("", "karp-e2e-bin-")
+		if err != nil {
+			b.err = err
+			return
+		}
+		b.path = filepath.Join(dir, name)
+		if out, err := exec.Command("go", "build", "-o", b.path, pkg).CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("building %s: %w\n%s", name, err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.path
+}
+
+var karpBin, controllerBin built
+
+// Karp is a running karp-controller process (the same controller as `karp
+// controller`, built from cmd/karp-controller).
 type Karp struct {
 	cmd    *exec.Cmd
 	exited chan struct{}
 	log    string
 }
 
-// StartKarp builds karp once per test binary and runs `karp controller`
+// StartKarp builds karp-controller once per test binary and runs it
 // (kwok provider) against the local cluster with short batching windows,
 // its own leader-election lease and extraArgs (later flags win). It is
 // interrupted when the test ends, or earlier with Stop; when the test
@@ -36,12 +60,12 @@ type Karp struct {
 // when KARP_E2E_KEEP_LOGS is set).
 func StartKarp(t testing.TB, f *Framework, extraArgs ...string) *Karp {
 	t.Helper()
-	bin := KarpBinary(t)
+	bin := ControllerBinary(t)
 	logFile, err := os.CreateTemp("", "karp-e2e-controller-*.log")
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"controller", "--kubeconfig", f.Cluster.Kubeconfig, "--metrics-port=0", "--health-probe-port=0",
+	args := append([]string{"--kubeconfig", f.Cluster.Kubeconfig, "--metrics-port=0", "--health-probe-port=0",
 		"--leader-election-name=karp-e2e-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")),
 		"--batch-max-duration=2s", "--batch-idle-duration=500ms"}, extraArgs...)
 	k := &Karp{cmd: exec.Command(bin, args...), exited: make(chan struct{}), log: logFile.Name()}
@@ -68,28 +92,18 @@ func StartKarp(t testing.TB, f *Framework, extraArgs ...string) *Karp {
 	return k
 }
 
-// KarpBinary builds karp once per test binary and returns its path, for
-// tests that run its other subcommands (karp interrupt).
+// KarpBinary builds the karp CLI once per test binary and returns its
+// path, for tests that run its other subcommands (karp interrupt).
 func KarpBinary(t testing.TB) string {
 	t.Helper()
-	karpBuildOnce.Do(buildKarp)
-	if karpBuildErr != nil {
-		t.Fatal(karpBuildErr)
-	}
-	return karpBin
+	return karpBin.get(t, "github.com/karp-autoscaler/karp/cmd/karp", "karp")
 }
 
-func buildKarp() {
-	dir, err := os.MkdirTemp("", "karp-e2e-bin-")
-	if err != nil {
-		karpBuildErr = err
-		return
-	}
-	karpBin = filepath.Join(dir, "karp")
-	out, err := exec.Command("go", "build", "-o", karpBin, "github.com/karp-autoscaler/karp/cmd/karp").CombinedOutput()
-	if err != nil {
-		karpBuildErr = fmt.Errorf("building karp: %w\n%s", err, out)
-	}
+// ControllerBinary builds karp-controller once per test binary and returns
+// its path.
+func ControllerBinary(t testing.TB) string {
+	t.Helper()
+	return controllerBin.get(t, "github.com/karp-autoscaler/karp/cmd/karp-controller", "karp-controller")
 }
 
 // Stop sends sig to the controller and waits for it to exit, killing it

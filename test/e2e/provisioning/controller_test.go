@@ -25,7 +25,7 @@ var (
 	controllerLog  string
 )
 
-// ensureController starts `karp controller` against the suite's cluster
+// ensureController starts karp-controller against the suite's cluster
 // with the suite's flags unless one runs already.
 func ensureController(t testing.TB) {
 	t.Helper()
@@ -57,7 +57,7 @@ func startControllerLocked(t testing.TB, extra ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"controller", "--kubeconfig=" + f.Cluster.Kubeconfig,
+	args := append([]string{"--kubeconfig=" + f.Cluster.Kubeconfig,
 		"--disable-leader-election", "--metrics-port=0", "--health-probe-port=0"}, extra...)
 	cmd := exec.Command(karpBinary, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile

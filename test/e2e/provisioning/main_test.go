@@ -33,11 +33,11 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	karpBinary = filepath.Join(dir, "karp")
-	build := exec.Command("go", "build", "-o", karpBinary, "./cmd/karp")
+	karpBinary = filepath.Join(dir, "karp-controller")
+	build := exec.Command("go", "build", "-o", karpBinary, "./cmd/karp-controller")
 	build.Dir = repoRoot
 	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: building karp: %v\n%s", err, out)
+		fmt.Fprintf(os.Stderr, "e2e: building karp-controller: %v\n%s", err, out)
 		return 1
 	}
 	code := framework.Run(m)

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestBadFlagsExitTwo(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "karp-controller")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("building karp-controller: %v\n%s", err, out)
+	}
+	for _, args := range [][]string{{"--no-such-flag"}, {"--cloud-provider=nowhere"}} {
+		var stderr bytes.Buffer
+		cmd := exec.Command(bin, args...)
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+			t.Errorf("%v: %v, want exit status 2 (stderr %q)", args, err, stderr.String())
+		}
+		name := strings.TrimPrefix(strings.SplitN(args[0], "=", 2)[0], "--")
+		if !strings.Contains(stderr.String(), name) {
+			t.Errorf("%v: stderr %q does not name %s", args, stderr.String(), name)
+		}
+	}
+}
+
+// The point of this binary: it links the controller and not the CLI's
+// other subcommands (simulate's offline CRD validation with its CEL
+// engine, the live view), whose code would stay resident.
+func TestLeavesOutTheCLIDependencies(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		for _, unwanted := range []string{"github.com/google/cel-go/", "k8s.io/apiextensions-apiserver/pkg/apiserver",
+			"github.com/karp-autoscaler/karp/pkg/simulate", "github.com/karp-autoscaler/karp/pkg/manifest", "github.com/karp-autoscaler/karp/pkg/view"} {
+			if strings.HasPrefix(pkg, unwanted) {
+				t.Errorf("karp-controller depends on %s", pkg)
+			}
+		}
+	}
+}
