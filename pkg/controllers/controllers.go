@@ -107,7 +107,8 @@ func NewControllers(deps Deps) []Controller {
 		provisioning.NewHintController(deps.KubeClient, cluster),
 		// Lifts the hold from a multi-node batch's nodes together, once
 		// the batch is initialized.
-		provisioning.NewBatchController(deps.KubeClient, cluster, deps.Clock, provisioningOptions(deps.Options).BatchHoldDuration),
+		provisioning.NewBatchController(deps.KubeClient, cluster, deps.Clock, provisioningOptions(deps.Options).BatchHoldDuration,
+			provisioningOptions(deps.Options).NominationTTL()),
 		// Registers the scheduler, node and pod metrics.
 		provisioning.NewMetricsRegistrar(crmetrics.Registry, cluster),
 		// Deletes or replaces empty, drifted and underutilized nodes

@@ -43,6 +43,31 @@ func (c *Cluster) NominateUnhinted(pod *corev1.Pod, nodeID string, ttl time.Dura
 	c.nominations[client.ObjectKeyFromObject(pod)] = nomination{nodeID: nodeID, expires: c.now().Add(ttl), unhinted: true}
 }
 
+// RenewNominations extends the unexpired nominations to the StateNode
+// with the given ID to last at least ttl from now, and returns how many it
+// extended. A nomination counts down from when it was made, but pods
+// cannot land on a node the batch hold keeps closed: once the hold is
+// lifted, its pods get a full ttl to be bound, instead of expiring while
+// the scheduler works through a large batch and being solved again (with
+// events, hints and possibly another node) moments before they land.
+func (c *Cluster) RenewNominations(nodeID string, ttl time.Duration) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	renewed := 0
+	for key, n := range c.nominations {
+		if n.nodeID != nodeID || !now.Before(n.expires) {
+			continue
+		}
+		if until := now.Add(ttl); n.expires.Before(until) {
+			n.expires = until
+			c.nominations[key] = n
+			renewed++
+		}
+	}
+	return renewed
+}
+
 // HintedNode returns the ID of the StateNode the pod is nominated to with
 // a scheduler hint, or "".
 func (c *Cluster) HintedNode(key types.NamespacedName) string {

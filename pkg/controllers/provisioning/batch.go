@@ -57,6 +57,9 @@ type BatchController struct {
 	// maxHold bounds how long an initialized node stays held; 0 lifts at
 	// once (the nodes of a batch made before the hold was turned off).
 	maxHold time.Duration
+	// nominationTTL is how long the nominations to a node last from its
+	// lift (see state.Cluster.RenewNominations).
+	nominationTTL time.Duration
 	// lifted remembers, per Node name, the resourceVersion each lift was
 	// made from: a batch is reconciled again as its NodeClaims change, and
 	// the cache may still show the hold on a Node just lifted.
@@ -66,8 +69,8 @@ type BatchController struct {
 var _ reconcile.Reconciler = (*BatchController)(nil)
 
 // NewBatchController returns the batch-hold lifter.
-func NewBatchController(kubeClient client.Client, cluster *state.Cluster, clk clock.Clock, maxHold time.Duration) *BatchController {
-	return &BatchController{kubeClient: kubeClient, cluster: cluster, clock: clk, maxHold: maxHold}
+func NewBatchController(kubeClient client.Client, cluster *state.Cluster, clk clock.Clock, maxHold, nominationTTL time.Duration) *BatchController {
+	return &BatchController{kubeClient: kubeClient, cluster: cluster, clock: clk, maxHold: maxHold, nominationTTL: nominationTTL}
 }
 
 // Name is the controller's name.
@@ -260,6 +263,7 @@ func (c *BatchController) lift(ctx context.Context, held []heldNode) (int, error
 		switch {
 		case errs[i] == nil:
 			c.lifted.Store(node.Name, node.ResourceVersion)
+			c.cluster.RenewNominations(state.NodeClaimID(held[i].nodeClaim.Name), c.nominationTTL)
 		case apierrors.IsNotFound(errs[i]):
 			errs[i] = nil
 		case apierrors.IsInvalid(errs[i]):

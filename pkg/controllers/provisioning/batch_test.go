@@ -28,6 +28,8 @@ import (
 
 const holdBound = 10 * time.Second
 
+var nominationTTL = provisioning.DefaultOptions().NominationTTL()
+
 // batchHarness is a harness whose cache has karp's field indexes, which
 // the batch controller lists by.
 func newBatchHarness(t *testing.T) (*harness, *provisioning.BatchController) {
@@ -41,7 +43,7 @@ func newBatchHarness(t *testing.T) (*harness, *provisioning.BatchController) {
 	base := controllertest.New(t, env, register, fake.New())
 	h := &harness{base: base, t: t, ctx: base.Ctx, client: base.Client, clock: base.Clock, provider: base.Provider}
 	h.started()
-	return h, provisioning.NewBatchController(h.mgr.GetClient(), h.cluster, h.clock, holdBound)
+	return h, provisioning.NewBatchController(h.mgr.GetClient(), h.cluster, h.clock, holdBound, nominationTTL)
 }
 
 // heldMember creates a NodeClaim of the batch registered to a Node that
@@ -325,7 +327,7 @@ func TestBatchHoldLiftOnAStaleCacheIsQuiet(t *testing.T) {
 			return c.Patch(ctx, obj, patch, opts...)
 		},
 	})
-	c := provisioning.NewBatchController(frozen, h.cluster, h.clock, holdBound)
+	c := provisioning.NewBatchController(frozen, h.cluster, h.clock, holdBound, nominationTTL)
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Name: "b5"}}
 	h.reconcileBatch(c, "b5", map[string]bool{"stale-a": true, "stale-b": true})
 	if h.held(nodeA) || h.held(nodeB) || patches != 2 {
@@ -348,7 +350,7 @@ func TestBatchHoldLiftOnAStaleCacheIsQuiet(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fresh := provisioning.NewBatchController(frozen, h.cluster, h.clock, holdBound)
+	fresh := provisioning.NewBatchController(frozen, h.cluster, h.clock, holdBound, nominationTTL)
 	if _, err := fresh.Reconcile(h.ctx, req); err != nil {
 		t.Errorf("lift from a stale copy: %v, want no error", err)
 	}
@@ -369,4 +371,42 @@ type noWatch struct{ client.Client }
 
 func (noWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
 	return nil, errors.New("watch is not supported")
+}
+
+// TestBatchLiftRenewsTheNominations: pods nominated to a held batch wait
+// for the hold, not for the scheduler; their nominations, which count down
+// from the solve, get a full TTL from the lift, so a slow start does not
+// make them provisionable again while the scheduler is binding them.
+func TestBatchLiftRenewsTheNominations(t *testing.T) {
+	h, c := newBatchHarness(t)
+	h.readyNodePool(test.MakeNodePool("default").Obj())
+	a, nodeA := h.heldMember("renew-a", "b9", time.Time{})
+	b, nodeB := h.heldMember("renew-b", "b9", time.Time{})
+	pods := h.pendingPods(test.MakePod("renew-for-a").Requests("cpu", "1").Obj(), test.MakePod("renew-for-b").Requests("cpu", "1").Obj())
+	h.cluster.Nominate(pods[0], state.NodeClaimID(a.Name), nominationTTL)
+	h.cluster.NominateUnhinted(pods[1], state.NodeClaimID(b.Name), nominationTTL)
+
+	// The batch takes most of the TTL to start.
+	h.clock.Step(nominationTTL - 2*time.Second)
+	h.initialize(a)
+	h.initialize(b)
+	h.reconcileBatch(c, "b9", map[string]bool{a.Name: true, b.Name: true})
+	if h.held(nodeA) || h.held(nodeB) {
+		t.Fatal("batch initialized but still held")
+	}
+	// Past the nominations' first expiry, within a TTL of the lift.
+	h.clock.Step(nominationTTL - time.Second)
+	for i, want := range []string{a.Name, b.Name} {
+		if got := h.cluster.NominatedNode(client.ObjectKeyFromObject(pods[i])); got != state.NodeClaimID(want) {
+			t.Errorf("pod %s nominated to %q %s after the lift, want %q", pods[i].Name, got, nominationTTL-time.Second, state.NodeClaimID(want))
+		}
+	}
+	if n := len(h.cluster.ProvisionablePods()); n != 0 {
+		t.Errorf("%d pods provisionable again while their lifted nodes are still within the TTL", n)
+	}
+	// A full TTL after the lift they expire as before.
+	h.clock.Step(2 * time.Second)
+	if got := h.cluster.NominatedNode(client.ObjectKeyFromObject(pods[0])); got != "" {
+		t.Errorf("pod %s still nominated to %q a TTL after the lift", pods[0].Name, got)
+	}
 }
