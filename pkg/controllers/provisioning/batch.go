@@ -253,7 +253,7 @@ func (c *BatchController) lift(ctx context.Context, held []heldNode) (int, error
 			hints = append(hints, podHint{pod: pod, node: h.node.Name})
 		}
 	}
-	hinted := writeHints(ctx, c.kubeClient, hints, true)
+	hinted := writeHints(ctx, c.kubeClient, hints)
 	errs := make([]error, len(held))
 	workqueue.ParallelizeUntil(ctx, liftWorkers, len(held), func(i int) {
 		// A copy: the patch writes the response into it, and this is the

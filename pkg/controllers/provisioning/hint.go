@@ -44,16 +44,14 @@ import (
 const hintWorkers = 16
 
 // hintScheduler writes nodeName as the nominated node of each pod still
-// pending without that hint, once the scheduler has tried the pod: its
-// first attempt clears the field, so a hint written before it is lost
-// (see HintController). Errors are logged: a missing hint only costs the
-// scheduler's default placement.
+// pending without that hint. Errors are logged: a missing hint only
+// costs the scheduler's default placement.
 func hintScheduler(ctx context.Context, kubeClient client.Client, pods []*corev1.Pod, nodeName string) {
 	hints := make([]podHint, 0, len(pods))
 	for _, pod := range pods {
 		hints = append(hints, podHint{pod: pod, node: nodeName})
 	}
-	writeHints(ctx, kubeClient, hints, false)
+	writeHints(ctx, kubeClient, hints)
 }
 
 // podHint is a pod and the node it was planned for.
@@ -63,9 +61,8 @@ type podHint struct {
 }
 
 // writeHints writes each hint a pod does not carry yet, in parallel, and
-// returns how many it wrote. Pods the scheduler has not tried yet are
-// hinted only when untried is set.
-func writeHints(ctx context.Context, kubeClient client.Client, hints []podHint, untried bool) int {
+// returns how many it wrote.
+func writeHints(ctx context.Context, kubeClient client.Client, hints []podHint) int {
 	hints = slices.DeleteFunc(hints, func(h podHint) bool {
 		// The state's copy may predate the update that cleared the hint:
 		// read the pod as the client (the informer cache) has it now.
@@ -79,8 +76,7 @@ func writeHints(ctx context.Context, kubeClient client.Client, hints []podHint, 
 		// Bound, already hinted, or nominated by the scheduler itself
 		// (preemption), which a hint must not overwrite.
 		return pod.Spec.NodeName != "" || pod.Status.NominatedNodeName == h.node ||
-			pod.Status.NominatedNodeName != "" && !state.IsSchedulerHint(pod) ||
-			!untried && state.IsAwaitingScheduler(pod)
+			pod.Status.NominatedNodeName != "" && !state.IsSchedulerHint(pod)
 	})
 	if len(hints) == 0 {
 		return 0
@@ -148,12 +144,7 @@ func (c *HintController) Name() string { return "provisioner.hint" }
 // retrying because no node existed yet when it was created fails once
 // more on its planned node while that node starts. The NodeClaim the pod
 // is nominated to is then hinted again; only its pods without the hint
-// are written. It also watches pods the scheduler tries for the first
-// time: in a burst of new pods its first attempts run seconds behind,
-// and a hint written before a pod's first (failed) attempt is cleared by
-// it, to be written again when the hold is lifted, on the lift's path.
-// So a pod not tried yet is hinted once its PodScheduled condition
-// appears.
+// are written.
 func (c *HintController) Register(_ context.Context, mgr manager.Manager) error {
 	registered := predicate.Funcs{
 		CreateFunc: func(e event.CreateEvent) bool { return nodeNameOf(e.Object) != "" },
@@ -166,7 +157,7 @@ func (c *HintController) Register(_ context.Context, mgr manager.Manager) error 
 	err := builder.ControllerManagedBy(mgr).
 		Named(c.Name()).
 		For(&karpv1.NodeClaim{}, builder.WithPredicates(registered)).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(c.nominatedNodeClaim), builder.WithPredicates(predicate.Or(hintCleared, firstTried))).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(c.nominatedNodeClaim), builder.WithPredicates(hintCleared)).
 		// The nodes of a scale-out register within a few seconds; one
 		// worker writing their hints in turn fell behind, and the batch
 		// hold then had to write them all before it could lift.
@@ -187,20 +178,6 @@ var hintCleared = predicate.Funcs{
 		after, okAfter := e.ObjectNew.(*corev1.Pod)
 		return okBefore && okAfter && after.Spec.NodeName == "" && after.DeletionTimestamp == nil &&
 			before.Status.NominatedNodeName != "" && after.Status.NominatedNodeName == ""
-	},
-	DeleteFunc:  func(event.DeleteEvent) bool { return false },
-	GenericFunc: func(event.GenericEvent) bool { return false },
-}
-
-// firstTried passes updates of pending pods the scheduler has just tried
-// for the first time (their PodScheduled condition appeared).
-var firstTried = predicate.Funcs{
-	CreateFunc: func(event.CreateEvent) bool { return false },
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		before, okBefore := e.ObjectOld.(*corev1.Pod)
-		after, okAfter := e.ObjectNew.(*corev1.Pod)
-		return okBefore && okAfter && after.Spec.NodeName == "" && after.DeletionTimestamp == nil &&
-			state.IsAwaitingScheduler(before) && !state.IsAwaitingScheduler(after)
 	},
 	DeleteFunc:  func(event.DeleteEvent) bool { return false },
 	GenericFunc: func(event.GenericEvent) bool { return false },

@@ -5,7 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning"
@@ -143,74 +142,4 @@ func TestHintClearedByTheSchedulerIsWrittenAgain(t *testing.T) {
 	if got := h.nominatedNodeName(pods[0]); got != "preempting-on-another-node" {
 		t.Errorf("the scheduler's own nomination was replaced by %q", got)
 	}
-}
-
-// TestUntriedPodIsHintedOnceTheSchedulerTriesIt: a pod the scheduler has
-// not tried yet is not hinted at registration (its first, failed attempt
-// would clear the hint); it is hinted as soon as the scheduler's verdict
-// (the PodScheduled condition) appears.
-func TestUntriedPodIsHintedOnceTheSchedulerTriesIt(t *testing.T) {
-	h := newHarness(t)
-	h.readyNodePool(test.MakeNodePool("default").Obj())
-	pods := h.awaitingPods(test.MakePod("untried").Requests("cpu", "1").Obj())
-	res := h.schedule()
-	if len(res.Created) != 1 {
-		t.Fatalf("created %v, want one NodeClaim", res.Created)
-	}
-	hinter := provisioning.NewHintController(h.mgr.GetClient(), h.cluster)
-	before := hintReconciles(t)
-	if err := hinter.Register(h.ctx, h.mgr); err != nil {
-		t.Fatal(err)
-	}
-	nc := &karpv1.NodeClaim{}
-	if err := h.client.Get(h.ctx, client.ObjectKey{Name: res.Created[0]}, nc); err != nil {
-		t.Fatal(err)
-	}
-	nc.Status.NodeName = "node-of-" + nc.Name
-	if err := h.client.Status().Update(h.ctx, nc); err != nil {
-		t.Fatal(err)
-	}
-	// The controller's own reconcile of the registration has run (else
-	// it could run after the scheduler's verdict below and hint the pod
-	// for that reason).
-	h.eventually("the registration reconciled", func() bool { return hintReconciles(t) > before })
-	if got := h.nominatedNodeName(pods[0]); got != "" {
-		t.Fatalf("pod hinted %q before the scheduler tried it", got)
-	}
-
-	// What the scheduler's failure handler writes on its first attempt.
-	got := &corev1.Pod{}
-	if err := h.client.Get(h.ctx, client.ObjectKeyFromObject(pods[0]), got); err != nil {
-		t.Fatal(err)
-	}
-	got.Status.Conditions = append(got.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled,
-		Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/1 nodes are available"})
-	if err := h.client.Status().Update(h.ctx, got); err != nil {
-		t.Fatal(err)
-	}
-	h.eventually("pod hinted after its first attempt", func() bool { return h.nominatedNodeName(pods[0]) == nc.Status.NodeName })
-}
-
-// hintReconciles is how many reconciles the hint controllers of this test
-// binary have finished.
-func hintReconciles(t *testing.T) float64 {
-	t.Helper()
-	families, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	total := 0.0
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == "provisioner.hint" {
-					total += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return total
 }
