@@ -182,6 +182,15 @@ func (c *BatchController) Reconcile(ctx context.Context, req reconcile.Request) 
 			}
 			return reconcile.Result{}, fmt.Errorf("getting node %s: %w", nc.Status.NodeName, err)
 		}
+		if node.Labels[karpv1.NodeRegisteredLabelKey] != "true" {
+			// The cache has not seen registration's write yet, which
+			// brings the hold: the Node is not open, it is about to be
+			// held. Lifting its peers now would have the scheduler try
+			// its pods on them and clear their hints (the Node watch
+			// brings the batch back when the hold shows).
+			complete = false
+			continue
+		}
 		if !slices.ContainsFunc(node.Spec.Taints, karpv1.IsBatchHoldTaint) {
 			c.lifted.Delete(node.Name)
 			continue

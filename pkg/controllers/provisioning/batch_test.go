@@ -51,6 +51,7 @@ func newBatchHarness(t *testing.T) (*harness, *provisioning.BatchController) {
 func (h *harness) heldMember(name, batch string, initializedAt time.Time) (*karpv1.NodeClaim, *corev1.Node) {
 	h.t.Helper()
 	node := test.MakeNode(name).ProviderID("fake://" + name).Taint(karpv1.BatchHoldNoScheduleTaint).Obj()
+	node.Labels[karpv1.NodeRegisteredLabelKey] = "true"
 	h.create(node)
 	nc := test.MakeNodeClaim(name).NodePool("default").
 		Annotations(map[string]string{karpv1.ProvisioningBatchAnnotationKey: batch}).Obj()
@@ -408,5 +409,56 @@ func TestBatchLiftRenewsTheNominations(t *testing.T) {
 	h.clock.Step(2 * time.Second)
 	if got := h.cluster.NominatedNode(client.ObjectKeyFromObject(pods[0])); got != "" {
 		t.Errorf("pod %s still nominated to %q a TTL after the lift", pods[0].Name, got)
+	}
+}
+
+// TestBatchHoldWaitsForACacheBehindRegistration: every NodeClaim of the
+// batch is initialized, but the cache still has one Node as it was
+// before registration (no hold yet, not labelled registered). That Node
+// is not open, it is about to be held: its peers stay held until the
+// cache shows the hold, and then all are lifted together.
+func TestBatchHoldWaitsForACacheBehindRegistration(t *testing.T) {
+	h, c := newBatchHarness(t)
+	h.readyNodePool(test.MakeNodePool("default").Obj())
+	a, nodeA := h.heldMember("lag-a", "b10", h.clock.Now())
+	b, nodeB := h.heldMember("lag-b", "b10", h.clock.Now())
+	// nodeB as the cache would still show it before registration's write.
+	unregistered := &corev1.Node{}
+	if err := h.client.Get(h.ctx, client.ObjectKeyFromObject(nodeB), unregistered); err != nil {
+		t.Fatal(err)
+	}
+	registered := unregistered.DeepCopy()
+	delete(unregistered.Labels, karpv1.NodeRegisteredLabelKey)
+	unregistered.Spec.Taints = []corev1.Taint{karpv1.UnregisteredNoExecuteTaint}
+	if err := h.client.Update(h.ctx, unregistered); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("the unregistered Node in the cache", func() bool {
+		cached := &corev1.Node{}
+		return h.mgr.GetClient().Get(h.ctx, client.ObjectKeyFromObject(nodeB), cached) == nil &&
+			cached.Labels[karpv1.NodeRegisteredLabelKey] == ""
+	})
+	h.reconcileBatch(c, "b10", map[string]bool{a.Name: true, b.Name: true})
+	if !h.held(nodeA) {
+		t.Fatal("a peer was lifted while the cache had not seen the other node's registration")
+	}
+
+	// Registration's write reaches the cache.
+	latest := &corev1.Node{}
+	if err := h.client.Get(h.ctx, client.ObjectKeyFromObject(nodeB), latest); err != nil {
+		t.Fatal(err)
+	}
+	latest.Labels, latest.Spec.Taints = registered.Labels, registered.Spec.Taints
+	if err := h.client.Update(h.ctx, latest); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("the registered Node in the cache", func() bool {
+		cached := &corev1.Node{}
+		return h.mgr.GetClient().Get(h.ctx, client.ObjectKeyFromObject(nodeB), cached) == nil &&
+			cached.Labels[karpv1.NodeRegisteredLabelKey] == "true"
+	})
+	h.reconcileBatch(c, "b10", map[string]bool{a.Name: true, b.Name: true})
+	if h.held(nodeA) || h.held(nodeB) {
+		t.Errorf("still held once the cache caught up: a=%v b=%v", h.held(nodeA), h.held(nodeB))
 	}
 }
