@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -58,12 +58,68 @@ func hintScheduler(ctx context.Context, kubeClient client.Client, pods []*corev1
 type podHint struct {
 	pod  *corev1.Pod
 	node string
+	// from is the resourceVersion of the cached copy the hint is written
+	// over.
+	from string
+}
+
+// hintLedger remembers the hints karp wrote that the informer cache may
+// not show yet: per pod UID, the node and the resourceVersion of the
+// cached copy the hint was written over. While the cache still holds that
+// copy, the hint stands (the write's watch event is on its way); once the
+// cache has a newer copy without the hint, the scheduler cleared it. In a
+// large scale-up the pod watch runs seconds behind, and the lift used to
+// write again, on its critical path, hundreds of hints registration had
+// written a few seconds before.
+type hintLedger struct {
+	mu      sync.Mutex
+	written map[types.UID]writtenHint
+}
+
+type writtenHint struct{ node, from string }
+
+// maxLedger bounds the ledger: past it, it starts over (at worst a hint
+// is written twice).
+const maxLedger = 10000
+
+var hintsWritten = &hintLedger{written: map[types.UID]writtenHint{}}
+
+// pending reports whether karp wrote this hint over exactly this cached
+// copy of the pod; any other copy drops the entry.
+func (l *hintLedger) pending(pod *corev1.Pod, node string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w, ok := l.written[pod.UID]
+	if !ok {
+		return false
+	}
+	if w.from == pod.ResourceVersion && w.node == node {
+		return true
+	}
+	delete(l.written, pod.UID)
+	return false
+}
+
+func (l *hintLedger) record(uid types.UID, h writtenHint) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.written) >= maxLedger {
+		l.written = map[types.UID]writtenHint{}
+	}
+	l.written[uid] = h
+}
+
+func (l *hintLedger) forget(uid types.UID) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.written, uid)
 }
 
 // writeHints writes each hint a pod does not carry yet, in parallel, and
 // returns how many it wrote.
 func writeHints(ctx context.Context, kubeClient client.Client, hints []podHint) int {
-	hints = slices.DeleteFunc(hints, func(h podHint) bool {
+	kept := hints[:0]
+	for _, h := range hints {
 		// The state's copy may predate the update that cleared the hint:
 		// read the pod as the client (the informer cache) has it now.
 		pod := h.pod
@@ -71,13 +127,24 @@ func writeHints(ctx context.Context, kubeClient client.Client, hints []podHint) 
 		if err := kubeClient.Get(ctx, client.ObjectKeyFromObject(pod), current, &client.GetOptions{UnsafeDisableDeepCopy: ptr.To(true)}); err == nil {
 			pod = current
 		} else if apierrors.IsNotFound(err) {
-			return true
+			hintsWritten.forget(pod.UID)
+			continue
 		}
-		// Bound, already hinted, or nominated by the scheduler itself
-		// (preemption), which a hint must not overwrite.
-		return pod.Spec.NodeName != "" || pod.Status.NominatedNodeName == h.node ||
-			pod.Status.NominatedNodeName != "" && !state.IsSchedulerHint(pod)
-	})
+		// Bound, or nominated by the scheduler itself (preemption), which
+		// a hint must not overwrite.
+		if pod.Spec.NodeName != "" || pod.Status.NominatedNodeName != "" && pod.Status.NominatedNodeName != h.node && !state.IsSchedulerHint(pod) {
+			hintsWritten.forget(pod.UID)
+			continue
+		}
+		// Already hinted, or hinted by karp in a write the cache has not
+		// caught up with.
+		if pod.Status.NominatedNodeName == h.node || hintsWritten.pending(pod, h.node) {
+			continue
+		}
+		h.from = pod.ResourceVersion
+		kept = append(kept, h)
+	}
+	hints = kept
 	if len(hints) == 0 {
 		return 0
 	}
@@ -113,7 +180,10 @@ func writeHints(ctx context.Context, kubeClient client.Client, hints []podHint) 
 		pod := &metav1.PartialObjectMetadata{}
 		pod.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
 		pod.Namespace, pod.Name = h.pod.Namespace, h.pod.Name
-		if err := kubeClient.Status().Patch(ctx, pod, client.RawPatch(types.StrategicMergePatchType, raw)); client.IgnoreNotFound(err) != nil {
+		err := kubeClient.Status().Patch(ctx, pod, client.RawPatch(types.StrategicMergePatchType, raw))
+		if err == nil {
+			hintsWritten.record(h.pod.UID, writtenHint{node: h.node, from: h.from})
+		} else if client.IgnoreNotFound(err) != nil {
 			log.FromContext(ctx).V(1).Info("writing scheduler hint", "pod", client.ObjectKeyFromObject(pod), "node", h.node, "error", err.Error())
 		}
 	})

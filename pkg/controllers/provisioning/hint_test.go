@@ -1,10 +1,12 @@
 package provisioning_test
 
 import (
+	"context"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning"
@@ -141,5 +143,84 @@ func TestHintClearedByTheSchedulerIsWrittenAgain(t *testing.T) {
 	}
 	if got := h.nominatedNodeName(pods[0]); got != "preempting-on-another-node" {
 		t.Errorf("the scheduler's own nomination was replaced by %q", got)
+	}
+}
+
+// TestHintNotWrittenTwiceWhileTheCacheLags: a hint karp wrote is not
+// written again while the cache still shows the copy it was written over
+// (the lift used to rewrite hundreds of them while the pod watch lagged);
+// once the cache shows a newer copy without it, the scheduler cleared it
+// and it is written again.
+func TestHintNotWrittenTwiceWhileTheCacheLags(t *testing.T) {
+	h := newHarness(t)
+	h.readyNodePool(test.MakeNodePool("default").Obj())
+	pods := h.pendingPods(test.MakePod("lagging").Requests("cpu", "1").Obj())
+	res := h.schedule()
+	if len(res.Created) != 1 {
+		t.Fatalf("created %v, want one NodeClaim", res.Created)
+	}
+	nc := &karpv1.NodeClaim{}
+	if err := h.client.Get(h.ctx, client.ObjectKey{Name: res.Created[0]}, nc); err != nil {
+		t.Fatal(err)
+	}
+	nc.Status.NodeName = "node-of-" + nc.Name
+	if err := h.client.Status().Update(h.ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	// A cache frozen before the hint: every read of the pod returns this copy.
+	var frozen *corev1.Pod
+	h.eventually("the pod in the cache", func() bool {
+		got := &corev1.Pod{}
+		if h.mgr.GetClient().Get(h.ctx, client.ObjectKeyFromObject(pods[0]), got) != nil {
+			return false
+		}
+		frozen = got
+		return true
+	})
+	patches := 0
+	lagging := interceptor.NewClient(noWatch{h.mgr.GetClient()}, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if pod, ok := obj.(*corev1.Pod); ok && frozen != nil && key.Name == frozen.Name {
+				frozen.DeepCopyInto(pod)
+				return nil
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			patches++
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	})
+	hinter := provisioning.NewHintController(lagging, h.cluster)
+	for pass := 1; pass <= 2; pass++ {
+		if _, err := hinter.Reconcile(h.ctx, nc); err != nil {
+			t.Fatal(err)
+		}
+		if patches != 1 {
+			t.Fatalf("pass %d: %d hint writes, want 1 (the second pass reads the copy the hint was written over)", pass, patches)
+		}
+	}
+	if got := h.nominatedNodeName(pods[0]); got != nc.Status.NodeName {
+		t.Fatalf("hint %q, want %q", got, nc.Status.NodeName)
+	}
+
+	// The scheduler clears the hint, and the cache shows that copy.
+	got := &corev1.Pod{}
+	if err := h.client.Get(h.ctx, client.ObjectKeyFromObject(pods[0]), got); err != nil {
+		t.Fatal(err)
+	}
+	got.Status.NominatedNodeName = ""
+	if err := h.client.Status().Update(h.ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	frozen = got
+	if _, err := hinter.Reconcile(h.ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	if patches != 2 {
+		t.Errorf("%d hint writes after the scheduler cleared the hint, want 2", patches)
+	}
+	if got := h.nominatedNodeName(pods[0]); got != nc.Status.NodeName {
+		t.Errorf("hint %q after it was written again, want %q", got, nc.Status.NodeName)
 	}
 }
