@@ -60,21 +60,7 @@ func TestBenchmarkBaselineNoAutoscaler(t *testing.T) {
 	requestsBefore := apiRequests(t)
 	start := time.Now()
 	create(t, small, large)
-	var lastReady time.Time
-	framework.Eventually(t, 10*time.Minute, func(context.Context) (bool, string) {
-		time.Sleep(time.Second)
-		n := 0
-		lastReady = time.Time{}
-		for _, app := range []string{"baseline-small", "baseline-large"} {
-			for _, pod := range podsOf(t, "default", app) {
-				if pod.Spec.NodeName != "" && pod.Status.Phase == corev1.PodRunning {
-					n++
-					lastReady = later(lastReady, startedAt(&pod))
-				}
-			}
-		}
-		return n == 1000, fmt.Sprintf("%d of 1000 pods running", n)
-	})
+	lastReady := waitAllRunning(t, []string{"baseline-small", "baseline-large"}, 1000)
 	t.Logf("BENCH baseline API requests until all pods ran: %s", requestDelta(requestsBefore, apiRequests(t)))
 	t.Logf("BENCH baseline: 1000 pods Running on %d pre-made nodes in %.1fs, no autoscaler; %s",
 		nodes, lastReady.Sub(start.Truncate(time.Second)).Seconds(),

@@ -81,27 +81,7 @@ func TestBenchmarkThousandPods(t *testing.T) {
 		}()
 	}
 	create(t, small, large)
-	// Poll gently (the controller shares two cores with the control
-	// plane); the time is read from the pods' container start times, not from
-	// when the poll noticed.
-	var lastReady time.Time
-	framework.Eventually(t, 10*time.Minute, func(context.Context) (bool, string) {
-		time.Sleep(time.Second)
-		n := 0
-		lastReady = time.Time{}
-		for _, app := range []string{"bench-small", "bench-large"} {
-			for _, pod := range podsOf(t, "default", app) {
-				// Phase Running on a node: on a loaded machine the node
-				// lifecycle controller may flip pods' Ready condition when
-				// kwok renews a lease late, which says nothing about karp.
-				if pod.Spec.NodeName != "" && pod.Status.Phase == corev1.PodRunning {
-					n++
-					lastReady = later(lastReady, startedAt(&pod))
-				}
-			}
-		}
-		return n == 1000, fmt.Sprintf("%d of 1000 pods running", n)
-	})
+	lastReady := waitAllRunning(t, []string{"bench-small", "bench-large"}, 1000)
 	// Container start times have one-second resolution.
 	elapsed := lastReady.Sub(start.Truncate(time.Second))
 	peakRSS := processPeakRSS(t, pid)
@@ -354,4 +334,45 @@ func requestDelta(before, after map[string]float64) string {
 		fmt.Fprintf(&b, ", %s %.0f", k.name, k.n)
 	}
 	return b.String()
+}
+
+// waitAllRunning waits until want pods of the Deployments named apps are
+// in phase Running on a node, and returns the latest container start time
+// among them: the benchmarks' time comes from the pods, not from when the
+// poll noticed. It polls gently, since the machine is saturated while pods
+// start: once a second it reads the two Deployments' status, and lists
+// the pods (1,000 of them, the costliest read of the run) only once their
+// ready counts add up to want, or every 10s in case a Ready condition
+// flips back (the node lifecycle controller does when kwok renews a
+// lease late, which says nothing about where the pods are).
+func waitAllRunning(t *testing.T, apps []string, want int) time.Time {
+	t.Helper()
+	var lastStart, lastList time.Time
+	framework.Eventually(t, 10*time.Minute, func(ctx context.Context) (bool, string) {
+		time.Sleep(time.Second)
+		ready := int32(0)
+		for _, app := range apps {
+			d := &appsv1.Deployment{}
+			if err := framework.Current(t).Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: app}, d); err != nil {
+				return false, err.Error()
+			}
+			ready += d.Status.ReadyReplicas
+		}
+		if int(ready) < want && time.Since(lastList) < 10*time.Second {
+			return false, fmt.Sprintf("%d of %d pods ready per the Deployments", ready, want)
+		}
+		lastList = time.Now()
+		n := 0
+		lastStart = time.Time{}
+		for _, app := range apps {
+			for _, pod := range podsOf(t, "default", app) {
+				if pod.Spec.NodeName != "" && pod.Status.Phase == corev1.PodRunning {
+					n++
+					lastStart = later(lastStart, startedAt(&pod))
+				}
+			}
+		}
+		return n == want, fmt.Sprintf("%d of %d pods running", n, want)
+	})
+	return lastStart
 }
