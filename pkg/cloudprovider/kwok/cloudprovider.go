@@ -43,10 +43,14 @@ type CloudProvider struct {
 	mu           sync.Mutex
 	insufficient sets.Set[cloudprovider.OfferingKey]
 	pending      map[string]*pendingLaunch // by Node name
-	derived      derivedTypes
-	driftChecks  []driftCheck
-	closed       bool
-	launches     sync.WaitGroup
+	// made names the Nodes this process created (or found created) for a
+	// launch: a launch it finished is never resumed, whatever a lagging
+	// cache shows (see resumeLaunches).
+	made        sets.Set[string]
+	derived     derivedTypes
+	driftChecks []driftCheck
+	closed      bool
+	launches    sync.WaitGroup
 }
 
 // derivedTypes caches the instance types with unavailable offerings applied.
@@ -80,6 +84,7 @@ func New(kubeClient client.Client, opts ...Option) (*CloudProvider, error) {
 		backoff:      o.retryBackoff,
 		insufficient: sets.New(o.insufficient...),
 		pending:      map[string]*pendingLaunch{},
+		made:         sets.New[string](),
 	}
 	// Drift checks, in order; the first non-empty reason wins. Add checks
 	// for new KWOKNodeClass fields here.

@@ -94,10 +94,17 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	}
 	if err := c.kubeClient.Create(ctx, node); err != nil {
 		if apierrors.IsAlreadyExists(err) {
-			return c.existing(ctx, nodeClaim)
+			existing, err := c.existing(ctx, nodeClaim)
+			if err == nil && existing == nil {
+				// Created before, by this NodeClaim's earlier launch; the
+				// cache does not show it yet.
+				return nil, fmt.Errorf("node %s exists but is not in the cache yet", node.Name)
+			}
+			return existing, err
 		}
 		return nil, fmt.Errorf("creating node %s: %w", node.Name, err)
 	}
+	c.markMade(node.Name)
 	return hydrated, nil
 }
 
@@ -218,6 +225,9 @@ func (c *CloudProvider) launch(ctx context.Context, p *pendingLaunch, delay time
 			err = client.IgnoreNotFound(c.kubeClient.Delete(ctx, p.node.DeepCopy()))
 		}
 		if err == nil || apierrors.IsAlreadyExists(err) {
+			if err == nil || !p.cancelled() {
+				c.markMade(p.node.Name)
+			}
 			return
 		}
 		log.FromContext(ctx).Error(err, "creating delayed kwok node, retrying", "Node", klog.KObj(p.node), "backoff", backoff)
@@ -238,6 +248,13 @@ func (c *CloudProvider) wait(p *pendingLaunch, d time.Duration) bool {
 	case <-p.done:
 		return false
 	}
+}
+
+// markMade records that the Node of a launch exists.
+func (c *CloudProvider) markMade(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.made.Insert(name)
 }
 
 func (c *CloudProvider) finish(p *pendingLaunch) {

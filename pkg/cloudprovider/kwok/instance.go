@@ -29,6 +29,8 @@ func (c *CloudProvider) Delete(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 		return err
 	}
 	c.mu.Lock()
+	// The NodeClaim is going: nothing will resume its launch.
+	c.made.Delete(name)
 	if p, ok := c.pending[name]; ok && c.owns(p.node, nodeClaim) {
 		p.cancel()
 		delete(c.pending, name)

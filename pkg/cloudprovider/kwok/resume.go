@@ -19,7 +19,9 @@ import (
 // a kwok providerID, not Registered, not deleting, with neither a Node nor
 // a pending launch here, gets its launch restarted with what is left of
 // the delay (counted from the Launched transition). live holds the names
-// of the existing kwok Nodes.
+// of the existing kwok Nodes, as the cache has them: a Node this process
+// made is not resumed even when the cache does not show it yet (a second
+// Create would be refused, or would bring back a Node deleted since).
 func (c *CloudProvider) resumeLaunches(ctx context.Context, live sets.Set[string]) error {
 	var claims karpv1.NodeClaimList
 	if err := c.kubeClient.List(ctx, &claims); err != nil {
@@ -33,7 +35,7 @@ func (c *CloudProvider) resumeLaunches(ctx context.Context, live sets.Set[string
 			continue
 		}
 		name, err := nodeNameOf(nodeClaim.Status.ProviderID)
-		if err != nil || name != nodeClaim.Name || live.Has(name) || c.isPending(name) {
+		if err != nil || name != nodeClaim.Name || live.Has(name) || c.isPending(name) || c.isMade(name) {
 			continue
 		}
 		if err := c.resume(ctx, nodeClaim); err != nil {
@@ -41,6 +43,12 @@ func (c *CloudProvider) resumeLaunches(ctx context.Context, live sets.Set[string
 		}
 	}
 	return nil
+}
+
+func (c *CloudProvider) isMade(name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.made.Has(name)
 }
 
 func (c *CloudProvider) isPending(name string) bool {

@@ -2,12 +2,17 @@ package kwok
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/test"
@@ -67,5 +72,103 @@ func TestRestartResumesDelayedLaunches(t *testing.T) {
 	if node.Spec.ProviderID != launched.Status.ProviderID || node.Annotations[NodeClaimUIDAnnotationKey] != string(nodeClaim.UID) {
 		t.Errorf("resumed Node: providerID %q, nodeclaim UID %q; want %q and %q", node.Spec.ProviderID,
 			node.Annotations[NodeClaimUIDAnnotationKey], launched.Status.ProviderID, nodeClaim.UID)
+	}
+}
+
+// TestListDoesNotResumeALaunchThisProcessFinished: the garbage collector
+// lists instances every few seconds, from a Node cache that in a large
+// scale-up runs seconds behind. A NodeClaim this process launched moments
+// ago, whose Node the cache does not show yet, is not a launch left
+// waiting by a previous process: List must not create its Node again.
+func TestListDoesNotResumeALaunchThisProcessFinished(t *testing.T) {
+	nodeClass := readyNodeClass(t, nil)
+	creates := 0
+	lagging := interceptor.NewClient(noWatch{env.Client}, interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if _, ok := list.(*corev1.NodeList); ok {
+				return nil // the cache has not seen any Node yet
+			}
+			return c.List(ctx, list, opts...)
+		},
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if _, ok := obj.(*corev1.Node); ok {
+				creates++
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+	})
+	provider, err := New(lagging, WithInstanceTypes(mustEmbeddedTypes(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		provider.Close()
+		deleteAllNodes(t)
+	})
+	nodeClaim := newNodeClaim("just-launched", nodeClass.Name)
+	nodeClaim.UID = ""
+	if err := env.Client.Create(t.Context(), nodeClaim); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.WithoutCancel(t.Context()), nodeClaim) })
+	launched, err := provider.Create(t.Context(), nodeClaim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The lifecycle controller records the launch, as it would.
+	nodeClaim.Labels = launched.Labels
+	if err := env.Client.Update(t.Context(), nodeClaim); err != nil {
+		t.Fatal(err)
+	}
+	nodeClaim.Status = launched.Status
+	nodeClaim.Status.Conditions = []metav1.Condition{{Type: karpv1.ConditionTypeLaunched, Status: metav1.ConditionTrue,
+		Reason: "Launched", LastTransitionTime: metav1.NewTime(stamp), ObservedGeneration: nodeClaim.Generation}}
+	if err := env.Client.Status().Update(t.Context(), nodeClaim); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := provider.List(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	provider.Close() // waits for any launch List started
+	if creates != 1 {
+		t.Errorf("%d Node creates, want 1: List resumed a launch this process had finished", creates)
+	}
+}
+
+// noWatch lets interceptor wrap a client without Watch.
+type noWatch struct{ client.Client }
+
+func (noWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
+	return nil, errors.New("watch is not supported")
+}
+
+// TestCreateAgainBeforeTheCacheHasTheNode: a retried launch whose Node
+// exists but is not in the cache yet gets an error to retry on, not an
+// empty result (the lifecycle would have nothing to record).
+func TestCreateAgainBeforeTheCacheHasTheNode(t *testing.T) {
+	nodeClass := readyNodeClass(t, nil)
+	lagging := interceptor.NewClient(noWatch{env.Client}, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*corev1.Node); ok {
+				return apierrors.NewNotFound(corev1.Resource("nodes"), key.Name)
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+	provider, err := New(lagging, WithInstanceTypes(mustEmbeddedTypes(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		provider.Close()
+		deleteAllNodes(t)
+	})
+	nodeClaim := newNodeClaim("created-twice", nodeClass.Name)
+	if _, err := provider.Create(t.Context(), nodeClaim); err != nil {
+		t.Fatal(err)
+	}
+	again, err := provider.Create(t.Context(), nodeClaim)
+	if err == nil || again != nil {
+		t.Errorf("second Create: %v, %v; want no instance and an error to retry on", again, err)
 	}
 }
