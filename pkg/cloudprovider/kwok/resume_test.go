@@ -25,27 +25,7 @@ func TestRestartResumesDelayedLaunches(t *testing.T) {
 	clk := clocktesting.NewFakeClock(stamp)
 	before := newProvider(t, WithClock(clk))
 	nodeClass := readyNodeClass(t, func(w *test.KWOKNodeClassWrapper) { w.NodeRegistrationDelay(time.Minute) })
-	nodeClaim := newNodeClaim("resumed", nodeClass.Name)
-	nodeClaim.UID = ""
-	if err := env.Client.Create(t.Context(), nodeClaim); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.WithoutCancel(t.Context()), nodeClaim) })
-	launched, err := before.Create(t.Context(), nodeClaim)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The lifecycle controller records the launch, as it would.
-	nodeClaim.Labels = launched.Labels
-	if err := env.Client.Update(t.Context(), nodeClaim); err != nil {
-		t.Fatal(err)
-	}
-	nodeClaim.Status = launched.Status
-	nodeClaim.Status.Conditions = []metav1.Condition{{Type: karpv1.ConditionTypeLaunched, Status: metav1.ConditionTrue,
-		Reason: "Launched", LastTransitionTime: metav1.NewTime(stamp), ObservedGeneration: nodeClaim.Generation}}
-	if err := env.Client.Status().Update(t.Context(), nodeClaim); err != nil {
-		t.Fatal(err)
-	}
+	nodeClaim, launched := launchedNodeClaim(t, before, "resumed", nodeClass.Name)
 	// 1. The process dies 20s into the minute: its pending launch is gone.
 	clk.Step(20 * time.Second)
 	before.Close()
@@ -105,27 +85,7 @@ func TestListDoesNotResumeALaunchThisProcessFinished(t *testing.T) {
 		provider.Close()
 		deleteAllNodes(t)
 	})
-	nodeClaim := newNodeClaim("just-launched", nodeClass.Name)
-	nodeClaim.UID = ""
-	if err := env.Client.Create(t.Context(), nodeClaim); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.WithoutCancel(t.Context()), nodeClaim) })
-	launched, err := provider.Create(t.Context(), nodeClaim)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The lifecycle controller records the launch, as it would.
-	nodeClaim.Labels = launched.Labels
-	if err := env.Client.Update(t.Context(), nodeClaim); err != nil {
-		t.Fatal(err)
-	}
-	nodeClaim.Status = launched.Status
-	nodeClaim.Status.Conditions = []metav1.Condition{{Type: karpv1.ConditionTypeLaunched, Status: metav1.ConditionTrue,
-		Reason: "Launched", LastTransitionTime: metav1.NewTime(stamp), ObservedGeneration: nodeClaim.Generation}}
-	if err := env.Client.Status().Update(t.Context(), nodeClaim); err != nil {
-		t.Fatal(err)
-	}
+	launchedNodeClaim(t, provider, "just-launched", nodeClass.Name)
 	if _, err := provider.List(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -171,4 +131,32 @@ func TestCreateAgainBeforeTheCacheHasTheNode(t *testing.T) {
 	if err == nil || again != nil {
 		t.Errorf("second Create: %v, %v; want no instance and an error to retry on", again, err)
 	}
+}
+
+// launchedNodeClaim creates a NodeClaim, launches it with the provider and
+// records the launch on it as the lifecycle controller would (labels,
+// status, Launched at stamp). It is deleted when the test ends.
+func launchedNodeClaim(t *testing.T, provider *CloudProvider, name, nodeClass string) (*karpv1.NodeClaim, *karpv1.NodeClaim) {
+	t.Helper()
+	nodeClaim := newNodeClaim(name, nodeClass)
+	nodeClaim.UID = ""
+	if err := env.Client.Create(t.Context(), nodeClaim); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.WithoutCancel(t.Context()), nodeClaim) })
+	launched, err := provider.Create(t.Context(), nodeClaim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeClaim.Labels = launched.Labels
+	if err := env.Client.Update(t.Context(), nodeClaim); err != nil {
+		t.Fatal(err)
+	}
+	nodeClaim.Status = launched.Status
+	nodeClaim.Status.Conditions = []metav1.Condition{{Type: karpv1.ConditionTypeLaunched, Status: metav1.ConditionTrue,
+		Reason: "Launched", LastTransitionTime: metav1.NewTime(stamp), ObservedGeneration: nodeClaim.Generation}}
+	if err := env.Client.Status().Update(t.Context(), nodeClaim); err != nil {
+		t.Fatal(err)
+	}
+	return nodeClaim, launched
 }

@@ -95,22 +95,11 @@ func TestHintClearedByTheSchedulerIsWrittenAgain(t *testing.T) {
 	h := newHarness(t)
 	h.readyNodePool(test.MakeNodePool("default").Obj())
 	pods := h.pendingPods(test.MakePod("again").Requests("cpu", "1").Obj())
-	res := h.schedule()
-	if len(res.Created) != 1 {
-		t.Fatalf("created %v, want one NodeClaim", res.Created)
-	}
 	hinter := provisioning.NewHintController(h.mgr.GetClient(), h.cluster)
 	if err := hinter.Register(h.ctx, h.mgr); err != nil {
 		t.Fatal(err)
 	}
-	nc := &karpv1.NodeClaim{}
-	if err := h.client.Get(h.ctx, client.ObjectKey{Name: res.Created[0]}, nc); err != nil {
-		t.Fatal(err)
-	}
-	nc.Status.NodeName = "node-of-" + nc.Name
-	if err := h.client.Status().Update(h.ctx, nc); err != nil {
-		t.Fatal(err)
-	}
+	nc := h.registeredNodeClaim()
 	h.eventually("pod hinted at registration", func() bool { return h.nominatedNodeName(pods[0]) == nc.Status.NodeName })
 
 	// What the scheduler's failure handler writes.
@@ -155,18 +144,7 @@ func TestHintNotWrittenTwiceWhileTheCacheLags(t *testing.T) {
 	h := newHarness(t)
 	h.readyNodePool(test.MakeNodePool("default").Obj())
 	pods := h.pendingPods(test.MakePod("lagging").Requests("cpu", "1").Obj())
-	res := h.schedule()
-	if len(res.Created) != 1 {
-		t.Fatalf("created %v, want one NodeClaim", res.Created)
-	}
-	nc := &karpv1.NodeClaim{}
-	if err := h.client.Get(h.ctx, client.ObjectKey{Name: res.Created[0]}, nc); err != nil {
-		t.Fatal(err)
-	}
-	nc.Status.NodeName = "node-of-" + nc.Name
-	if err := h.client.Status().Update(h.ctx, nc); err != nil {
-		t.Fatal(err)
-	}
+	nc := h.registeredNodeClaim()
 	// A cache frozen before the hint: every read of the pod returns this copy.
 	var frozen *corev1.Pod
 	h.eventually("the pod in the cache", func() bool {
@@ -223,4 +201,23 @@ func TestHintNotWrittenTwiceWhileTheCacheLags(t *testing.T) {
 	if got := h.nominatedNodeName(pods[0]); got != nc.Status.NodeName {
 		t.Errorf("hint %q after it was written again, want %q", got, nc.Status.NodeName)
 	}
+}
+
+// registeredNodeClaim runs a provisioning pass that creates one NodeClaim
+// and registers it (sets its node name), as the lifecycle would.
+func (h *harness) registeredNodeClaim() *karpv1.NodeClaim {
+	h.t.Helper()
+	res := h.schedule()
+	if len(res.Created) != 1 {
+		h.t.Fatalf("created %v, want one NodeClaim", res.Created)
+	}
+	nc := &karpv1.NodeClaim{}
+	if err := h.client.Get(h.ctx, client.ObjectKey{Name: res.Created[0]}, nc); err != nil {
+		h.t.Fatal(err)
+	}
+	nc.Status.NodeName = "node-of-" + nc.Name
+	if err := h.client.Status().Update(h.ctx, nc); err != nil {
+		h.t.Fatal(err)
+	}
+	return nc
 }
