@@ -77,14 +77,7 @@ func TestListDoesNotResumeALaunchThisProcessFinished(t *testing.T) {
 			return c.Create(ctx, obj, opts...)
 		},
 	})
-	provider, err := New(lagging, WithInstanceTypes(mustEmbeddedTypes(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		provider.Close()
-		deleteAllNodes(t)
-	})
+	provider := newProviderOn(t, lagging)
 	launchedNodeClaim(t, provider, "just-launched", nodeClass.Name)
 	if _, err := provider.List(t.Context()); err != nil {
 		t.Fatal(err)
@@ -115,14 +108,7 @@ func TestCreateAgainBeforeTheCacheHasTheNode(t *testing.T) {
 			return c.Get(ctx, key, obj, opts...)
 		},
 	})
-	provider, err := New(lagging, WithInstanceTypes(mustEmbeddedTypes(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		provider.Close()
-		deleteAllNodes(t)
-	})
+	provider := newProviderOn(t, lagging)
 	nodeClaim := newNodeClaim("created-twice", nodeClass.Name)
 	if _, err := provider.Create(t.Context(), nodeClaim); err != nil {
 		t.Fatal(err)

@@ -81,7 +81,13 @@ func newNodeClaim(name, nodeClass string) *karpv1.NodeClaim {
 // embedded catalog; it is closed and every Node deleted when the test ends.
 func newProvider(t *testing.T, opts ...Option) *CloudProvider {
 	t.Helper()
-	c, err := New(env.Client, append([]Option{WithInstanceTypes(mustEmbeddedTypes(t))}, opts...)...)
+	return newProviderOn(t, env.Client, opts...)
+}
+
+// newProviderOn is newProvider reading and writing through kubeClient.
+func newProviderOn(t *testing.T, kubeClient client.Client, opts ...Option) *CloudProvider {
+	t.Helper()
+	c, err := New(kubeClient, append([]Option{WithInstanceTypes(mustEmbeddedTypes(t))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -103,14 +103,7 @@ func TestHintClearedByTheSchedulerIsWrittenAgain(t *testing.T) {
 	h.eventually("pod hinted at registration", func() bool { return h.nominatedNodeName(pods[0]) == nc.Status.NodeName })
 
 	// What the scheduler's failure handler writes.
-	got := &corev1.Pod{}
-	if err := h.client.Get(h.ctx, client.ObjectKeyFromObject(pods[0]), got); err != nil {
-		t.Fatal(err)
-	}
-	got.Status.NominatedNodeName = ""
-	if err := h.client.Status().Update(h.ctx, got); err != nil {
-		t.Fatal(err)
-	}
+	got := h.clearHint(pods[0])
 	h.eventually("pod hinted again", func() bool { return h.nominatedNodeName(pods[0]) == nc.Status.NodeName })
 
 	// A nomination the scheduler made itself (preemption) is not
@@ -183,15 +176,7 @@ func TestHintNotWrittenTwiceWhileTheCacheLags(t *testing.T) {
 	}
 
 	// The scheduler clears the hint, and the cache shows that copy.
-	got := &corev1.Pod{}
-	if err := h.client.Get(h.ctx, client.ObjectKeyFromObject(pods[0]), got); err != nil {
-		t.Fatal(err)
-	}
-	got.Status.NominatedNodeName = ""
-	if err := h.client.Status().Update(h.ctx, got); err != nil {
-		t.Fatal(err)
-	}
-	frozen = got
+	frozen = h.clearHint(pods[0])
 	if _, err := hinter.Reconcile(h.ctx, nc); err != nil {
 		t.Fatal(err)
 	}
@@ -220,4 +205,19 @@ func (h *harness) registeredNodeClaim() *karpv1.NodeClaim {
 		h.t.Fatal(err)
 	}
 	return nc
+}
+
+// clearHint clears the pod's status.nominatedNodeName in the API, as the
+// scheduler's failure handler does, and returns the pod as stored.
+func (h *harness) clearHint(pod *corev1.Pod) *corev1.Pod {
+	h.t.Helper()
+	got := &corev1.Pod{}
+	if err := h.client.Get(h.ctx, client.ObjectKeyFromObject(pod), got); err != nil {
+		h.t.Fatal(err)
+	}
+	got.Status.NominatedNodeName = ""
+	if err := h.client.Status().Update(h.ctx, got); err != nil {
+		h.t.Fatal(err)
+	}
+	return got
 }
