@@ -401,3 +401,37 @@ func TestDeletedNodeClaimReleasesItsNominations(t *testing.T) {
 		t.Errorf("provisionable pods %v, want only mine", got)
 	}
 }
+
+// TestOvercommittedNodeReleasesTheFillFirst: the scheduler bound an
+// unhinted (fill) pod meant for another node to this one. Of the pods
+// nominated here in the same solve, an unhinted one is released: the
+// hinted ones keep their room in the scheduler's eyes, and the fill pod
+// finds the room its alike pod left on the other node.
+func TestOvercommittedNodeReleasesTheFillFirst(t *testing.T) {
+	for round := range 20 {
+		clk := clocktesting.NewFakeClock(time.Now())
+		cluster := state.NewCluster(clk, env.Client)
+		cluster.UpdateNodeClaim(test.MakeNodeClaim("a").NodePool("pool").ProviderID("fake://a").Obj())
+		cluster.UpdateNode(test.MakeNode("a").ProviderID("fake://a").Allocatable("cpu", "4", "pods", "10").Obj())
+		large := []*corev1.Pod{
+			test.MakePod(fmt.Sprintf("large-%d-a", round)).Requests("cpu", "1500m").Obj(),
+			test.MakePod(fmt.Sprintf("large-%d-b", round)).Requests("cpu", "1500m").Obj(),
+		}
+		fill := test.MakePod(fmt.Sprintf("fill-%d", round)).Requests("cpu", "1").Obj()
+		for _, p := range append(large, fill) {
+			cluster.UpdatePod(p)
+		}
+		// One solve: the same expiry for all three.
+		cluster.Nominate(large[0], state.NodeClaimID("a"), time.Minute)
+		cluster.Nominate(large[1], state.NodeClaimID("a"), time.Minute)
+		cluster.NominateUnhinted(fill, state.NodeClaimID("a"), time.Minute)
+		cluster.UpdatePod(test.MakePod(fmt.Sprintf("fill-elsewhere-%d", round)).Requests("cpu", "1").NodeName("a").Obj())
+		if got := cluster.ReleaseOvercommittedNominations(); got != 1 {
+			t.Fatalf("round %d: released %d nominations, want 1", round, got)
+		}
+		if cluster.IsNominated(fill) || !cluster.IsNominated(large[0]) || !cluster.IsNominated(large[1]) {
+			t.Fatalf("round %d: fill nominated=%v, large nominated=%v/%v; want only the fill released", round,
+				cluster.IsNominated(fill), cluster.IsNominated(large[0]), cluster.IsNominated(large[1]))
+		}
+	}
+}

@@ -166,10 +166,19 @@ func compareKeys[K string | types.NamespacedName](a, b K) int {
 // ReleaseOvercommittedNominations drops the nominations to registered
 // nodes that can no longer hold the nominated pods: the kube-scheduler
 // binds whichever pending pod fits first, so a node karp meant for one pod
-// may fill up with another. Nominations are kept oldest first while they
-// fit; the rest are released so their pods are provisioned again now
-// instead of when the nomination expires. In-flight NodeClaims keep theirs
-// (their capacity is not known yet). It returns how many were released.
+// may fill up with another. Nominations are kept while they fit, hinted
+// ones first, then oldest first; the rest are released so their pods are
+// provisioned again now instead of when the nomination expires. In-flight
+// NodeClaims keep theirs (their capacity is not known yet). It returns how
+// many were released.
+//
+// Hinted first: the scheduler counts a hinted pod against its node while
+// it places others, so that room stays the pod's; an unhinted pod (the
+// fill) goes wherever the scheduler puts it, and the alike pod it bound
+// to this node in its place left the same room on the node it was meant
+// for. Releasing a hinted pod instead (all the nominations of one solve
+// expire together) made karp see no room for it and launch a node while
+// the scheduler was about to bind it on its planned one.
 func (c *Cluster) ReleaseOvercommittedNominations() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -193,7 +202,7 @@ func (c *Cluster) ReleaseOvercommittedNominations() int {
 			}
 		}
 		slices.SortFunc(keys, func(a, b types.NamespacedName) int {
-			return c.nominations[a].expires.Compare(c.nominations[b].expires)
+			return c.keepOrder(a, b)
 		})
 		for _, key := range keys {
 			pod, ok := c.pods[key]
@@ -210,6 +219,19 @@ func (c *Cluster) ReleaseOvercommittedNominations() int {
 		}
 	}
 	return released
+}
+
+// keepOrder orders the nominations to one node by which to keep first:
+// hinted before unhinted, older before newer, then by pod key.
+func (c *Cluster) keepOrder(a, b types.NamespacedName) int {
+	na, nb := c.nominations[a], c.nominations[b]
+	if na.unhinted != nb.unhinted {
+		if nb.unhinted {
+			return -1
+		}
+		return 1
+	}
+	return cmp.Or(na.expires.Compare(nb.expires), compareKeys(a, b))
 }
 
 // registeredNode is the Node behind a StateNode ID when it has registered
