@@ -108,7 +108,7 @@ func NewControllers(deps Deps) []Controller {
 		// Lifts the hold from a multi-node batch's nodes together, once
 		// the batch is initialized.
 		provisioning.NewBatchController(deps.KubeClient, cluster, deps.Clock, provisioningOptions(deps.Options).BatchHoldDuration,
-			provisioningOptions(deps.Options).NominationTTL()),
+			provisioningOptions(deps.Options).NominationTTL()).WithAPIReader(deps.APIReader),
 		// Registers the scheduler, node and pod metrics.
 		provisioning.NewMetricsRegistrar(crmetrics.Registry, cluster),
 		// Deletes or replaces empty, drifted and underutilized nodes

@@ -52,6 +52,9 @@ import (
 // BatchController lifts the batch hold.
 type BatchController struct {
 	kubeClient client.Client
+	// apiReader reads straight from the API server: the lift confirms the
+	// scheduler hints there (nil: the cache is trusted).
+	apiReader client.Reader
 	cluster    *state.Cluster
 	clock      clock.Clock
 	// maxHold bounds how long an initialized node stays held; 0 lifts at
@@ -71,6 +74,13 @@ var _ reconcile.Reconciler = (*BatchController)(nil)
 // NewBatchController returns the batch-hold lifter.
 func NewBatchController(kubeClient client.Client, cluster *state.Cluster, clk clock.Clock, maxHold, nominationTTL time.Duration) *BatchController {
 	return &BatchController{kubeClient: kubeClient, cluster: cluster, clock: clk, maxHold: maxHold, nominationTTL: nominationTTL}
+}
+
+// WithAPIReader has the lift confirm the scheduler hints against the API
+// server, not only the cache (see confirmHints).
+func (c *BatchController) WithAPIReader(r client.Reader) *BatchController {
+	c.apiReader = r
+	return c
 }
 
 // Name is the controller's name.
@@ -253,8 +263,9 @@ func initializedAt(nc *karpv1.NodeClaim) time.Time {
 const liftWorkers = 128
 
 // lift re-hints the pods planned for each node (the scheduler clears a
-// pod's hint each time it fails to place it), then removes the hold from
-// all the nodes as close together as it can.
+// pod's hint each time it fails to place it), confirming the hints
+// against the API server, then removes the hold from all the nodes as
+// close together as it can.
 func (c *BatchController) lift(ctx context.Context, held []heldNode) (int, error) {
 	var hints []podHint
 	for _, h := range held {
@@ -263,6 +274,15 @@ func (c *BatchController) lift(ctx context.Context, held []heldNode) (int, error
 		}
 	}
 	hinted := writeHints(ctx, c.kubeClient, hints)
+	if c.apiReader != nil {
+		confirmed, err := confirmHints(ctx, c.apiReader, c.kubeClient, hints)
+		if err != nil {
+			// Lift all the same: a missing hint costs the plan, a batch
+			// left held costs its pods the hold's bound.
+			log.FromContext(ctx).Error(err, "confirming scheduler hints before the lift")
+		}
+		hinted += confirmed
+	}
 	errs := make([]error, len(held))
 	workqueue.ParallelizeUntil(ctx, liftWorkers, len(held), func(i int) {
 		// A copy: the patch writes the response into it, and this is the

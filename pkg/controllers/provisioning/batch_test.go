@@ -462,3 +462,69 @@ func TestBatchHoldWaitsForACacheBehindRegistration(t *testing.T) {
 		t.Errorf("still held once the cache caught up: a=%v b=%v", h.held(nodeA), h.held(nodeB))
 	}
 }
+
+// TestBatchLiftRestoresAHintTheCacheStillShows: the scheduler cleared a
+// pod's hint (it tried the pod on the held nodes), but the lagging cache
+// still shows the pod hinted. The lift confirms the hints against the API
+// server and writes that one again before the nodes open; a hint the API
+// server still has is not written again.
+func TestBatchLiftRestoresAHintTheCacheStillShows(t *testing.T) {
+	h, _ := newBatchHarness(t)
+	h.readyNodePool(test.MakeNodePool("default").Obj())
+	a, nodeA := h.heldMember("confirm-a", "b11", h.clock.Now())
+	b, nodeB := h.heldMember("confirm-b", "b11", h.clock.Now())
+	pods := h.pendingPods(test.MakePod("cleared").Requests("cpu", "1").Obj(), test.MakePod("intact").Requests("cpu", "1").Obj())
+	h.cluster.Nominate(pods[0], state.NodeClaimID(a.Name), nominationTTL)
+	h.cluster.Nominate(pods[1], state.NodeClaimID(b.Name), nominationTTL)
+	hinter := provisioning.NewHintController(h.mgr.GetClient(), h.cluster)
+	for _, nc := range []*karpv1.NodeClaim{a, b} {
+		if _, err := hinter.Reconcile(h.ctx, nc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The cache frozen with both hints: every read of the pods returns
+	// these copies.
+	frozen := map[string]*corev1.Pod{}
+	h.eventually("hinted pods in the cache", func() bool {
+		for i, node := range []*corev1.Node{nodeA, nodeB} {
+			got := &corev1.Pod{}
+			if err := h.mgr.GetClient().Get(h.ctx, client.ObjectKeyFromObject(pods[i]), got); err != nil ||
+				got.Status.NominatedNodeName != node.Name {
+				return false
+			}
+			frozen[got.Name] = got
+		}
+		return true
+	})
+	// The scheduler tries the first pod on the held nodes and clears its
+	// hint; the cache does not show it.
+	h.clearHint(pods[0])
+	hintWrites := 0
+	lagging := interceptor.NewClient(noWatch{h.mgr.GetClient()}, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if pod, ok := obj.(*corev1.Pod); ok && frozen[key.Name] != nil {
+				frozen[key.Name].DeepCopyInto(pod)
+				return nil
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			hintWrites++
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	})
+	c := provisioning.NewBatchController(lagging, h.cluster, h.clock, holdBound, nominationTTL).WithAPIReader(h.client)
+	h.reconcileBatch(c, "b11", map[string]bool{a.Name: true, b.Name: true})
+	if h.held(nodeA) || h.held(nodeB) {
+		t.Fatal("batch initialized but still held")
+	}
+	if got := h.nominatedNodeName(pods[0]); got != nodeA.Name {
+		t.Errorf("pod %s lifted with hint %q, want %q written again", pods[0].Name, got, nodeA.Name)
+	}
+	if got := h.nominatedNodeName(pods[1]); got != nodeB.Name {
+		t.Errorf("pod %s hint %q, want %q", pods[1].Name, got, nodeB.Name)
+	}
+	if hintWrites != 1 {
+		t.Errorf("%d hint writes in the lift, want 1 (only the cleared hint)", hintWrites)
+	}
+}

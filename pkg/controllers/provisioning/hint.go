@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -76,7 +77,9 @@ type hintLedger struct {
 	written map[types.UID]writtenHint
 }
 
-type writtenHint struct{ node, from string }
+// writtenHint is a hint karp wrote: the node, the resourceVersion of the
+// cached copy it was written over (from) and the one the write made (to).
+type writtenHint struct{ node, from, to string }
 
 // maxLedger bounds the ledger: past it, it starts over (at worst a hint
 // is written twice).
@@ -100,6 +103,17 @@ func (l *hintLedger) pending(pod *corev1.Pod, node string) bool {
 	return false
 }
 
+// madeVersion is the resourceVersion karp's own write of this hint gave
+// the pod, if the ledger has it.
+func (l *hintLedger) madeVersion(uid types.UID, node string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if w, ok := l.written[uid]; ok && w.node == node {
+		return w.to
+	}
+	return ""
+}
+
 func (l *hintLedger) record(uid types.UID, h writtenHint) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -118,7 +132,7 @@ func (l *hintLedger) forget(uid types.UID) {
 // writeHints writes each hint a pod does not carry yet, in parallel, and
 // returns how many it wrote.
 func writeHints(ctx context.Context, kubeClient client.Client, hints []podHint) int {
-	kept := hints[:0]
+	kept := make([]podHint, 0, len(hints))
 	for _, h := range hints {
 		// The state's copy may predate the update that cleared the hint:
 		// read the pod as the client (the informer cache) has it now.
@@ -144,7 +158,11 @@ func writeHints(ctx context.Context, kubeClient client.Client, hints []podHint) 
 		h.from = pod.ResourceVersion
 		kept = append(kept, h)
 	}
-	hints = kept
+	return patchHints(ctx, kubeClient, kept)
+}
+
+// patchHints writes each hint, in parallel, and returns how many it wrote.
+func patchHints(ctx context.Context, kubeClient client.Client, hints []podHint) int {
 	if len(hints) == 0 {
 		return 0
 	}
@@ -182,12 +200,63 @@ func writeHints(ctx context.Context, kubeClient client.Client, hints []podHint) 
 		pod.Namespace, pod.Name = h.pod.Namespace, h.pod.Name
 		err := kubeClient.Status().Patch(ctx, pod, client.RawPatch(types.StrategicMergePatchType, raw))
 		if err == nil {
-			hintsWritten.record(h.pod.UID, writtenHint{node: h.node, from: h.from})
+			hintsWritten.record(h.pod.UID, writtenHint{node: h.node, from: h.from, to: pod.ResourceVersion})
 		} else if client.IgnoreNotFound(err) != nil {
 			log.FromContext(ctx).V(1).Info("writing scheduler hint", "pod", client.ObjectKeyFromObject(pod), "node", h.node, "error", err.Error())
 		}
 	})
 	return len(hints)
+}
+
+// confirmHints checks the hints against the API server before a lift and
+// writes again each one whose pod changed there since the copy karp took
+// as hinted. The scheduler clears a pod's hint whenever it tries the pod
+// on the held nodes, and in a large scale-up the pod watch runs behind:
+// the cache can still show a hint the scheduler cleared a moment ago. A
+// pod lifted without its hint is placed by the scheduler's own scoring,
+// and the unhinted pods of the plan then take the room it was planned
+// for. One metadata-only list of the unbound pods tells which pods
+// changed; the hints of those are written again whatever the cache says.
+func confirmHints(ctx context.Context, reader client.Reader, kubeClient client.Client, hints []podHint) (int, error) {
+	if len(hints) == 0 {
+		return 0, nil
+	}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+	opts := []client.ListOption{client.MatchingFields{"spec.nodeName": ""}}
+	if ns := hints[0].pod.Namespace; !slices.ContainsFunc(hints, func(h podHint) bool { return h.pod.Namespace != ns }) {
+		opts = append(opts, client.InNamespace(ns))
+	}
+	if err := reader.List(ctx, list, opts...); err != nil {
+		return 0, fmt.Errorf("listing unbound pods to confirm scheduler hints: %w", err)
+	}
+	current := make(map[types.UID]string, len(list.Items))
+	for i := range list.Items {
+		current[list.Items[i].UID] = list.Items[i].ResourceVersion
+	}
+	var stale []podHint
+	for _, h := range hints {
+		version, ok := current[h.pod.UID]
+		if !ok {
+			continue // bound or gone
+		}
+		if version == hintsWritten.madeVersion(h.pod.UID, h.node) {
+			continue // as karp's own write left it
+		}
+		cached := &corev1.Pod{}
+		if err := kubeClient.Get(ctx, client.ObjectKeyFromObject(h.pod), cached, &client.GetOptions{UnsafeDisableDeepCopy: ptr.To(true)}); err != nil {
+			continue
+		}
+		if cached.Status.NominatedNodeName != "" && cached.Status.NominatedNodeName != h.node && !state.IsSchedulerHint(cached) {
+			continue // the scheduler's own nomination (preemption)
+		}
+		if cached.ResourceVersion == version && cached.Status.NominatedNodeName == h.node {
+			continue // the cache is current and hinted
+		}
+		h.from = cached.ResourceVersion
+		stale = append(stale, h)
+	}
+	return patchHints(ctx, kubeClient, stale), nil
 }
 
 // HintController hints the scheduler with the node of a NodeClaim as
