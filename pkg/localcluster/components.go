@@ -89,7 +89,16 @@ func apiServerArgs(l layout, p Ports) []string {
 		"--service-account-signing-key-file=" + l.pki(saKeyFile),
 		"--service-cluster-ip-range=" + serviceClusterIPRange,
 		"--allow-privileged=true",
+		// No server-side limit on requests in flight, as kwokctl's
+		// --disable-qps-limits has it (with the client limits below).
+		// Without priority and fairness the API server rejects every
+		// request past 200 mutating ones in flight with a 429, and a
+		// scale-up's burst hits that: in one 1,000-pod run the
+		// ReplicaSet controller had 102 pod creates refused and created
+		// the rest only after its retry backoff.
 		"--enable-priority-and-fairness=false",
+		"--max-requests-inflight=0",
+		"--max-mutating-requests-inflight=0",
 		// Endpoints may not hold a loopback address, so the API server
 		// cannot publish itself behind the kubernetes Service; nothing in
 		// a kwok cluster dials it, so skip the reconciler instead of

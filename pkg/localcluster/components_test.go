@@ -41,6 +41,9 @@ func TestComponentFlags(t *testing.T) {
 		want      []string
 	}{
 		"api server authorizes with Node and RBAC": {APIServer, []string{"--authorization-mode=Node,RBAC", "--secure-port=2003", "--etcd-servers=http://127.0.0.1:2001"}},
+		"api server does not refuse a burst (no in-flight limit)": {APIServer, []string{
+			"--enable-priority-and-fairness=false", "--max-requests-inflight=0", "--max-mutating-requests-inflight=0",
+		}},
 		"api server verifies client certs and signs SA tokens": {APIServer, []string{
 			"--client-ca-file=/c/pki/ca.crt", "--service-account-signing-key-file=/c/pki/sa.key", "--service-account-key-file=/c/pki/sa.pub",
 		}},
