@@ -1,6 +1,7 @@
 package provisioning
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"strings"
@@ -23,7 +24,8 @@ import (
 // that room stays theirs; wherever the scheduler puts each alike pod, the
 // room on each node still holds as many of them as planned there.
 //
-// So the largest group of alike pods is left unhinted (the fill), as long
+// So the largest group of alike pods is left unhinted (the fill; of two
+// as large, the one of smaller pods), as long
 // as nothing but resources decides where its pods may go: no pod
 // (anti-)affinity, no hard topology spread, no host ports and no volumes.
 // Every other pod is hinted.
@@ -43,7 +45,8 @@ func fillPods(claims []*simulation.NodeClaim) map[types.UID]bool {
 		if len(pods) < 2 {
 			continue
 		}
-		if best == "" || len(pods) > len(groups[best]) || len(pods) == len(groups[best]) && key < best {
+		if best == "" || len(pods) > len(groups[best]) ||
+			len(pods) == len(groups[best]) && cmp.Or(smallerFirst(pods[0], groups[best][0]), strings.Compare(key, best)) < 0 {
 			best = key
 		}
 	}
@@ -52,6 +55,23 @@ func fillPods(claims []*simulation.NodeClaim) map[types.UID]bool {
 		out[pod.UID] = true
 	}
 	return out
+}
+
+// smallerFirst orders pods by their cpu request, then memory. Of two
+// groups as large as each other, the one of smaller pods is the fill: a
+// fill pod the scheduler places elsewhere than planned needs a hole its
+// size, and holes the size of the smaller pods are the more common (in
+// the benchmark's even split of 500 pods at 900m and 500 at 3500m, the
+// large fill's misplaced pods found no room and took two more nodes).
+func smallerFirst(a, b *corev1.Pod) int {
+	ra, rb := scheduling.PodRequests(a), scheduling.PodRequests(b)
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		qa, qb := ra[name], rb[name]
+		if c := qa.Cmp(qb); c != 0 {
+			return c
+		}
+	}
+	return 0
 }
 
 // fillKey groups pods by controller and requests; ok is false for pods

@@ -1,6 +1,7 @@
 package provisioning
 
 import (
+	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -77,3 +78,29 @@ func TestFillPodsLeavesTheLargestAlikeGroupUnhinted(t *testing.T) {
 }
 
 func ptrTrue() *bool { v := true; return &v }
+
+// TestFillPrefersTheSmallerPodsOfEqualGroups: two alike groups of the same
+// size; whichever the owners' UIDs sort first, the fill is the group of
+// smaller pods (a misplaced fill pod needs a hole its size).
+func TestFillPrefersTheSmallerPodsOfEqualGroups(t *testing.T) {
+	for _, uids := range [][2]string{{"a-small", "z-large"}, {"z-small", "a-large"}} {
+		rsPod := func(name, uid, cpu, memory string) *corev1.Pod {
+			p := test.MakePod(name).Requests("cpu", cpu, "memory", memory).Owner("ReplicaSet", uid, uid).Obj()
+			p.UID = types.UID("pod-" + name)
+			p.OwnerReferences[0].Controller = ptrTrue()
+			return p
+		}
+		var claims []*simulation.NodeClaim
+		var small []*corev1.Pod
+		for i := range 3 {
+			s := rsPod(fmt.Sprintf("s%d", i), uids[0], "900m", "3100Mi")
+			l := rsPod(fmt.Sprintf("l%d", i), uids[1], "3500m", "28Gi")
+			small = append(small, s)
+			claims = append(claims, &simulation.NodeClaim{Pods: []*corev1.Pod{l, s}})
+		}
+		got := fillPods(claims)
+		if len(got) != 3 || !got[small[0].UID] || !got[small[1].UID] || !got[small[2].UID] {
+			t.Errorf("owners %v: fill = %v, want the three small pods", uids, got)
+		}
+	}
+}
