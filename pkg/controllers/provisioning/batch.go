@@ -55,8 +55,8 @@ type BatchController struct {
 	// apiReader reads straight from the API server: the lift confirms the
 	// scheduler hints there (nil: the cache is trusted).
 	apiReader client.Reader
-	cluster    *state.Cluster
-	clock      clock.Clock
+	cluster   *state.Cluster
+	clock     clock.Clock
 	// maxHold bounds how long an initialized node stays held; 0 lifts at
 	// once (the nodes of a batch made before the hold was turned off).
 	maxHold time.Duration

@@ -302,7 +302,7 @@ func TestBatchHoldLiftOnAStaleCacheIsQuiet(t *testing.T) {
 	_, nodeB := h.heldMember("stale-b", "b5", h.clock.Now())
 	// The cache frozen before any lift: every Node read returns the copy
 	// taken here, hold and all.
-	stale := map[string]*corev1.Node{}
+	stale := map[string]client.Object{}
 	h.eventually("held nodes in the cache", func() bool {
 		for _, node := range []*corev1.Node{nodeA, nodeB} {
 			got := &corev1.Node{}
@@ -316,13 +316,7 @@ func TestBatchHoldLiftOnAStaleCacheIsQuiet(t *testing.T) {
 	})
 	patches := 0
 	frozen := interceptor.NewClient(noWatch{h.mgr.GetClient()}, interceptor.Funcs{
-		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			if node, ok := obj.(*corev1.Node); ok && stale[key.Name] != nil {
-				stale[key.Name].DeepCopyInto(node)
-				return nil
-			}
-			return c.Get(ctx, key, obj, opts...)
-		},
+		Get: laggingGets(stale),
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 			patches++
 			return c.Patch(ctx, obj, patch, opts...)
@@ -484,7 +478,7 @@ func TestBatchLiftRestoresAHintTheCacheStillShows(t *testing.T) {
 	}
 	// The cache frozen with both hints: every read of the pods returns
 	// these copies.
-	frozen := map[string]*corev1.Pod{}
+	frozen := map[string]client.Object{}
 	h.eventually("hinted pods in the cache", func() bool {
 		for i, node := range []*corev1.Node{nodeA, nodeB} {
 			got := &corev1.Pod{}
@@ -499,20 +493,7 @@ func TestBatchLiftRestoresAHintTheCacheStillShows(t *testing.T) {
 	// The scheduler tries the first pod on the held nodes and clears its
 	// hint; the cache does not show it.
 	h.clearHint(pods[0])
-	hintWrites := 0
-	lagging := interceptor.NewClient(noWatch{h.mgr.GetClient()}, interceptor.Funcs{
-		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			if pod, ok := obj.(*corev1.Pod); ok && frozen[key.Name] != nil {
-				frozen[key.Name].DeepCopyInto(pod)
-				return nil
-			}
-			return c.Get(ctx, key, obj, opts...)
-		},
-		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-			hintWrites++
-			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
-		},
-	})
+	lagging, hintWrites := h.laggingClient(frozen)
 	c := provisioning.NewBatchController(lagging, h.cluster, h.clock, holdBound, nominationTTL).WithAPIReader(h.client)
 	h.reconcileBatch(c, "b11", map[string]bool{a.Name: true, b.Name: true})
 	if h.held(nodeA) || h.held(nodeB) {
@@ -524,7 +505,7 @@ func TestBatchLiftRestoresAHintTheCacheStillShows(t *testing.T) {
 	if got := h.nominatedNodeName(pods[1]); got != nodeB.Name {
 		t.Errorf("pod %s hint %q, want %q", pods[1].Name, got, nodeB.Name)
 	}
-	if hintWrites != 1 {
-		t.Errorf("%d hint writes in the lift, want 1 (only the cleared hint)", hintWrites)
+	if *hintWrites != 1 {
+		t.Errorf("%d hint writes in the lift, want 1 (only the cleared hint)", *hintWrites)
 	}
 }

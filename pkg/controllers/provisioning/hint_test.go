@@ -1,12 +1,10 @@
 package provisioning_test
 
 import (
-	"context"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning"
@@ -139,36 +137,23 @@ func TestHintNotWrittenTwiceWhileTheCacheLags(t *testing.T) {
 	pods := h.pendingPods(test.MakePod("lagging").Requests("cpu", "1").Obj())
 	nc := h.registeredNodeClaim()
 	// A cache frozen before the hint: every read of the pod returns this copy.
-	var frozen *corev1.Pod
+	frozen := map[string]client.Object{}
 	h.eventually("the pod in the cache", func() bool {
 		got := &corev1.Pod{}
 		if h.mgr.GetClient().Get(h.ctx, client.ObjectKeyFromObject(pods[0]), got) != nil {
 			return false
 		}
-		frozen = got
+		frozen[got.Name] = got
 		return true
 	})
-	patches := 0
-	lagging := interceptor.NewClient(noWatch{h.mgr.GetClient()}, interceptor.Funcs{
-		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			if pod, ok := obj.(*corev1.Pod); ok && frozen != nil && key.Name == frozen.Name {
-				frozen.DeepCopyInto(pod)
-				return nil
-			}
-			return c.Get(ctx, key, obj, opts...)
-		},
-		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-			patches++
-			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
-		},
-	})
+	lagging, patches := h.laggingClient(frozen)
 	hinter := provisioning.NewHintController(lagging, h.cluster)
 	for pass := 1; pass <= 2; pass++ {
 		if _, err := hinter.Reconcile(h.ctx, nc); err != nil {
 			t.Fatal(err)
 		}
-		if patches != 1 {
-			t.Fatalf("pass %d: %d hint writes, want 1 (the second pass reads the copy the hint was written over)", pass, patches)
+		if *patches != 1 {
+			t.Fatalf("pass %d: %d hint writes, want 1 (the second pass reads the copy the hint was written over)", pass, *patches)
 		}
 	}
 	if got := h.nominatedNodeName(pods[0]); got != nc.Status.NodeName {
@@ -176,12 +161,12 @@ func TestHintNotWrittenTwiceWhileTheCacheLags(t *testing.T) {
 	}
 
 	// The scheduler clears the hint, and the cache shows that copy.
-	frozen = h.clearHint(pods[0])
+	frozen[pods[0].Name] = h.clearHint(pods[0])
 	if _, err := hinter.Reconcile(h.ctx, nc); err != nil {
 		t.Fatal(err)
 	}
-	if patches != 2 {
-		t.Errorf("%d hint writes after the scheduler cleared the hint, want 2", patches)
+	if *patches != 2 {
+		t.Errorf("%d hint writes after the scheduler cleared the hint, want 2", *patches)
 	}
 	if got := h.nominatedNodeName(pods[0]); got != nc.Status.NodeName {
 		t.Errorf("hint %q after it was written again, want %q", got, nc.Status.NodeName)

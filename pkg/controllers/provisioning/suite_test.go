@@ -2,12 +2,14 @@ package provisioning_test
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
@@ -195,4 +197,32 @@ func (h *harness) readyNode(name, cpu, memory string) *corev1.Node {
 		return false
 	})
 	return node
+}
+
+// laggingGets is an interceptor Get that answers for the objects in
+// served (by name, of the same kind) with those copies, as a cache that
+// has not seen the later writes would; other reads go through. A test
+// moves the cache on by changing served.
+func laggingGets(served map[string]client.Object) func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+	return func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		if copied, ok := served[key.Name]; ok && reflect.TypeOf(copied) == reflect.TypeOf(obj) {
+			reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(copied.DeepCopyObject()).Elem())
+			return nil
+		}
+		return c.Get(ctx, key, obj, opts...)
+	}
+}
+
+// laggingClient is the manager's client behind a cache that serves the
+// objects in served (see laggingGets), and the count of the status
+// patches (scheduler hints) written through it.
+func (h *harness) laggingClient(served map[string]client.Object) (client.Client, *int) {
+	writes := new(int)
+	return interceptor.NewClient(noWatch{h.mgr.GetClient()}, interceptor.Funcs{
+		Get: laggingGets(served),
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			*writes++
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	}), writes
 }
