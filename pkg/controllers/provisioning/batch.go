@@ -77,7 +77,7 @@ func NewBatchController(kubeClient client.Client, cluster *state.Cluster, clk cl
 }
 
 // WithAPIReader has the lift confirm the scheduler hints against the API
-// server, not only the cache (see confirmHints).
+// server, not only the cache (see staleHints).
 func (c *BatchController) WithAPIReader(r client.Reader) *BatchController {
 	c.apiReader = r
 	return c
@@ -273,16 +273,17 @@ func (c *BatchController) lift(ctx context.Context, held []heldNode) (int, error
 			hints = append(hints, podHint{pod: pod, node: h.node.Name})
 		}
 	}
-	hinted := writeHints(ctx, c.kubeClient, hints)
-	if c.apiReader != nil {
-		confirmed, err := confirmHints(ctx, c.apiReader, c.kubeClient, hints)
-		if err != nil {
-			// Lift all the same: a missing hint costs the plan, a batch
-			// left held costs its pods the hold's bound.
+	var versions map[types.UID]string
+	if c.apiReader != nil && len(hints) > 0 {
+		var err error
+		if versions, err = unboundPodVersions(ctx, c.apiReader, hints); err != nil {
+			// Lift all the same, on the cache's word: a missing hint
+			// costs the plan, a batch left held costs its pods the
+			// hold's bound.
 			log.FromContext(ctx).Error(err, "confirming scheduler hints before the lift")
 		}
-		hinted += confirmed
 	}
+	hinted := patchHints(ctx, c.kubeClient, staleHints(ctx, c.kubeClient, hints, versions))
 	errs := make([]error, len(held))
 	workqueue.ParallelizeUntil(ctx, liftWorkers, len(held), func(i int) {
 		// A copy: the patch writes the response into it, and this is the

@@ -132,7 +132,20 @@ func (l *hintLedger) forget(uid types.UID) {
 // writeHints writes each hint a pod does not carry yet, in parallel, and
 // returns how many it wrote.
 func writeHints(ctx context.Context, kubeClient client.Client, hints []podHint) int {
-	kept := make([]podHint, 0, len(hints))
+	return patchHints(ctx, kubeClient, staleHints(ctx, kubeClient, hints, nil))
+}
+
+// staleHints returns the hints to write: those whose pod, as the client
+// (the informer cache) has it now, does not carry the hint and was not
+// hinted by karp in a write the cache has not caught up with. With
+// versions (each unbound pod's resourceVersion on the API server, see
+// unboundPodVersions), the API server decides instead: a hint is written
+// unless the pod there is as karp's own hint write left it, or as the
+// cache has it, hinted. The scheduler clears a pod's hint whenever it
+// tries the pod on a held node, and during a large scale-up the pod watch
+// runs behind: the cache can still show a hint cleared moments ago.
+func staleHints(ctx context.Context, kubeClient client.Client, hints []podHint, versions map[types.UID]string) []podHint {
+	stale := make([]podHint, 0, len(hints))
 	for _, h := range hints {
 		// The state's copy may predate the update that cleared the hint:
 		// read the pod as the client (the informer cache) has it now.
@@ -150,15 +163,45 @@ func writeHints(ctx context.Context, kubeClient client.Client, hints []podHint) 
 			hintsWritten.forget(pod.UID)
 			continue
 		}
-		// Already hinted, or hinted by karp in a write the cache has not
-		// caught up with.
-		if pod.Status.NominatedNodeName == h.node || hintsWritten.pending(pod, h.node) {
+		if versions != nil {
+			version, ok := versions[pod.UID]
+			switch {
+			case !ok:
+				continue // bound or gone on the API server
+			case version == hintsWritten.madeVersion(pod.UID, h.node):
+				continue // as karp's own hint write left it
+			case version == pod.ResourceVersion && pod.Status.NominatedNodeName == h.node:
+				continue // the cache is current, and hinted
+			}
+		} else if pod.Status.NominatedNodeName == h.node || hintsWritten.pending(pod, h.node) {
+			// Already hinted, or hinted by karp in a write the cache has
+			// not caught up with.
 			continue
 		}
 		h.from = pod.ResourceVersion
-		kept = append(kept, h)
+		stale = append(stale, h)
 	}
-	return patchHints(ctx, kubeClient, kept)
+	return stale
+}
+
+// unboundPodVersions lists the unbound pods' metadata from the API server
+// (in the hints' namespace when they share one) and returns each one's
+// resourceVersion by UID.
+func unboundPodVersions(ctx context.Context, reader client.Reader, hints []podHint) (map[types.UID]string, error) {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+	opts := []client.ListOption{client.MatchingFields{"spec.nodeName": ""}}
+	if ns := hints[0].pod.Namespace; !slices.ContainsFunc(hints, func(h podHint) bool { return h.pod.Namespace != ns }) {
+		opts = append(opts, client.InNamespace(ns))
+	}
+	if err := reader.List(ctx, list, opts...); err != nil {
+		return nil, fmt.Errorf("listing unbound pods to confirm scheduler hints: %w", err)
+	}
+	versions := make(map[types.UID]string, len(list.Items))
+	for i := range list.Items {
+		versions[list.Items[i].UID] = list.Items[i].ResourceVersion
+	}
+	return versions, nil
 }
 
 // patchHints writes each hint, in parallel, and returns how many it wrote.
@@ -206,57 +249,6 @@ func patchHints(ctx context.Context, kubeClient client.Client, hints []podHint) 
 		}
 	})
 	return len(hints)
-}
-
-// confirmHints checks the hints against the API server before a lift and
-// writes again each one whose pod changed there since the copy karp took
-// as hinted. The scheduler clears a pod's hint whenever it tries the pod
-// on the held nodes, and in a large scale-up the pod watch runs behind:
-// the cache can still show a hint the scheduler cleared a moment ago. A
-// pod lifted without its hint is placed by the scheduler's own scoring,
-// and the unhinted pods of the plan then take the room it was planned
-// for. One metadata-only list of the unbound pods tells which pods
-// changed; the hints of those are written again whatever the cache says.
-func confirmHints(ctx context.Context, reader client.Reader, kubeClient client.Client, hints []podHint) (int, error) {
-	if len(hints) == 0 {
-		return 0, nil
-	}
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
-	opts := []client.ListOption{client.MatchingFields{"spec.nodeName": ""}}
-	if ns := hints[0].pod.Namespace; !slices.ContainsFunc(hints, func(h podHint) bool { return h.pod.Namespace != ns }) {
-		opts = append(opts, client.InNamespace(ns))
-	}
-	if err := reader.List(ctx, list, opts...); err != nil {
-		return 0, fmt.Errorf("listing unbound pods to confirm scheduler hints: %w", err)
-	}
-	current := make(map[types.UID]string, len(list.Items))
-	for i := range list.Items {
-		current[list.Items[i].UID] = list.Items[i].ResourceVersion
-	}
-	var stale []podHint
-	for _, h := range hints {
-		version, ok := current[h.pod.UID]
-		if !ok {
-			continue // bound or gone
-		}
-		if version == hintsWritten.madeVersion(h.pod.UID, h.node) {
-			continue // as karp's own write left it
-		}
-		cached := &corev1.Pod{}
-		if err := kubeClient.Get(ctx, client.ObjectKeyFromObject(h.pod), cached, &client.GetOptions{UnsafeDisableDeepCopy: ptr.To(true)}); err != nil {
-			continue
-		}
-		if cached.Status.NominatedNodeName != "" && cached.Status.NominatedNodeName != h.node && !state.IsSchedulerHint(cached) {
-			continue // the scheduler's own nomination (preemption)
-		}
-		if cached.ResourceVersion == version && cached.Status.NominatedNodeName == h.node {
-			continue // the cache is current and hinted
-		}
-		h.from = cached.ResourceVersion
-		stale = append(stale, h)
-	}
-	return patchHints(ctx, kubeClient, stale), nil
 }
 
 // HintController hints the scheduler with the node of a NodeClaim as
