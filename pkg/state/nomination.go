@@ -201,9 +201,7 @@ func (c *Cluster) ReleaseOvercommittedNominations() int {
 				subtract(free, scheduling.PodRequests(pod))
 			}
 		}
-		slices.SortFunc(keys, func(a, b types.NamespacedName) int {
-			return c.keepOrder(a, b)
-		})
+		slices.SortFunc(keys, c.keepOrder)
 		for _, key := range keys {
 			pod, ok := c.pods[key]
 			if !ok || pod.Spec.NodeName != "" {

@@ -25,9 +25,9 @@ import (
 // room on each node still holds as many of them as planned there.
 //
 // So the largest group of alike pods is left unhinted (the fill; of two
-// as large, the one of smaller pods), as long
-// as nothing but resources decides where its pods may go: no pod
-// (anti-)affinity, no hard topology spread, no host ports and no volumes.
+// as large, the one of smaller pods), as long as nothing but resources
+// decides where its pods may go: no pod (anti-)affinity, no hard topology
+// spread, no host ports and no volumes.
 // Every other pod is hinted.
 
 // fillPods returns the UIDs of the pods of the NodeClaims left unhinted.
@@ -61,8 +61,9 @@ func fillPods(claims []*simulation.NodeClaim) map[types.UID]bool {
 // groups as large as each other, the one of smaller pods is the fill: a
 // fill pod the scheduler places elsewhere than planned needs a hole its
 // size, and holes the size of the smaller pods are the more common (in
-// the benchmark's even split of 500 pods at 900m and 500 at 3500m, the
-// large fill's misplaced pods found no room and took two more nodes).
+// a benchmark run with an even split of 500 pods at 900m and 500 at
+// 3500m, the large fill's misplaced pods found no room and took four more
+// nodes).
 func smallerFirst(a, b *corev1.Pod) int {
 	ra, rb := scheduling.PodRequests(a), scheduling.PodRequests(b)
 	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
