@@ -1,14 +1,13 @@
 package catalog
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
+	"github.com/karp-autoscaler/karp/pkg/test/fixtures"
 )
 
 const sample = `{"instanceTypes": [
@@ -113,29 +112,15 @@ func TestMarkUnavailable(t *testing.T) {
 	}
 }
 
-// TestShippedCatalogs parses the catalogs in ../shared.
+// TestShippedCatalogs parses the catalogs the repository ships: the EC2
+// catalog the kwok provider embeds and the benchmark's two.
 func TestShippedCatalogs(t *testing.T) {
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		if parent := filepath.Dir(dir); parent != dir {
-			dir = parent
-		} else {
-			t.Fatal("go.mod not found")
-		}
-	}
-	shared := filepath.Join(dir, "..", "shared")
 	for file, want := range map[string]int{
-		"catalog/aws-instance-types.json": 1364,
-		"bench/instance-types-400.json":   400,
-		"bench/kwok-instance-types.json":  144,
+		fixtures.EC2Catalog(t):                        1364,
+		fixtures.Bench(t, "instance-types-400.json"):  400,
+		fixtures.Bench(t, "kwok-instance-types.json"): 144,
 	} {
-		types, err := LoadFile(filepath.Join(shared, file), DefaultOptions())
+		types, err := LoadFile(file, DefaultOptions())
 		if err != nil {
 			t.Fatalf("%s: %v", file, err)
 		}

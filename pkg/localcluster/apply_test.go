@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/karp-autoscaler/karp/pkg/test/fixtures"
 )
 
 func TestReadManifestsOrdersDependenciesFirst(t *testing.T) {
@@ -63,11 +65,7 @@ func TestReadManifestsRejectsObjectsWithoutKind(t *testing.T) {
 }
 
 func TestExamplesDecode(t *testing.T) {
-	root, ok := repoRoot()
-	if !ok {
-		t.Fatal("repository root not found")
-	}
-	objs, err := ReadManifests([]string{filepath.Join(root, "examples")})
+	objs, err := ReadManifests([]string{fixtures.Example(t, "")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,8 @@ package localcluster
 import (
 	"os"
 	"path/filepath"
-	"strings"
+
+	"github.com/karp-autoscaler/karp/pkg/repo"
 )
 
 // DefaultBinDir finds the control plane binaries: $KARP_BIN_DIR/k8s when
@@ -14,30 +15,11 @@ func DefaultBinDir() string {
 	if dir := os.Getenv("KARP_BIN_DIR"); dir != "" {
 		return filepath.Join(dir, "k8s")
 	}
-	if root, ok := repoRoot(); ok {
+	if root, err := repo.Root(); err == nil {
 		return filepath.Join(root, "bin", "k8s")
 	}
 	if exe, err := os.Executable(); err == nil {
 		return filepath.Join(filepath.Dir(exe), "k8s")
 	}
 	return filepath.Join("bin", "k8s")
-}
-
-// repoRoot walks up from the working directory to the karp go.mod.
-func repoRoot() (string, bool) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", false
-	}
-	for {
-		raw, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && strings.HasPrefix(string(raw), "module github.com/karp-autoscaler/karp\n") {
-			return dir, true
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", false
-		}
-		dir = parent
-	}
 }

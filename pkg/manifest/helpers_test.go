@@ -6,26 +6,6 @@ import (
 	"testing"
 )
 
-// sharedDir finds ../shared from the repository root (the directory
-// holding go.mod).
-func sharedDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the working directory")
-		}
-		dir = parent
-	}
-}
-
 // writeFiles writes name → content under a fresh directory and returns it.
 func writeFiles(t *testing.T, files map[string]string) string {
 	t.Helper()

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/test/fixtures"
 )
 
 const deployment = `apiVersion: apps/v1
@@ -42,7 +43,7 @@ spec:
 `
 
 func TestLoadSeedsReadsEveryKind(t *testing.T) {
-	set, err := Load(filepath.Join(sharedDir(t), "examples", "seeds"))
+	set, err := Load(fixtures.Example(t, ""))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,26 +15,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/test/fixtures"
 )
-
-// repoRoot walks up from the working directory to the directory holding go.mod.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
 
 // decodeManifests splits a multi-document YAML file into objects.
 func decodeManifests(t *testing.T, path string) []*unstructured.Unstructured {
@@ -69,12 +51,12 @@ var clusterScoped = map[string]bool{"NodePool": true, "NodeClaim": true, "KWOKNo
 // seed scenarios, unchanged, and expects the API server to take them all.
 func TestSeedManifestsAreAccepted(t *testing.T) {
 	ctx := context.Background()
-	paths, err := filepath.Glob(filepath.Join(repoRoot(t), "..", "shared", "examples", "seeds", "*.yaml"))
+	paths, err := filepath.Glob(filepath.Join(fixtures.Example(t, ""), "*.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(paths) == 0 {
-		t.Fatal("no seed manifests found under ../shared/examples/seeds")
+		t.Fatal("no seed manifests found under examples/")
 	}
 	sort.Strings(paths)
 	kinds := map[string]int{}
@@ -101,7 +83,7 @@ func TestSeedManifestsAreAccepted(t *testing.T) {
 // field of the seed NodePools: strict decoding fails on any field the types
 // would silently drop.
 func TestSeedNodePoolsDecodeIntoTypes(t *testing.T) {
-	paths, err := filepath.Glob(filepath.Join(repoRoot(t), "..", "shared", "examples", "seeds", "*.yaml"))
+	paths, err := filepath.Glob(filepath.Join(fixtures.Example(t, ""), "*.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

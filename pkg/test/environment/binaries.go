@@ -1,39 +1,14 @@
 package environment
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
+
+	"github.com/karp-autoscaler/karp/pkg/repo"
 )
-
-// RepoRoot returns the karp repository root: the nearest directory at or
-// above the working directory holding a go.mod of module
-// github.com/karp-autoscaler/karp.
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("getting working directory: %w", err)
-	}
-	for {
-		raw, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && isKarpModule(raw) {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no karp go.mod found above the working directory")
-		}
-		dir = parent
-	}
-}
-
-func isKarpModule(goMod []byte) bool {
-	const want = "module github.com/karp-autoscaler/karp\n"
-	return len(goMod) >= len(want) && string(goMod[:len(want)]) == want
-}
 
 // BinDir returns the directory holding the control plane binaries:
 // $KARP_BIN_DIR/k8s when KARP_BIN_DIR is set, else <repo>/bin/k8s.
@@ -54,7 +29,7 @@ var ensureOnce struct {
 // script's own stamp makes the up-to-date check cheap; it serialises
 // concurrent builds across processes with a lock file.
 func EnsureBinaries() (string, error) {
-	root, err := RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		return "", err
 	}

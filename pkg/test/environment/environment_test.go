@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/repo"
 	"github.com/karp-autoscaler/karp/pkg/test/environment"
 )
 
@@ -54,7 +55,7 @@ func TestEnvironmentServesKarpAPIs(t *testing.T) {
 }
 
 func TestRepoRootFindsKarpModule(t *testing.T) {
-	root, err := environment.RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		t.Fatal(err)
 	}

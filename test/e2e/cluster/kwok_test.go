@@ -15,7 +15,7 @@ import (
 	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/localcluster"
-	"github.com/karp-autoscaler/karp/pkg/test/environment"
+	"github.com/karp-autoscaler/karp/pkg/test/fixtures"
 	"github.com/karp-autoscaler/karp/test/e2e/framework"
 )
 
@@ -105,11 +105,7 @@ func TestNodeLifecycleControllerTaintsAndLiftsNotReady(t *testing.T) {
 func TestExampleNodePoolsApplyAndList(t *testing.T) {
 	f := framework.Current(t)
 	ctx := t.Context()
-	root, err := environment.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := filepath.Glob(filepath.Join(root, "examples", "nodepool*.yaml"))
+	files, err := filepath.Glob(filepath.Join(fixtures.Example(t, ""), "nodepool*.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no NodePool examples found: %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/karp-autoscaler/karp/pkg/localcluster"
 	"github.com/karp-autoscaler/karp/pkg/test/environment"
+	"github.com/karp-autoscaler/karp/pkg/test/fixtures"
 	"github.com/karp-autoscaler/karp/test/e2e/framework"
 )
 
@@ -35,10 +36,7 @@ func karp(t *testing.T, args ...string) string {
 }
 
 func TestUpDetachServesKubectlRunsPodsAndDownLeavesNothing(t *testing.T) {
-	root, err := environment.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := fixtures.Root(t)
 	binDir, err := environment.EnsureBinaries()
 	if err != nil {
 		t.Fatal(err)

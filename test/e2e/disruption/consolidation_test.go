@@ -13,6 +13,7 @@ import (
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/controllers/disruption"
 	"github.com/karp-autoscaler/karp/pkg/test"
+	"github.com/karp-autoscaler/karp/pkg/test/fixtures"
 	"github.com/karp-autoscaler/karp/test/e2e/framework"
 )
 
@@ -34,7 +35,7 @@ func TestNginxDemoConsolidatesWithoutBreakingItsPDB(t *testing.T) {
 	f, _ := framework.RunPool(t, name, pool, framework.FastDisruptionArgs...)
 	cl := f.Client
 
-	framework.ApplyManifest(t, cl, framework.Example(t, "nginx-demo.yaml"), name, nil)
+	framework.ApplyManifest(t, cl, fixtures.Example(t, "nginx-demo.yaml"), name, nil)
 	framework.Create(t, cl, framework.SpreadOverHosts(framework.Deployment("filler", name, name, 3, "2")))
 	nginx := map[string]string{"app": "nginx-demo"}
 	framework.Eventually(t, 4*time.Minute, func(ctx context.Context) (bool, string) {

@@ -17,6 +17,7 @@ import (
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/controllers/disruption"
 	"github.com/karp-autoscaler/karp/pkg/test"
+	"github.com/karp-autoscaler/karp/pkg/test/fixtures"
 	"github.com/karp-autoscaler/karp/test/e2e/framework"
 )
 
@@ -83,7 +84,7 @@ func TestDaemonSetThatDoesNotFitGetsItsNodesReplaced(t *testing.T) {
 // other tests' nodes.
 func sigAllNodesDaemonSet(t *testing.T, namespace, cpu string) *appsv1.DaemonSet {
 	t.Helper()
-	raw, err := os.ReadFile(framework.Example(t, "daemonset-all-nodes.yaml"))
+	raw, err := os.ReadFile(fixtures.Example(t, "daemonset-all-nodes.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/controllers/disruption"
 	"github.com/karp-autoscaler/karp/pkg/test"
+	"github.com/karp-autoscaler/karp/pkg/test/fixtures"
 	"github.com/karp-autoscaler/karp/test/e2e/framework"
 )
 
@@ -37,7 +38,7 @@ func TestDoNotDisruptPodKeepsItsNode(t *testing.T) {
 	ctx := t.Context()
 
 	// 1. The do-not-disrupt pod, exactly as users apply it.
-	framework.ApplyManifest(t, cl, framework.Example(t, "nginx-do-not-disrupt.yaml"), name, nil)
+	framework.ApplyManifest(t, cl, fixtures.Example(t, "nginx-do-not-disrupt.yaml"), name, nil)
 	protected := sigWaitRunning(t, cl, name, 1)
 	if len(protected) != 1 {
 		t.Fatalf("nginx-single runs under %d NodeClaims, want 1", len(protected))

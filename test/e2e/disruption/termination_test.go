@@ -14,6 +14,7 @@ import (
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/test"
+	"github.com/karp-autoscaler/karp/pkg/test/fixtures"
 	"github.com/karp-autoscaler/karp/test/e2e/framework"
 )
 
@@ -36,7 +37,7 @@ func TestDrainingANodeClaimKeepsNginxAvailable(t *testing.T) {
 	nginx := map[string]string{"app": "nginx-demo"}
 
 	// nginx-demo exactly as users apply it, in this test's namespace.
-	framework.ApplyManifest(t, cl, framework.Example(t, "nginx-demo.yaml"), name, nil)
+	framework.ApplyManifest(t, cl, fixtures.Example(t, "nginx-demo.yaml"), name, nil)
 	var pods []corev1.Pod
 	framework.Eventually(t, 3*time.Minute, func(ctx context.Context) (bool, string) {
 		pods = framework.AvailablePods(ctx, cl, name, nginx)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -21,7 +20,6 @@ import (
 	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/test"
-	"github.com/karp-autoscaler/karp/pkg/test/environment"
 )
 
 // Create creates obj and fails the test if it cannot.
@@ -78,22 +76,6 @@ func waitGone(gone func() bool) {
 	for !gone() && time.Now().Before(deadline) {
 		time.Sleep(500 * time.Millisecond)
 	}
-}
-
-// RepoRoot is the directory holding karp's go.mod.
-func RepoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := environment.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
-// Example is the path of a manifest under the repository's examples/.
-func Example(t testing.TB, file string) string {
-	t.Helper()
-	return filepath.Join(RepoRoot(t), "examples", file)
 }
 
 // ApplyManifest creates every object of a multi-document YAML file in

@@ -27,6 +27,7 @@ import (
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok"
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
+	"github.com/karp-autoscaler/karp/pkg/test/fixtures"
 	"github.com/karp-autoscaler/karp/test/e2e/framework"
 )
 
@@ -44,7 +45,7 @@ func TestBenchmarkThousandPods(t *testing.T) {
 	if os.Getenv(benchEnv) == "" {
 		t.Skipf("benchmark: set %s=1 to run it", benchEnv)
 	}
-	catalogPath := filepath.Join(repoRoot, "..", "shared", "bench", "kwok-instance-types.json")
+	catalogPath := fixtures.Bench(t, "kwok-instance-types.json")
 	types, err := kwok.LoadInstanceTypes(catalogPath, nil)
 	if err != nil {
 		t.Fatal(err)

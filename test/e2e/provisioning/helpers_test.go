@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -20,6 +19,7 @@ import (
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/localcluster"
+	"github.com/karp-autoscaler/karp/pkg/test/fixtures"
 	"github.com/karp-autoscaler/karp/test/e2e/framework"
 )
 
@@ -34,7 +34,7 @@ func applyExamples(t *testing.T, names ...string) {
 	t.Helper()
 	paths := make([]string, 0, len(names))
 	for _, n := range names {
-		paths = append(paths, filepath.Join(repoRoot, "examples", n))
+		paths = append(paths, fixtures.Example(t, n))
 	}
 	if err := localcluster.Apply(t.Context(), framework.Current(t).Config, paths, io.Discard); err != nil {
 		t.Fatal(err)

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/karp-autoscaler/karp/pkg/test/environment"
+	"github.com/karp-autoscaler/karp/pkg/repo"
 	"github.com/karp-autoscaler/karp/test/e2e/framework"
 )
 
@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	var err error
-	if repoRoot, err = environment.RepoRoot(); err != nil {
+	if repoRoot, err = repo.Root(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
