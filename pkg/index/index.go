@@ -3,8 +3,12 @@
 // instead of scanning every object; the names are fixed so every
 // controller and test agrees on them.
 //
-// The package imports only API types and controller-runtime's client; it
-// must not import pkg/controllers or pkg/operator.
+// Lookups that go through an index (a Node's NodeClaim by providerID)
+// live here too, written once, so every controller reads them the same
+// way.
+//
+// The package imports only API types and controller-runtime; it must not
+// import pkg/controllers or pkg/operator.
 package index
 
 import (

@@ -1,12 +1,15 @@
 package localcluster
 
+import kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
+
 // KWOKNodeAnnotationKey and KWOKNodeAnnotationValue mark a Node as one kwok
 // simulates. kwok runs with --manage-nodes-with-annotation-selector set to
 // this pair, so it leaves every other Node alone; the kwok cloud provider
-// sets the annotation on the Nodes it creates.
+// sets the annotation on the Nodes it creates. The pair is defined with
+// the kwok provider's API, which both share.
 const (
-	KWOKNodeAnnotationKey   = "kwok.x-k8s.io/node"
-	KWOKNodeAnnotationValue = "fake"
+	KWOKNodeAnnotationKey   = kwokv1alpha1.KWOKNodeAnnotationKey
+	KWOKNodeAnnotationValue = kwokv1alpha1.KWOKNodeAnnotationValue
 )
 
 // KWOKReadyAnnotationKey, set to KWOKNotReadyValue on a managed Node, makes

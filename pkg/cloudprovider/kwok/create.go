@@ -18,7 +18,6 @@ import (
 	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
-	"github.com/karp-autoscaler/karp/pkg/localcluster"
 )
 
 // Annotations the provider writes.
@@ -277,7 +276,7 @@ func buildNode(nodeClaim *karpv1.NodeClaim, nodeClass *kwokv1alpha1.KWOKNodeClas
 			Labels: labels,
 			Annotations: map[string]string{
 				// kwok fakes a kubelet only for Nodes carrying this.
-				localcluster.KWOKNodeAnnotationKey: localcluster.KWOKNodeAnnotationValue,
+				kwokv1alpha1.KWOKNodeAnnotationKey: kwokv1alpha1.KWOKNodeAnnotationValue,
 				NodeClaimUIDAnnotationKey:          string(nodeClaim.UID),
 				NodeClassHashAnnotationKey:         NodeClassHash(nodeClass),
 				NodeClassHashVersionAnnotationKey:  NodeClassHashVersion,

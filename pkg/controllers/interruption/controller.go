@@ -19,8 +19,8 @@ import (
 	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/index"
 	"github.com/karp-autoscaler/karp/pkg/metrics"
-	"github.com/karp-autoscaler/karp/pkg/operator/index"
 )
 
 // NoticeAnnotationKey on a Node holds the RFC3339 time its instance will
@@ -87,7 +87,7 @@ func (c *Controller) Reconcile(ctx context.Context, node *corev1.Node) (reconcil
 	if err != nil {
 		return reconcile.Result{}, reconcile.TerminalError(fmt.Errorf("parsing %s %q: %w", NoticeAnnotationKey, raw, err))
 	}
-	nodeClaim, err := c.nodeClaimOf(ctx, node)
+	nodeClaim, err := index.NodeClaimForProviderID(ctx, c.kubeClient, node.Spec.ProviderID)
 	if err != nil || nodeClaim == nil || !nodeClaim.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, err
 	}
@@ -134,18 +134,4 @@ func (c *Controller) setDeadline(ctx context.Context, nodeClaim *karpv1.NodeClai
 		return client.IgnoreNotFound(fmt.Errorf("setting termination deadline: %w", err))
 	}
 	return nil
-}
-
-func (c *Controller) nodeClaimOf(ctx context.Context, node *corev1.Node) (*karpv1.NodeClaim, error) {
-	if node.Spec.ProviderID == "" {
-		return nil, nil
-	}
-	var list karpv1.NodeClaimList
-	if err := c.kubeClient.List(ctx, &list, client.MatchingFields{index.NodeClaimProviderID: node.Spec.ProviderID}); err != nil {
-		return nil, fmt.Errorf("listing nodeclaims: %w", err)
-	}
-	if len(list.Items) == 0 {
-		return nil, nil
-	}
-	return &list.Items[0], nil
 }

@@ -23,6 +23,13 @@ const (
 	// fakes a kubelet for.
 	KWOKNodeLabelKey   = "kwok.x-k8s.io/node"
 	KWOKNodeLabelValue = "fake"
+	// KWOKNodeAnnotationKey and KWOKNodeAnnotationValue mark a Node as one
+	// kwok simulates: the kwok provider sets the annotation on the Nodes it
+	// creates, and the local cluster runs kwok with
+	// --manage-nodes-with-annotation-selector set to this pair, so it
+	// leaves every other Node alone.
+	KWOKNodeAnnotationKey   = "kwok.x-k8s.io/node"
+	KWOKNodeAnnotationValue = "fake"
 	// KWOKPartitionLabelKey selects which kwok controller manages a Node.
 	KWOKPartitionLabelKey = "kwok-partition"
 )

@@ -23,8 +23,8 @@ import (
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/index"
 	"github.com/karp-autoscaler/karp/pkg/metrics"
-	"github.com/karp-autoscaler/karp/pkg/operator/index"
 )
 
 const (
@@ -93,7 +93,7 @@ func (c *Controller) Reconcile(ctx context.Context, node *corev1.Node) (reconcil
 	if len(policies) == 0 || !node.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil
 	}
-	nodeClaim, err := c.nodeClaimOf(ctx, node)
+	nodeClaim, err := index.NodeClaimForProviderID(ctx, c.kubeClient, node.Spec.ProviderID)
 	if err != nil || nodeClaim == nil || !nodeClaim.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, err
 	}
@@ -248,20 +248,4 @@ func (c *Controller) unhealthyShare(ctx context.Context, pool string, policies [
 		}
 	}
 	return unhealthy, len(list.Items), nil
-}
-
-// nodeClaimOf returns the Node's NodeClaim, or nil when karp does not
-// manage the Node.
-func (c *Controller) nodeClaimOf(ctx context.Context, node *corev1.Node) (*karpv1.NodeClaim, error) {
-	if node.Spec.ProviderID == "" {
-		return nil, nil
-	}
-	var list karpv1.NodeClaimList
-	if err := c.kubeClient.List(ctx, &list, client.MatchingFields{index.NodeClaimProviderID: node.Spec.ProviderID}); err != nil {
-		return nil, fmt.Errorf("listing nodeclaims: %w", err)
-	}
-	if len(list.Items) == 0 {
-		return nil, nil
-	}
-	return &list.Items[0], nil
 }

@@ -24,8 +24,8 @@ import (
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/index"
 	"github.com/karp-autoscaler/karp/pkg/metrics"
-	"github.com/karp-autoscaler/karp/pkg/operator/index"
 )
 
 const (
@@ -93,7 +93,7 @@ func (c *Controller) Reconcile(ctx context.Context, node *corev1.Node) (reconcil
 		c.dedupe.forget(node.UID)
 		return reconcile.Result{}, nil
 	}
-	nodeClaim, err := c.nodeClaimFor(ctx, node)
+	nodeClaim, err := index.NodeClaimForProviderID(ctx, c.kubeClient, node.Spec.ProviderID)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -269,21 +269,6 @@ func (c *Controller) patchNodeClaimStatus(ctx context.Context, p *pass) error {
 	}
 	err := c.kubeClient.Status().Patch(ctx, p.nodeClaim, client.MergeFromWithOptions(p.before, client.MergeFromWithOptimisticLock{}))
 	return client.IgnoreNotFound(err)
-}
-
-// nodeClaimFor returns the NodeClaim with the Node's providerID, or nil.
-func (c *Controller) nodeClaimFor(ctx context.Context, node *corev1.Node) (*karpv1.NodeClaim, error) {
-	if node.Spec.ProviderID == "" {
-		return nil, nil
-	}
-	var list karpv1.NodeClaimList
-	if err := c.kubeClient.List(ctx, &list, client.MatchingFields{index.NodeClaimProviderID: node.Spec.ProviderID}); err != nil {
-		return nil, fmt.Errorf("listing nodeclaims by providerID: %w", err)
-	}
-	if len(list.Items) == 0 {
-		return nil, nil
-	}
-	return &list.Items[0], nil
 }
 
 // finalizing passes Nodes that are being deleted and carry karp's finalizer.

@@ -19,7 +19,7 @@ import (
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
-	"github.com/karp-autoscaler/karp/pkg/operator/index"
+	"github.com/karp-autoscaler/karp/pkg/index"
 )
 
 // Condition reasons on the NodeClaim.

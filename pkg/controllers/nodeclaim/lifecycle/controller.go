@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
@@ -25,8 +24,8 @@ import (
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/index"
 	"github.com/karp-autoscaler/karp/pkg/metrics"
-	"github.com/karp-autoscaler/karp/pkg/operator/index"
 )
 
 // maxConcurrentReconciles bounds parallel launches; launches are I/O bound.
@@ -103,7 +102,7 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).
 		Named(c.Name()).
 		For(&karpv1.NodeClaim{}).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(NodeClaimsForNode(c.kubeClient)), builder.WithPredicates(nodeChanged)).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(index.NodeClaimRequestsForNode(c.kubeClient)), builder.WithPredicates(nodeChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles, RateLimiter: retryLimiter()}).
 		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
 }
@@ -226,25 +225,6 @@ func soonest(results ...reconcile.Result) reconcile.Result {
 		}
 	}
 	return out
-}
-
-// NodeClaimsForNode maps a Node to the NodeClaims with its providerID.
-func NodeClaimsForNode(kubeClient client.Client) handler.MapFunc {
-	return func(ctx context.Context, o client.Object) []reconcile.Request {
-		node, ok := o.(*corev1.Node)
-		if !ok || node.Spec.ProviderID == "" {
-			return nil
-		}
-		var list karpv1.NodeClaimList
-		if err := kubeClient.List(ctx, &list, client.MatchingFields{index.NodeClaimProviderID: node.Spec.ProviderID}, client.UnsafeDisableDeepCopy); err != nil {
-			return nil
-		}
-		out := make([]reconcile.Request, 0, len(list.Items))
-		for i := range list.Items {
-			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
-		}
-		return out
-	}
 }
 
 // nodesFor lists the Nodes with the NodeClaim's providerID.

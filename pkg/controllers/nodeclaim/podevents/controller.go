@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
-	"github.com/karp-autoscaler/karp/pkg/operator/index"
+	"github.com/karp-autoscaler/karp/pkg/index"
 )
 
 // Dedupe is the least time between two writes of a NodeClaim's
@@ -110,17 +110,14 @@ func (c *Controller) nodeClaimOf(ctx context.Context, nodeName string) (*karpv1.
 	if err := c.kubeClient.Get(ctx, client.ObjectKey{Name: nodeName}, node, &client.GetOptions{UnsafeDisableDeepCopy: ptr.To(true)}); err != nil {
 		return nil, client.IgnoreNotFound(fmt.Errorf("getting node: %w", err))
 	}
-	if node.Spec.ProviderID == "" {
-		return nil, nil
+	claims, err := index.NodeClaimsForProviderID(ctx, c.kubeClient, node.Spec.ProviderID)
+	if err != nil {
+		return nil, err
 	}
-	var list karpv1.NodeClaimList
-	if err := c.kubeClient.List(ctx, &list, client.MatchingFields{index.NodeClaimProviderID: node.Spec.ProviderID}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("listing nodeclaims: %w", err)
-	}
-	for i := range list.Items {
-		if list.Items[i].DeletionTimestamp.IsZero() {
+	for i := range claims {
+		if claims[i].DeletionTimestamp.IsZero() {
 			// The list shares the cache's objects; the caller changes it.
-			return list.Items[i].DeepCopy(), nil
+			return claims[i].DeepCopy(), nil
 		}
 	}
 	return nil, nil
