@@ -3,7 +3,6 @@ package state_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -25,24 +24,12 @@ import (
 	statecontrollers "github.com/karp-autoscaler/karp/pkg/controllers/state"
 	"github.com/karp-autoscaler/karp/pkg/state"
 	"github.com/karp-autoscaler/karp/pkg/test"
-	"github.com/karp-autoscaler/karp/pkg/test/environment"
 )
 
-var env *environment.Environment
-
-func TestMain(m *testing.M) {
-	var err error
-	env, err = environment.Start(context.Background())
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	os.Exit(code)
-}
+// The tests in this file check pkg/state's Cluster as the state
+// controllers' informers feed it from a real API server: the joined view of
+// NodeClaims, Nodes and pods, Synced, nominations and the node metrics.
+// pkg/state's own tests are pure and run in the unit tier.
 
 func cleanup(t *testing.T) {
 	t.Cleanup(func() {
