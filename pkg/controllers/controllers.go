@@ -33,6 +33,8 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodepool/readiness"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodepool/validation"
 	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning"
+	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning/batchhold"
+	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning/hint"
 	statecontrollers "github.com/karp-autoscaler/karp/pkg/controllers/state"
 	"github.com/karp-autoscaler/karp/pkg/operator/options"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
@@ -104,10 +106,10 @@ func NewControllers(deps Deps) []Controller {
 		provisioning.NewNodeController(provisioner.Batcher()),
 		// Tells the kube-scheduler which node each nominated pod was
 		// planned for, once that node registers.
-		provisioning.NewHintController(deps.KubeClient, cluster),
+		hint.NewController(deps.KubeClient, cluster),
 		// Lifts the hold from a multi-node batch's nodes together, once
 		// the batch is initialized.
-		provisioning.NewBatchController(deps.KubeClient, cluster, deps.Clock, provisioningOptions(deps.Options).BatchHoldDuration,
+		batchhold.NewController(deps.KubeClient, cluster, deps.Clock, provisioningOptions(deps.Options).BatchHoldDuration,
 			provisioningOptions(deps.Options).NominationTTL()).WithAPIReader(deps.APIReader),
 		// Registers the scheduler, node and pod metrics.
 		provisioning.NewMetricsRegistrar(crmetrics.Registry, cluster),

@@ -4,9 +4,11 @@ import (
 	"math"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/manifest"
+	"github.com/karp-autoscaler/karp/pkg/render"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
 )
 
@@ -92,7 +94,7 @@ func newReport(res *simulation.Result, cluster *manifest.Cluster) *Report {
 			s.InstanceTypeOptions = append(s.InstanceTypeOptions, it.Name)
 		}
 		rep.NodeClaims = append(rep.NodeClaims, s)
-		rep.claims = append(rep.claims, toNodeClaim(nc))
+		rep.claims = append(rep.claims, nodeClaimObject(nc))
 		rep.TotalPricePerHour += nc.Price
 		rep.TotalPods += len(nc.Pods)
 	}
@@ -115,6 +117,14 @@ func newReport(res *simulation.Result, cluster *manifest.Cluster) *Report {
 		rep.Unschedulable = append(rep.Unschedulable, u)
 	}
 	return rep
+}
+
+// nodeClaimObject is the NodeClaim the provisioner would create for a
+// simulated one (the same renderer), with its TypeMeta for printing.
+func nodeClaimObject(nc *simulation.NodeClaim) *karpv1.NodeClaim {
+	obj := render.NodeClaim(nc)
+	obj.TypeMeta = metav1.TypeMeta{APIVersion: karpv1.SchemeGroupVersion.String(), Kind: "NodeClaim"}
+	return obj
 }
 
 // roundCents rounds to 1/10000 of a dollar, the catalog's precision, so

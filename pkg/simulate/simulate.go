@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -124,9 +123,3 @@ func existingNode(ns *manifest.NodeState) *simulation.Node {
 
 // podKey is "namespace/name".
 func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
-
-// nodeClassLabel is the label naming a NodeClaim's NodeClass:
-// <group>/<lower-case kind>.
-func nodeClassLabel(ref *karpv1.NodeClassReference) string {
-	return ref.Group + "/" + strings.ToLower(ref.Kind)
-}

@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
-	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning"
 	"github.com/karp-autoscaler/karp/pkg/metrics"
+	"github.com/karp-autoscaler/karp/pkg/render"
 	"github.com/karp-autoscaler/karp/pkg/state"
 )
 
@@ -55,7 +55,7 @@ func (c *Controller) queuedIDs() map[string]bool {
 func (c *Controller) start(ctx context.Context, cmd Command) error {
 	q := &queued{cmd: cmd, started: c.clock.Now()}
 	for _, r := range cmd.Replacements {
-		obj := provisioning.NewNodeClaim(r)
+		obj := render.NodeClaim(r)
 		if err := c.kubeClient.Create(ctx, obj); err != nil {
 			return errors.Join(fmt.Errorf("creating replacement nodeclaim: %w", err), c.rollback(ctx, q))
 		}

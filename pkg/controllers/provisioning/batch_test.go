@@ -19,6 +19,8 @@ import (
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/fake"
 	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning"
+	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning/batchhold"
+	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning/hint"
 	statecontrollers "github.com/karp-autoscaler/karp/pkg/controllers/state"
 	"github.com/karp-autoscaler/karp/pkg/index"
 	"github.com/karp-autoscaler/karp/pkg/state"
@@ -32,7 +34,7 @@ var nominationTTL = provisioning.DefaultOptions().NominationTTL()
 
 // batchHarness is a harness whose cache has karp's field indexes, which
 // the batch controller lists by.
-func newBatchHarness(t *testing.T) (*harness, *provisioning.BatchController) {
+func newBatchHarness(t *testing.T) (*harness, *batchhold.Controller) {
 	t.Helper()
 	register := func(ctx context.Context, mgr manager.Manager, cluster *state.Cluster) error {
 		if err := index.Install(ctx, mgr.GetFieldIndexer()); err != nil {
@@ -43,7 +45,7 @@ func newBatchHarness(t *testing.T) (*harness, *provisioning.BatchController) {
 	base := controllertest.New(t, env, register, fake.New())
 	h := &harness{base: base, t: t, ctx: base.Ctx, client: base.Client, clock: base.Clock, provider: base.Provider}
 	h.started()
-	return h, provisioning.NewBatchController(h.mgr.GetClient(), h.cluster, h.clock, holdBound, nominationTTL)
+	return h, batchhold.NewController(h.mgr.GetClient(), h.cluster, h.clock, holdBound, nominationTTL)
 }
 
 // heldMember creates a NodeClaim of the batch registered to a Node that
@@ -97,7 +99,7 @@ func (h *harness) held(node *corev1.Node) bool {
 
 // reconcileBatch runs the controller on the batch once the cache shows
 // every member of the batch in the wanted initialized state.
-func (h *harness) reconcileBatch(c *provisioning.BatchController, batch string, initialized map[string]bool) reconcile.Result {
+func (h *harness) reconcileBatch(c *batchhold.Controller, batch string, initialized map[string]bool) reconcile.Result {
 	h.t.Helper()
 	h.eventually("batch members in the cache", func() bool {
 		var list karpv1.NodeClaimList
@@ -322,7 +324,7 @@ func TestBatchHoldLiftOnAStaleCacheIsQuiet(t *testing.T) {
 			return c.Patch(ctx, obj, patch, opts...)
 		},
 	})
-	c := provisioning.NewBatchController(frozen, h.cluster, h.clock, holdBound, nominationTTL)
+	c := batchhold.NewController(frozen, h.cluster, h.clock, holdBound, nominationTTL)
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Name: "b5"}}
 	h.reconcileBatch(c, "b5", map[string]bool{"stale-a": true, "stale-b": true})
 	if h.held(nodeA) || h.held(nodeB) || patches != 2 {
@@ -345,7 +347,7 @@ func TestBatchHoldLiftOnAStaleCacheIsQuiet(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fresh := provisioning.NewBatchController(frozen, h.cluster, h.clock, holdBound, nominationTTL)
+	fresh := batchhold.NewController(frozen, h.cluster, h.clock, holdBound, nominationTTL)
 	if _, err := fresh.Reconcile(h.ctx, req); err != nil {
 		t.Errorf("lift from a stale copy: %v, want no error", err)
 	}
@@ -470,7 +472,7 @@ func TestBatchLiftRestoresAHintTheCacheStillShows(t *testing.T) {
 	pods := h.pendingPods(test.MakePod("cleared").Requests("cpu", "1").Obj(), test.MakePod("intact").Requests("cpu", "1").Obj())
 	h.cluster.Nominate(pods[0], state.NodeClaimID(a.Name), nominationTTL)
 	h.cluster.Nominate(pods[1], state.NodeClaimID(b.Name), nominationTTL)
-	hinter := provisioning.NewHintController(h.mgr.GetClient(), h.cluster)
+	hinter := hint.NewController(h.mgr.GetClient(), h.cluster)
 	for _, nc := range []*karpv1.NodeClaim{a, b} {
 		if _, err := hinter.Reconcile(h.ctx, nc); err != nil {
 			t.Fatal(err)
@@ -494,7 +496,7 @@ func TestBatchLiftRestoresAHintTheCacheStillShows(t *testing.T) {
 	// hint; the cache does not show it.
 	h.clearHint(pods[0])
 	lagging, hintWrites := h.laggingClient(frozen)
-	c := provisioning.NewBatchController(lagging, h.cluster, h.clock, holdBound, nominationTTL).WithAPIReader(h.client)
+	c := batchhold.NewController(lagging, h.cluster, h.clock, holdBound, nominationTTL).WithAPIReader(h.client)
 	h.reconcileBatch(c, "b11", map[string]bool{a.Name: true, b.Name: true})
 	if h.held(nodeA) || h.held(nodeB) {
 		t.Fatal("batch initialized but still held")

@@ -15,7 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning/hint"
 	"github.com/karp-autoscaler/karp/pkg/metrics"
+	"github.com/karp-autoscaler/karp/pkg/render"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
 	"github.com/karp-autoscaler/karp/pkg/state"
 )
@@ -49,12 +51,12 @@ func (p *Provisioner) act(ctx context.Context, in *simulation.Input, res *simula
 	// Creates are independent; a large scale-up must not wait on one API
 	// round trip per NodeClaim.
 	// NodeClaims launched together are held from the scheduler together
-	// (see BatchController).
+	// (see package batchhold).
 	batch := ""
 	if p.opts.BatchHoldDuration > 0 && len(allowed) > 1 {
 		batch = rand.String(10)
 	}
-	fill := fillPods(allowed)
+	fill := hint.FillPods(allowed)
 	workqueue.ParallelizeUntil(ctx, createWorkers, len(allowed), func(i int) {
 		names[i], errs[i] = p.create(ctx, allowed[i], ttl, batch, fill)
 	})
@@ -108,7 +110,7 @@ func (p *Provisioner) admit(limits *limitTracker, claims []*simulation.NodeClaim
 // pods to it.
 func (p *Provisioner) create(ctx context.Context, nc *simulation.NodeClaim, ttl time.Duration, batch string, fill map[types.UID]bool) (string, error) {
 	nodePool := nc.NodePool
-	obj := newNodeClaim(nc, nodePool, providerLabelKeys(nc))
+	obj := render.NodeClaim(nc)
 	if batch != "" {
 		obj.Annotations[karpv1.ProvisioningBatchAnnotationKey] = batch
 	}

@@ -13,6 +13,11 @@
 //     records them in state, nominates the pods (in memory, with an expiry)
 //     and publishes Nominated and FailedScheduling events.
 //
+// Two concerns of provisioning are packages of their own: the scheduler
+// hints (package hint) and the hold of a multi-node batch from the
+// scheduler until the batch is up (package batchhold). This package
+// imports them; they never import it.
+//
 // Invariants:
 //   - Nothing is created while state is not synced, so after a restart the
 //     in-flight NodeClaims are capacity before the first solve and the

@@ -7,7 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
-	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning"
+	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning/hint"
 	"github.com/karp-autoscaler/karp/pkg/state"
 	"github.com/karp-autoscaler/karp/pkg/test"
 )
@@ -36,7 +36,7 @@ func TestRegisteredNodeClaimHintsTheScheduler(t *testing.T) {
 	if len(res.Created) != 1 {
 		t.Fatalf("created %v, want one NodeClaim", res.Created)
 	}
-	hinter := provisioning.NewHintController(h.client, h.cluster)
+	hinter := hint.NewController(h.client, h.cluster)
 	nc := &karpv1.NodeClaim{}
 	if err := h.client.Get(h.ctx, client.ObjectKey{Name: res.Created[0]}, nc); err != nil {
 		t.Fatal(err)
@@ -93,7 +93,7 @@ func TestHintClearedByTheSchedulerIsWrittenAgain(t *testing.T) {
 	h := newHarness(t)
 	h.readyNodePool(test.MakeNodePool("default").Obj())
 	pods := h.pendingPods(test.MakePod("again").Requests("cpu", "1").Obj())
-	hinter := provisioning.NewHintController(h.mgr.GetClient(), h.cluster)
+	hinter := hint.NewController(h.mgr.GetClient(), h.cluster)
 	if err := hinter.Register(h.ctx, h.mgr); err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestHintNotWrittenTwiceWhileTheCacheLags(t *testing.T) {
 		return true
 	})
 	lagging, patches := h.laggingClient(frozen)
-	hinter := provisioning.NewHintController(lagging, h.cluster)
+	hinter := hint.NewController(lagging, h.cluster)
 	for pass := 1; pass <= 2; pass++ {
 		if _, err := hinter.Reconcile(h.ctx, nc); err != nil {
 			t.Fatal(err)

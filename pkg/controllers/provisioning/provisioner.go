@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning/hint"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
 	"github.com/karp-autoscaler/karp/pkg/state"
 )
@@ -31,7 +32,7 @@ type Options struct {
 	BatchMaxDuration time.Duration
 	// BatchHoldDuration bounds how long an initialized node of a
 	// multi-node batch is held from the scheduler while the batch's other
-	// nodes start (see BatchController); 0 turns the hold off.
+	// nodes start (see package batchhold); 0 turns the hold off.
 	BatchHoldDuration time.Duration
 	// PreferencePolicy and MinValuesPolicy are passed to the solver.
 	PreferencePolicy simulation.PreferencePolicy
@@ -185,11 +186,11 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Results, error) {
 	}
 	created, err := p.act(ctx, in, res, ids)
 	// Pods placed on nodes that exist: tell the scheduler now. Pods of new
-	// NodeClaims are hinted when those register (HintController).
+	// NodeClaims are hinted when those register (the hint package's Controller).
 	for _, ep := range res.ExistingNodes {
 		pods := slices.DeleteFunc(slices.Clone(ep.Pods), state.IsAwaitingScheduler)
 		if name := nodeNames[ep.Node]; name != "" && len(pods) > 0 {
-			go hintScheduler(context.WithoutCancel(ctx), p.kubeClient, pods, name)
+			go hint.Write(context.WithoutCancel(ctx), p.kubeClient, pods, name)
 		}
 	}
 	return &Results{Solve: res, Created: created}, err

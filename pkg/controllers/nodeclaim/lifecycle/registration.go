@@ -149,7 +149,7 @@ func (r *registration) syncNode(ctx context.Context, nodeClaim *karpv1.NodeClaim
 		node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, isUnregisteredTaint)
 		// A node of a multi-node batch trades the unregistered taint for
 		// the batch hold in the same write, so the scheduler never sees
-		// it open before its batch is (see provisioning.BatchController).
+		// it open before its batch is (see package batchhold).
 		if nodeClaim.Annotations[karpv1.ProvisioningBatchAnnotationKey] != "" && hadTaint &&
 			node.Labels[karpv1.NodeDoNotSyncTaintsLabelKey] != "true" {
 			node.Spec.Taints = withTaints(node.Spec.Taints, karpv1.BatchHoldNoScheduleTaint)

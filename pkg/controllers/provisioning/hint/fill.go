@@ -1,4 +1,4 @@
-package provisioning
+package hint
 
 import (
 	"cmp"
@@ -30,8 +30,8 @@ import (
 // spread, no host ports and no volumes.
 // Every other pod is hinted.
 
-// fillPods returns the UIDs of the pods of the NodeClaims left unhinted.
-func fillPods(claims []*simulation.NodeClaim) map[types.UID]bool {
+// FillPods returns the UIDs of the pods of the NodeClaims left unhinted.
+func FillPods(claims []*simulation.NodeClaim) map[types.UID]bool {
 	groups := map[string][]*corev1.Pod{}
 	for _, nc := range claims {
 		for _, pod := range nc.Pods {

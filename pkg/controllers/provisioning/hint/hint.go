@@ -1,4 +1,4 @@
-package provisioning
+package hint
 
 import (
 	"context"
@@ -28,40 +28,42 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/state"
 )
 
-// Scheduler hints. karp plans which node each pending pod lands on; the
-// kube-scheduler, left alone, places pods by its own scoring on whichever
-// new node turns Ready first, mixing large and small pods differently
-// from the plan, so some pods no longer fit anywhere and need another
-// round of nodes. Writing the plan into the pod's status.nominatedNodeName
-// (the field external components may set since Kubernetes 1.35,
-// NominatedNodeNameForExpectation) makes the scheduler try that node first
-// and count the pod against that node's capacity while it places others.
-// A hint is only a hint: the scheduler still runs every filter, and a
-// stale hint (a node that never came) costs it nothing. The hint carries
-// a pod condition (state.SchedulerHintCondition) so karp never mistakes
-// its own hint for the scheduler's preemption nomination.
-
 // hintWorkers bounds concurrent pod status patches.
 const hintWorkers = 16
 
-// hintScheduler writes nodeName as the nominated node of each pod still
-// pending without that hint. Errors are logged: a missing hint only
-// costs the scheduler's default placement.
-func hintScheduler(ctx context.Context, kubeClient client.Client, pods []*corev1.Pod, nodeName string) {
-	hints := make([]podHint, 0, len(pods))
+// Write writes nodeName as the nominated node of each pod still pending
+// without that hint. Errors are logged: a missing hint only costs the
+// scheduler's default placement.
+func Write(ctx context.Context, kubeClient client.Client, pods []*corev1.Pod, nodeName string) {
+	hints := make([]Hint, 0, len(pods))
 	for _, pod := range pods {
-		hints = append(hints, podHint{pod: pod, node: nodeName})
+		hints = append(hints, Hint{Pod: pod, Node: nodeName})
 	}
 	writeHints(ctx, kubeClient, hints)
 }
 
-// podHint is a pod and the node it was planned for.
-type podHint struct {
-	pod  *corev1.Pod
-	node string
+// Hint is a pod and the node it was planned for.
+type Hint struct {
+	Pod  *corev1.Pod
+	Node string
 	// from is the resourceVersion of the cached copy the hint is written
 	// over.
 	from string
+}
+
+// WriteConfirmed writes each hint a pod does not carry yet and returns how
+// many it wrote. With apiReader it confirms the hints against the API
+// server first (see staleHints). When that read fails it writes all the
+// same, on the cache's word, and returns the read's error with the count:
+// a missing hint costs the plan, while a caller waiting on the hints (the
+// batch hold) would cost its pods more.
+func WriteConfirmed(ctx context.Context, kubeClient client.Client, apiReader client.Reader, hints []Hint) (int, error) {
+	var versions map[types.UID]string
+	var err error
+	if apiReader != nil && len(hints) > 0 {
+		versions, err = unboundPodVersions(ctx, apiReader, hints)
+	}
+	return patchHints(ctx, kubeClient, staleHints(ctx, kubeClient, hints, versions)), err
 }
 
 // hintLedger remembers the hints karp wrote that the informer cache may
@@ -131,7 +133,7 @@ func (l *hintLedger) forget(uid types.UID) {
 
 // writeHints writes each hint a pod does not carry yet, in parallel, and
 // returns how many it wrote.
-func writeHints(ctx context.Context, kubeClient client.Client, hints []podHint) int {
+func writeHints(ctx context.Context, kubeClient client.Client, hints []Hint) int {
 	return patchHints(ctx, kubeClient, staleHints(ctx, kubeClient, hints, nil))
 }
 
@@ -144,12 +146,12 @@ func writeHints(ctx context.Context, kubeClient client.Client, hints []podHint) 
 // cache has it, hinted. The scheduler clears a pod's hint whenever it
 // tries the pod on a held node, and during a large scale-up the pod watch
 // runs behind: the cache can still show a hint cleared moments ago.
-func staleHints(ctx context.Context, kubeClient client.Client, hints []podHint, versions map[types.UID]string) []podHint {
-	stale := make([]podHint, 0, len(hints))
+func staleHints(ctx context.Context, kubeClient client.Client, hints []Hint, versions map[types.UID]string) []Hint {
+	stale := make([]Hint, 0, len(hints))
 	for _, h := range hints {
 		// The state's copy may predate the update that cleared the hint:
 		// read the pod as the client (the informer cache) has it now.
-		pod := h.pod
+		pod := h.Pod
 		current := &corev1.Pod{}
 		if err := kubeClient.Get(ctx, client.ObjectKeyFromObject(pod), current, &client.GetOptions{UnsafeDisableDeepCopy: ptr.To(true)}); err == nil {
 			pod = current
@@ -159,7 +161,7 @@ func staleHints(ctx context.Context, kubeClient client.Client, hints []podHint, 
 		}
 		// Bound, or nominated by the scheduler itself (preemption), which
 		// a hint must not overwrite.
-		if pod.Spec.NodeName != "" || pod.Status.NominatedNodeName != "" && pod.Status.NominatedNodeName != h.node && !state.IsSchedulerHint(pod) {
+		if pod.Spec.NodeName != "" || pod.Status.NominatedNodeName != "" && pod.Status.NominatedNodeName != h.Node && !state.IsSchedulerHint(pod) {
 			hintsWritten.forget(pod.UID)
 			continue
 		}
@@ -168,12 +170,12 @@ func staleHints(ctx context.Context, kubeClient client.Client, hints []podHint, 
 			switch {
 			case !ok:
 				continue // bound or gone on the API server
-			case version == hintsWritten.madeVersion(pod.UID, h.node):
+			case version == hintsWritten.madeVersion(pod.UID, h.Node):
 				continue // as karp's own hint write left it
-			case version == pod.ResourceVersion && pod.Status.NominatedNodeName == h.node:
+			case version == pod.ResourceVersion && pod.Status.NominatedNodeName == h.Node:
 				continue // the cache is current, and hinted
 			}
-		} else if pod.Status.NominatedNodeName == h.node || hintsWritten.pending(pod, h.node) {
+		} else if pod.Status.NominatedNodeName == h.Node || hintsWritten.pending(pod, h.Node) {
 			// Already hinted, or hinted by karp in a write the cache has
 			// not caught up with.
 			continue
@@ -187,11 +189,11 @@ func staleHints(ctx context.Context, kubeClient client.Client, hints []podHint, 
 // unboundPodVersions lists the unbound pods' metadata from the API server
 // (in the hints' namespace when they share one) and returns each one's
 // resourceVersion by UID.
-func unboundPodVersions(ctx context.Context, reader client.Reader, hints []podHint) (map[types.UID]string, error) {
+func unboundPodVersions(ctx context.Context, reader client.Reader, hints []Hint) (map[types.UID]string, error) {
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
 	opts := []client.ListOption{client.MatchingFields{"spec.nodeName": ""}}
-	if ns := hints[0].pod.Namespace; !slices.ContainsFunc(hints, func(h podHint) bool { return h.pod.Namespace != ns }) {
+	if ns := hints[0].Pod.Namespace; !slices.ContainsFunc(hints, func(h Hint) bool { return h.Pod.Namespace != ns }) {
 		opts = append(opts, client.InNamespace(ns))
 	}
 	if err := reader.List(ctx, list, opts...); err != nil {
@@ -205,7 +207,7 @@ func unboundPodVersions(ctx context.Context, reader client.Reader, hints []podHi
 }
 
 // patchHints writes each hint, in parallel, and returns how many it wrote.
-func patchHints(ctx context.Context, kubeClient client.Client, hints []podHint) int {
+func patchHints(ctx context.Context, kubeClient client.Client, hints []Hint) int {
 	if len(hints) == 0 {
 		return 0
 	}
@@ -213,61 +215,61 @@ func patchHints(ctx context.Context, kubeClient client.Client, hints []podHint) 
 	// One patch body per node.
 	patches := map[string][]byte{}
 	for _, h := range hints {
-		if _, ok := patches[h.node]; ok {
+		if _, ok := patches[h.Node]; ok {
 			continue
 		}
 		// A strategic merge patch: conditions merge by type, so the
 		// scheduler's PodScheduled condition stays.
 		raw, err := json.Marshal(map[string]any{"status": map[string]any{
-			"nominatedNodeName": h.node,
+			"nominatedNodeName": h.Node,
 			"conditions": []corev1.PodCondition{{
 				Type:               state.SchedulerHintCondition,
 				Status:             corev1.ConditionTrue,
 				Reason:             "Provisioned",
-				Message:            state.SchedulerHintMessage(h.node),
+				Message:            state.SchedulerHintMessage(h.Node),
 				LastTransitionTime: now,
 			}},
 		}})
 		if err != nil {
 			return 0
 		}
-		patches[h.node] = raw
+		patches[h.Node] = raw
 	}
 	workqueue.ParallelizeUntil(ctx, hintWorkers, len(hints), func(i int) {
 		h := hints[i]
-		raw := patches[h.node]
+		raw := patches[h.Node]
 		// Metadata only: the API server answers with the pod's metadata
 		// instead of the whole pod, which karp would decode and drop.
 		pod := &metav1.PartialObjectMetadata{}
 		pod.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
-		pod.Namespace, pod.Name = h.pod.Namespace, h.pod.Name
+		pod.Namespace, pod.Name = h.Pod.Namespace, h.Pod.Name
 		err := kubeClient.Status().Patch(ctx, pod, client.RawPatch(types.StrategicMergePatchType, raw))
 		if err == nil {
-			hintsWritten.record(h.pod.UID, writtenHint{node: h.node, from: h.from, to: pod.ResourceVersion})
+			hintsWritten.record(h.Pod.UID, writtenHint{node: h.Node, from: h.from, to: pod.ResourceVersion})
 		} else if client.IgnoreNotFound(err) != nil {
-			log.FromContext(ctx).V(1).Info("writing scheduler hint", "pod", client.ObjectKeyFromObject(pod), "node", h.node, "error", err.Error())
+			log.FromContext(ctx).V(1).Info("writing scheduler hint", "pod", client.ObjectKeyFromObject(pod), "node", h.Node, "error", err.Error())
 		}
 	})
 	return len(hints)
 }
 
-// HintController hints the scheduler with the node of a NodeClaim as
+// Controller hints the scheduler with the node of a NodeClaim as
 // soon as it registers (a new node's name is not known before), for the
 // pods the provisioner nominated to that NodeClaim.
-type HintController struct {
+type Controller struct {
 	kubeClient client.Client
 	cluster    *state.Cluster
 }
 
-var _ reconcile.ObjectReconciler[*karpv1.NodeClaim] = (*HintController)(nil)
+var _ reconcile.ObjectReconciler[*karpv1.NodeClaim] = (*Controller)(nil)
 
-// NewHintController returns the registration-time scheduler hinter.
-func NewHintController(kubeClient client.Client, cluster *state.Cluster) *HintController {
-	return &HintController{kubeClient: kubeClient, cluster: cluster}
+// NewController returns the registration-time scheduler hinter.
+func NewController(kubeClient client.Client, cluster *state.Cluster) *Controller {
+	return &Controller{kubeClient: kubeClient, cluster: cluster}
 }
 
 // Name is the controller's name.
-func (c *HintController) Name() string { return "provisioner.hint" }
+func (c *Controller) Name() string { return "provisioner.hint" }
 
 // Register watches NodeClaims getting their node name, and pending pods
 // whose hint the scheduler cleared: it does after every failed attempt
@@ -276,7 +278,7 @@ func (c *HintController) Name() string { return "provisioner.hint" }
 // more on its planned node while that node starts. The NodeClaim the pod
 // is nominated to is then hinted again; only its pods without the hint
 // are written.
-func (c *HintController) Register(_ context.Context, mgr manager.Manager) error {
+func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 	registered := predicate.Funcs{
 		CreateFunc: func(e event.CreateEvent) bool { return nodeNameOf(e.Object) != "" },
 		UpdateFunc: func(e event.UpdateEvent) bool {
@@ -315,7 +317,7 @@ var hintCleared = predicate.Funcs{
 }
 
 // nominatedNodeClaim maps a pod to the NodeClaim karp nominated it to.
-func (c *HintController) nominatedNodeClaim(_ context.Context, o client.Object) []reconcile.Request {
+func (c *Controller) nominatedNodeClaim(_ context.Context, o client.Object) []reconcile.Request {
 	id := c.cluster.HintedNode(client.ObjectKeyFromObject(o))
 	name, ok := strings.CutPrefix(id, state.NodeClaimID(""))
 	if !ok || name == "" {
@@ -334,10 +336,10 @@ func nodeNameOf(o client.Object) string {
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
 
 // Reconcile hints the pods nominated to the NodeClaim with its node.
-func (c *HintController) Reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim) (reconcile.Result, error) {
+func (c *Controller) Reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim) (reconcile.Result, error) {
 	if nodeClaim.Status.NodeName == "" || !nodeClaim.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil
 	}
-	hintScheduler(ctx, c.kubeClient, c.cluster.HintedPods(state.NodeClaimID(nodeClaim.Name)), nodeClaim.Status.NodeName)
+	Write(ctx, c.kubeClient, c.cluster.HintedPods(state.NodeClaimID(nodeClaim.Name)), nodeClaim.Status.NodeName)
 	return reconcile.Result{}, nil
 }

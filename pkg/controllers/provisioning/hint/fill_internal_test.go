@@ -1,4 +1,4 @@
-package provisioning
+package hint
 
 import (
 	"fmt"
@@ -24,7 +24,7 @@ func TestFillPodsLeavesTheLargestAlikeGroupUnhinted(t *testing.T) {
 		{Pods: []*corev1.Pod{large[0], small[0], small[1]}},
 		{Pods: []*corev1.Pod{large[1], small[2]}},
 	}
-	got := fillPods(claims)
+	got := FillPods(claims)
 	if len(got) != 3 || !got[small[0].UID] || !got[small[1].UID] || !got[small[2].UID] {
 		t.Errorf("fill = %v, want the three small pods", got)
 	}
@@ -55,7 +55,7 @@ func TestFillPodsLeavesTheLargestAlikeGroupUnhinted(t *testing.T) {
 		for _, n := range []string{"a", "b", "c", "d", "e"} {
 			many = append(many, mutate(rsPod(name+n, name, "1")))
 		}
-		got := fillPods([]*simulation.NodeClaim{{Pods: append(many, large...)}})
+		got := FillPods([]*simulation.NodeClaim{{Pods: append(many, large...)}})
 		for _, p := range many {
 			if got[p.UID] {
 				t.Errorf("%s: pod %s left unhinted", name, p.Name)
@@ -65,14 +65,14 @@ func TestFillPodsLeavesTheLargestAlikeGroupUnhinted(t *testing.T) {
 			t.Errorf("%s: fill = %v, want the two large pods", name, got)
 		}
 	}
-	got = fillPods([]*simulation.NodeClaim{{Pods: []*corev1.Pod{small[0], resized, large[0], large[1]}}})
+	got = FillPods([]*simulation.NodeClaim{{Pods: []*corev1.Pod{small[0], resized, large[0], large[1]}}})
 	if len(got) != 2 || !got[large[0].UID] {
 		t.Errorf("fill = %v, want the two alike large pods over one small and one resized", got)
 	}
 	// A bare pod (no controller) is always hinted, and a lone pod is no
 	// group.
 	bare := test.MakePod("bare").Requests("cpu", "1").Obj()
-	if got := fillPods([]*simulation.NodeClaim{{Pods: []*corev1.Pod{bare, large[0]}}}); len(got) != 0 {
+	if got := FillPods([]*simulation.NodeClaim{{Pods: []*corev1.Pod{bare, large[0]}}}); len(got) != 0 {
 		t.Errorf("fill = %v, want none", got)
 	}
 }
@@ -98,7 +98,7 @@ func TestFillPrefersTheSmallerPodsOfEqualGroups(t *testing.T) {
 			small = append(small, s)
 			claims = append(claims, &simulation.NodeClaim{Pods: []*corev1.Pod{l, s}})
 		}
-		got := fillPods(claims)
+		got := FillPods(claims)
 		if len(got) != 3 || !got[small[0].UID] || !got[small[1].UID] || !got[small[2].UID] {
 			t.Errorf("owners %v: fill = %v, want the three small pods", uids, got)
 		}

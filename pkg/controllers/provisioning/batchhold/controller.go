@@ -1,4 +1,4 @@
-package provisioning
+package batchhold
 
 import (
 	"context"
@@ -26,31 +26,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning/hint"
 	"github.com/karp-autoscaler/karp/pkg/index"
 	"github.com/karp-autoscaler/karp/pkg/state"
 )
 
-// The batch hold. One solve plans a whole batch of new nodes as one
-// packing. Their nodes turn Ready one by one, and the kube-scheduler
-// retries every pending pod each time one does: each try that fails
-// (the pod's own node is not Ready yet) doubles the pod's backoff, up to
-// 10s, and clears its nominated node, so by the time the pod's node is
-// Ready the pod waits out a long backoff and is then placed by the
-// scheduler's own scoring instead of karp's plan (a mix of large and
-// small pods then no longer fits and needs more nodes).
-//
-// So registration puts karpv1.BatchHoldNoScheduleTaint on each node of a
-// multi-node batch (NodeClaims annotated karpv1.ProvisioningBatchAnnotationKey),
-// in place of the unregistered taint; pods that fail on a tainted node
-// wait, without backoff, for the taint to go. BatchController lifts it
-// from every node of the batch at once when every NodeClaim of the batch
-// is initialized (or deleted), after refreshing the scheduler hints of
-// their pods, so each pod is tried once more, on the node it was planned
-// for. A node initialized longer than the hold's bound is lifted alone:
-// a slow or failed peer delays the others by at most that long.
-
-// BatchController lifts the batch hold.
-type BatchController struct {
+// Controller lifts the batch hold.
+type Controller struct {
 	kubeClient client.Client
 	// apiReader reads straight from the API server: the lift confirms the
 	// scheduler hints there (nil: the cache is trusted).
@@ -69,22 +51,22 @@ type BatchController struct {
 	lifted sync.Map
 }
 
-var _ reconcile.Reconciler = (*BatchController)(nil)
+var _ reconcile.Reconciler = (*Controller)(nil)
 
-// NewBatchController returns the batch-hold lifter.
-func NewBatchController(kubeClient client.Client, cluster *state.Cluster, clk clock.Clock, maxHold, nominationTTL time.Duration) *BatchController {
-	return &BatchController{kubeClient: kubeClient, cluster: cluster, clock: clk, maxHold: maxHold, nominationTTL: nominationTTL}
+// NewController returns the batch-hold lifter.
+func NewController(kubeClient client.Client, cluster *state.Cluster, clk clock.Clock, maxHold, nominationTTL time.Duration) *Controller {
+	return &Controller{kubeClient: kubeClient, cluster: cluster, clock: clk, maxHold: maxHold, nominationTTL: nominationTTL}
 }
 
 // WithAPIReader has the lift confirm the scheduler hints against the API
-// server, not only the cache (see staleHints).
-func (c *BatchController) WithAPIReader(r client.Reader) *BatchController {
+// server, not only the cache (see hint.WriteConfirmed).
+func (c *Controller) WithAPIReader(r client.Reader) *Controller {
 	c.apiReader = r
 	return c
 }
 
 // Name is the controller's name.
-func (c *BatchController) Name() string { return "provisioner.batch" }
+func (c *Controller) Name() string { return "provisioner.batch" }
 
 // Register queues a batch (by its name) whenever one of its NodeClaims
 // appears, is initialized, starts deleting or is gone, and whenever a
@@ -92,7 +74,7 @@ func (c *BatchController) Name() string { return "provisioner.batch" }
 // a NodeClaim can be initialized in the same pass that registered it,
 // before the cache has its Node with the hold, and that Node must not be
 // missed once the batch is complete.
-func (c *BatchController) Register(_ context.Context, mgr manager.Manager) error {
+func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 	err := builder.ControllerManagedBy(mgr).
 		Named(c.Name()).
 		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(batchOf), builder.WithPredicates(batchChanged)).
@@ -164,7 +146,7 @@ type heldNode struct {
 
 // Reconcile lifts the hold from the batch's nodes that may go: all of
 // them once the batch is complete, else those held longer than maxHold.
-func (c *BatchController) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	claims := &karpv1.NodeClaimList{}
 	// The cache's own objects (read only): a batch is reconciled on each
 	// of its NodeClaims' transitions, and copying the whole batch each
@@ -229,7 +211,7 @@ func (c *BatchController) Reconcile(ctx context.Context, req reconcile.Request) 
 
 // due splits the held nodes into those to lift now and how long until the
 // next of the others may go (0: none left).
-func (c *BatchController) due(held []heldNode, complete bool) ([]heldNode, time.Duration) {
+func (c *Controller) due(held []heldNode, complete bool) ([]heldNode, time.Duration) {
 	if complete || c.maxHold <= 0 {
 		return held, 0
 	}
@@ -266,24 +248,19 @@ const liftWorkers = 128
 // pod's hint each time it fails to place it), confirming the hints
 // against the API server, then removes the hold from all the nodes as
 // close together as it can.
-func (c *BatchController) lift(ctx context.Context, held []heldNode) (int, error) {
-	var hints []podHint
+func (c *Controller) lift(ctx context.Context, held []heldNode) (int, error) {
+	var hints []hint.Hint
 	for _, h := range held {
 		for _, pod := range c.cluster.HintedPods(state.NodeClaimID(h.nodeClaim.Name)) {
-			hints = append(hints, podHint{pod: pod, node: h.node.Name})
+			hints = append(hints, hint.Hint{Pod: pod, Node: h.node.Name})
 		}
 	}
-	var versions map[types.UID]string
-	if c.apiReader != nil && len(hints) > 0 {
-		var err error
-		if versions, err = unboundPodVersions(ctx, c.apiReader, hints); err != nil {
-			// Lift all the same, on the cache's word: a missing hint
-			// costs the plan, a batch left held costs its pods the
-			// hold's bound.
-			log.FromContext(ctx).Error(err, "confirming scheduler hints before the lift")
-		}
+	hinted, err := hint.WriteConfirmed(ctx, c.kubeClient, c.apiReader, hints)
+	if err != nil {
+		// Lifted all the same, on the cache's word: a missing hint costs
+		// the plan, a batch left held costs its pods the hold's bound.
+		log.FromContext(ctx).Error(err, "confirming scheduler hints before the lift")
 	}
-	hinted := patchHints(ctx, c.kubeClient, staleHints(ctx, c.kubeClient, hints, versions))
 	errs := make([]error, len(held))
 	workqueue.ParallelizeUntil(ctx, liftWorkers, len(held), func(i int) {
 		// A copy: the patch writes the response into it, and this is the

@@ -1,4 +1,4 @@
-package provisioning
+package render
 
 import (
 	"sort"
@@ -12,19 +12,19 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/simulation"
 )
 
-// MinValuesRelaxedAnnotationKey records whether minValues had to be
-// relaxed for a NodeClaim (upstream's annotation).
-const MinValuesRelaxedAnnotationKey = karpv1.Group + "/nodeclaim-min-values-relaxed"
-
-// newNodeClaim renders the NodeClaim to create for a solver decision:
-// generateName <nodepool>-, owned by the NodePool (blocking its deletion),
+// NodeClaim renders the NodeClaim karp creates for a solver decision,
+// from the decision's NodePool: generateName <nodepool>-, owned by the
+// NodePool (blocking its deletion), with its termination finalizer,
 // labeled with the template labels, the NodePool, the NodeClass and every
 // single-valued requirement the provider will not set itself, carrying the
 // template's annotations and hash, the narrowed requirements (instance
 // types cheapest first, capacity types), the pods' requests plus DaemonSet
 // overhead, and the template's nodeClassRef, taints, expiry and
-// termination grace period.
-func newNodeClaim(nc *simulation.NodeClaim, nodePool *karpv1.NodePool, providerKeys sets.Set[string]) *karpv1.NodeClaim {
+// termination grace period. The object carries no TypeMeta: a client
+// fills it in from its scheme.
+func NodeClaim(nc *simulation.NodeClaim) *karpv1.NodeClaim {
+	nodePool := nc.NodePool
+	providerKeys := providerLabelKeys(nc)
 	tmpl := nodePool.Spec.Template
 	labels := map[string]string{}
 	for k, v := range nc.Requirements.Labels() {
@@ -37,7 +37,7 @@ func newNodeClaim(nc *simulation.NodeClaim, nodePool *karpv1.NodePool, providerK
 	}
 	labels[karpv1.NodePoolLabelKey] = nodePool.Name
 	if ref := tmpl.Spec.NodeClassRef; ref != nil {
-		labels[ref.Group+"/"+strings.ToLower(ref.Kind)] = ref.Name
+		labels[nodeClassLabelKey(ref)] = ref.Name
 	}
 	annotations := map[string]string{}
 	for k, v := range tmpl.ObjectMeta.Annotations {
@@ -49,7 +49,7 @@ func newNodeClaim(nc *simulation.NodeClaim, nodePool *karpv1.NodePool, providerK
 		}
 	}
 	if nc.MinValuesRelaxed {
-		annotations[MinValuesRelaxedAnnotationKey] = strconv.FormatBool(true)
+		annotations[karpv1.NodeClaimMinValuesRelaxedAnnotationKey] = strconv.FormatBool(true)
 	}
 	blockOwnerDeletion := true
 	return &karpv1.NodeClaim{
@@ -74,6 +74,12 @@ func newNodeClaim(nc *simulation.NodeClaim, nodePool *karpv1.NodePool, providerK
 			ExpireAfter:            tmpl.Spec.ExpireAfter,
 		},
 	}
+}
+
+// nodeClassLabelKey is the label naming a NodeClaim's NodeClass:
+// <group>/<lower-case kind>.
+func nodeClassLabelKey(ref *karpv1.NodeClassReference) string {
+	return ref.Group + "/" + strings.ToLower(ref.Kind)
 }
 
 // requirements renders the solver's requirements in key order, keeping
