@@ -9,7 +9,7 @@ export KARP_BIN_DIR := $(BIN)
 
 .PHONY: help
 help: ## list the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
 build: ## build bin/karp (the CLI) and bin/karp-controller (the controller alone, the binary to deploy)
@@ -30,19 +30,43 @@ run: build tools ## local cluster + karp controller (kwok provider) + examples/,
 RUN_EXAMPLES ?= examples/nodepools-default-stable.yaml examples/nodepool-gpu.yaml examples/nodepool-generalcompute.yaml \
 	examples/daemonset-all-nodes.yaml examples/deployment-inflate-gpu.yaml examples/deployment-my-team.yaml examples/nginx-demo.yaml
 
-.PHONY: e2e
-e2e: tools ## run only the end-to-end suites against the local control plane
-	$(GO) test -count=1 -timeout 30m ./test/e2e/...
+# The test tiers. hack/test-tiers.sh puts every package in exactly one:
+# e2e (test/e2e), integration (tests that start an API server) or unit (the
+# rest). `make test` runs verify and the three tiers, in that order.
+TIER_PKGS = $(shell hack/test-tiers.sh $(1))
 
 .PHONY: test
-test: tools ## run every test: unit, controller (envtest) and end-to-end
-	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 40m ./...
+test: verify test-unit test-integration e2e ## run everything CI runs: verify, then the unit, integration and end-to-end tiers
+
+.PHONY: test-unit
+test-unit: ## run the unit tier: pure tests, no API server (well under a minute)
+	KARP_TEST_TIER=unit $(GO) test -count=1 -timeout 5m $(call TIER_PKGS,unit)
+
+.PHONY: test-integration
+test-integration: tools ## run the integration tier: controller and API tests against a real etcd + kube-apiserver (envtest)
+	KARP_TEST_TIER=integration $(GO) test -count=1 -timeout 20m $(call TIER_PKGS,integration)
+
+.PHONY: e2e
+e2e: tools ## run the end-to-end tier against the full local control plane
+	KARP_TEST_TIER=e2e $(GO) test -count=1 -timeout 30m $(call TIER_PKGS,e2e)
+
+.PHONY: tiers
+tiers: ## print each package's test tier
+	@hack/test-tiers.sh all
 
 .PHONY: generate
 generate: ## regenerate deepcopy functions and CRDs from pkg/apis (controller-gen v0.21.0)
 	hack/generate.sh
 
 .PHONY: verify
-verify: ## fail when generated files under pkg/apis are stale
+verify: ## go vet and the generated files under pkg/apis up to date
+	$(GO) vet ./...
 	hack/verify.sh
+
+.PHONY: lint
+lint: ## run golangci-lint alone (built from hack/tools/lint on first use)
+	hack/lint.sh
+
+.PHONY: fmt
+fmt: ## format the code with golangci-lint's gofmt and goimports
+	hack/lint.sh --fmt

@@ -20,6 +20,10 @@ import (
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 )
 
+// TierEnv names the environment variable the Makefile sets to the test tier
+// it runs (unit, integration, e2e).
+const TierEnv = "KARP_TEST_TIER"
+
 // Environment is a running etcd + kube-apiserver with the karp CRDs
 // installed and Established.
 type Environment struct {
@@ -47,7 +51,15 @@ func NewScheme() *runtime.Scheme {
 // Start builds the binaries if needed, starts etcd and kube-apiserver and
 // installs the karp CRDs. The context bounds only the start-up; call Stop to
 // shut the processes down.
+//
+// Under KARP_TEST_TIER=unit (set by `make test-unit`) it fails instead: a
+// test that starts an API server belongs in the integration tier (see
+// hack/test-tiers.sh).
 func Start(ctx context.Context) (*Environment, error) {
+	if tier := os.Getenv(TierEnv); tier == "unit" {
+		return nil, fmt.Errorf("%s=%s: this test starts etcd and kube-apiserver, which the unit tier does not; "+
+			"hack/test-tiers.sh puts a package whose tests import pkg/test/environment in the integration tier", TierEnv, tier)
+	}
 	binDir, err := EnsureBinaries()
 	if err != nil {
 		return nil, err

@@ -69,3 +69,15 @@ func TestRepoRootFindsKarpModule(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestStartRefusesTheUnitTier(t *testing.T) {
+	t.Setenv(environment.TierEnv, "unit")
+	env, err := environment.Start(t.Context())
+	if err == nil {
+		_ = env.Stop()
+		t.Fatal("Start under the unit tier started an API server")
+	}
+	if !strings.Contains(err.Error(), "integration tier") {
+		t.Errorf("error %q does not name the integration tier", err)
+	}
+}
