@@ -47,7 +47,7 @@ func benchPass(b *testing.B, c *Controller, w *world) {
 	for i := 0; i < b.N; i++ {
 		c.memo = ""
 		var err error
-		cmd, _, err = c.compute(b.Context(), w)
+		cmd, err = c.compute(b.Context(), w)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -100,7 +100,6 @@ func benchCluster(b *testing.B) (*Controller, *world) {
 	c := NewController(nil, provider, cluster, nil, clk, DefaultOptions(), simulation.Options{
 		PreferencePolicy: simulation.PreferencePolicyRespect, MinValuesPolicy: simulation.MinValuesPolicyStrict})
 	w := c.buildWorld(b.Context(), nil)
-	c.pass = w
 	nodes, _ := cluster.Snapshot()
 	c.simulator.in = simulation.Input{Nodes: nodes, NodePools: in.NodePools, Options: c.simulator.opts}
 	return c, w

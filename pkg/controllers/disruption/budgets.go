@@ -1,20 +1,21 @@
 package disruption
 
 import (
-	"context"
+	"errors"
 	"fmt"
-
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/state"
 )
 
-// buildBudgets returns, per NodePool, how many more nodes may be disrupted
-// for reason: the budgets' allowance over the pool's initialized nodes
-// (those whose instance is not already terminating), minus the nodes
-// already being disrupted or NotReady, never below zero.
-func buildBudgets(ctx context.Context, w *world, reason karpv1.DisruptionReason) Budgets {
+// budgetsFor returns, per NodePool of the pass, how many more nodes may be
+// disrupted for reason: the budgets' allowance over the pool's initialized
+// nodes (those whose instance is not already terminating), minus the
+// nodes already being disrupted or NotReady, never below zero. It is pure:
+// a NodePool whose budgets cannot be evaluated keeps the allowance
+// GetAllowedDisruptionsByReason returned with the error, which comes back
+// (naming the NodePool) for the caller to log.
+func budgetsFor(w *world, reason karpv1.DisruptionReason) (Budgets, error) {
 	total := map[string]int{}
 	busy := map[string]int{}
 	for _, sn := range w.stateNodes {
@@ -31,15 +32,15 @@ func buildBudgets(ctx context.Context, w *world, reason karpv1.DisruptionReason)
 		}
 	}
 	out := Budgets{}
+	var errs []error
 	for name, np := range w.nodePools {
 		allowed, err := np.GetAllowedDisruptionsByReason(w.now, total[name], reason)
 		if err != nil {
-			log.FromContext(ctx).Error(err, "evaluating disruption budgets", "NodePool", name)
+			errs = append(errs, fmt.Errorf("nodepool %s: %w", name, err))
 		}
 		out[name] = max(0, allowed-busy[name])
-		allowedDisruptions.WithLabelValues(name, string(reason)).Set(float64(out[name]))
 	}
-	return out
+	return out, errors.Join(errs...)
 }
 
 func nodeReady(sn *state.StateNode) bool {
@@ -54,26 +55,35 @@ func nodeReady(sn *state.StateNode) bool {
 	return false
 }
 
-// budgetMessage says which budget stops a node of the pool.
-func budgetMessage(np *karpv1.NodePool, reason karpv1.DisruptionReason) string {
-	return fmt.Sprintf("NodePool %s's disruption budget allows no more %s disruptions now", np.Name, reason)
+// budgetBlocker says which budget stops a node of the pool.
+func budgetBlocker(np *karpv1.NodePool, reason karpv1.DisruptionReason) blocker {
+	return blocker{BlockedBudget, fmt.Sprintf("NodePool %s's disruption budget allows no more %s disruptions now", np.Name, reason)}
 }
 
-// withinBudget keeps the candidates, in order, that the budgets allow,
-// counting each one against its pool; the others are recorded as blocked.
-func withinBudget(w *world, budgets Budgets, reason karpv1.DisruptionReason, cands []*Candidate) []*Candidate {
+// withinBudget splits the candidates, in order, into those the budgets
+// allow, counting each one against its pool, and those over budget.
+func withinBudget(budgets Budgets, cands []*Candidate) (allowed, over []*Candidate) {
 	left := Budgets{}
 	for k, v := range budgets {
 		left[k] = v
 	}
-	var out []*Candidate
 	for _, c := range cands {
 		if left[c.NodePool.Name] <= 0 {
-			w.block(c.Name(), BlockedBudget, "%s", budgetMessage(c.NodePool, reason))
+			over = append(over, c)
 			continue
 		}
 		left[c.NodePool.Name]--
-		out = append(out, c)
+		allowed = append(allowed, c)
 	}
-	return out
+	return allowed, over
+}
+
+// withinBudget keeps the candidates the budgets allow (see withinBudget)
+// and records the budget as the blocker of the others.
+func (w *world) withinBudget(budgets Budgets, reason karpv1.DisruptionReason, cands []*Candidate) []*Candidate {
+	allowed, over := withinBudget(budgets, cands)
+	for _, c := range over {
+		w.record(c.Name(), budgetBlocker(c.NodePool, reason))
+	}
+	return allowed
 }

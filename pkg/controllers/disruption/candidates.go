@@ -63,9 +63,20 @@ type world struct {
 	poolCost, poolDisruption map[string]float64
 }
 
+// block records why the node stays, unless the pass has a reason already
+// (the first one found stands).
 func (w *world) block(node, reason, format string, args ...any) {
+	w.record(node, blocker{reason: reason, message: fmt.Sprintf(format, args...)})
+}
+
+// record records the blocker b of the node (see block); a zero blocker
+// records nothing.
+func (w *world) record(node string, b blocker) {
+	if b.reason == "" {
+		return
+	}
 	if _, ok := w.blocked[node]; !ok {
-		w.blocked[node] = blocker{reason: reason, message: fmt.Sprintf(format, args...)}
+		w.blocked[node] = b
 	}
 }
 

@@ -18,7 +18,10 @@ func consolidatable(c *Candidate, now time.Time) (bool, blocker) {
 	nc := c.NodeClaim()
 	notYet := blocker{BlockedConsolidateAfter, "consolidateAfter (" + after.String() + ") has not elapsed since the last pod event"}
 	if cond := nc.StatusConditions().Get(karpv1.ConditionTypeConsolidatable); cond != nil {
-		return cond.Status == "True", notYet
+		if cond.Status != "True" {
+			return false, notYet
+		}
+		return true, blocker{}
 	}
 	last := nc.Status.LastPodEventTime.Time
 	if init := nc.StatusConditions().Get(karpv1.ConditionTypeInitialized); init != nil && init.LastTransitionTime.After(last) {

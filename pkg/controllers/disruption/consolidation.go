@@ -13,33 +13,29 @@ import (
 )
 
 // consolidation holds what the multi- and single-node methods share.
-type consolidation struct{ c *Controller }
+type consolidation struct{ opts Options }
 
 // Reason is Underutilized.
 func (m *consolidation) Reason() karpv1.DisruptionReason { return karpv1.DisruptionReasonUnderutilized }
 
+// NeedsValidation is true: the move must still hold after the delay.
+func (m *consolidation) NeedsValidation() bool { return true }
+
 // ShouldDisrupt keeps non-empty candidates of NodePools that consolidate
 // underutilized nodes, with a known price, once consolidateAfter elapsed;
-// it records why the others are kept.
-func (m *consolidation) ShouldDisrupt(_ context.Context, c *Candidate) bool {
+// the others come with why they are kept.
+func (m *consolidation) ShouldDisrupt(_ context.Context, w *world, c *Candidate) (bool, blocker) {
 	if len(c.ReschedulablePods) == 0 || c.NodePool.Spec.Replicas != nil {
-		return false
+		return false, blocker{}
 	}
-	w := m.c.pass
 	if c.NodePool.Spec.Disruption.ConsolidationPolicy == karpv1.ConsolidationPolicyWhenEmpty {
-		w.block(c.Name(), BlockedPolicy, "NodePool %s consolidates only empty nodes (WhenEmpty) and the node runs %d pod(s)",
-			c.NodePool.Name, len(c.ReschedulablePods))
-		return false
+		return false, blocker{BlockedPolicy, fmt.Sprintf("NodePool %s consolidates only empty nodes (WhenEmpty) and the node runs %d pod(s)",
+			c.NodePool.Name, len(c.ReschedulablePods))}
 	}
 	if c.InstanceType == nil || c.Price == 0 {
-		w.block(c.Name(), BlockedUnknownPrice, "the node's instance type or price is unknown")
-		return false
+		return false, blocker{BlockedUnknownPrice, "the node's instance type or price is unknown"}
 	}
-	ok, why := consolidatable(c, m.c.clock.Now())
-	if !ok {
-		w.block(c.Name(), why.reason, "%s", why.message)
-	}
-	return ok
+	return consolidatable(c, w.now)
 }
 
 // sortForConsolidation orders candidates by price per unit of disruption,
@@ -52,11 +48,11 @@ func sortForConsolidation(cands []*Candidate) []*Candidate {
 	return out
 }
 
-// evaluate simulates removing the candidates and returns a command, or an
-// empty one with why not.
-func (m *consolidation) evaluate(ctx context.Context, method string, cands []*Candidate) (Command, blocker, error) {
-	res, err := m.c.simulator.Simulate(ctx, simulation.ConsolidationOptions{RequireCheaper: true,
-		SpotToSpot: m.c.opts.SpotToSpot}, cands...)
+// evaluate simulates removing the candidates and returns the command of
+// method by, or an empty one with why not.
+func (m *consolidation) evaluate(ctx context.Context, w *world, sim Simulator, by Method, cands []*Candidate) (Command, blocker, error) {
+	res, err := sim.Simulate(ctx, simulation.ConsolidationOptions{RequireCheaper: true,
+		SpotToSpot: m.opts.SpotToSpot}, cands...)
 	if err != nil {
 		return Command{}, blocker{}, err
 	}
@@ -66,8 +62,8 @@ func (m *consolidation) evaluate(ctx context.Context, method string, cands []*Ca
 		}
 		return Command{}, blocker{BlockedNoCheaper, res.Reason}, nil
 	}
-	cmd := Command{Candidates: cands, Replacements: res.Replacements, Reason: m.Reason(), Method: method, Savings: res.Savings}
-	if why := m.balanced(cmd); why != "" {
+	cmd := Command{Candidates: cands, Replacements: res.Replacements, Reason: m.Reason(), Method: by, Savings: res.Savings}
+	if why := balanced(w, cmd); why != "" {
 		return Command{}, blocker{BlockedNoCheaper, why}, nil
 	}
 	return cmd, blocker{}, nil
@@ -75,8 +71,7 @@ func (m *consolidation) evaluate(ctx context.Context, method string, cands []*Ca
 
 // balanced applies the Balanced policy of every NodePool the command
 // touches: each must find the move worth its disruption.
-func (m *consolidation) balanced(cmd Command) string {
-	w := m.c.pass
+func balanced(w *world, cmd Command) string {
 	savings, disruption := map[string]float64{}, map[string]float64{}
 	for _, c := range cmd.Candidates {
 		savings[c.NodePool.Name] += c.Price
@@ -108,22 +103,28 @@ func (m *consolidation) balanced(cmd Command) string {
 // nodes.
 type MultiNodeConsolidation struct{ consolidation }
 
+// Name is "multi".
+func (m *MultiNodeConsolidation) Name() string { return "multi" }
+
+// ConsolidationType is "multi".
+func (m *MultiNodeConsolidation) ConsolidationType() string { return "multi" }
+
 // ComputeCommand runs the prefix search.
-func (m *MultiNodeConsolidation) ComputeCommand(ctx context.Context, budgets Budgets, candidates ...*Candidate) (Command, error) {
-	cands := withinBudget(m.c.pass, budgets, m.Reason(), sortForConsolidation(candidates))
-	if n := m.c.opts.MaxMultiNodeCandidates; len(cands) > n {
+func (m *MultiNodeConsolidation) ComputeCommand(ctx context.Context, w *world, sim Simulator, budgets Budgets, candidates ...*Candidate) (Command, error) {
+	cands := w.withinBudget(budgets, m.Reason(), sortForConsolidation(candidates))
+	if n := m.opts.MaxMultiNodeCandidates; len(cands) > n {
 		cands = cands[:n]
 	}
 	if len(cands) < 2 {
 		return Command{}, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, m.c.opts.MultiNodeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, m.opts.MultiNodeTimeout)
 	defer cancel()
 	var best Command
 	lo, hi := 2, len(cands)
 	for lo <= hi {
 		mid := (lo + hi) / 2
-		cmd, _, err := m.evaluate(ctx, "multi", cands[:mid])
+		cmd, _, err := m.evaluate(ctx, w, sim, m, cands[:mid])
 		if errors.Is(err, context.DeadlineExceeded) {
 			consolidationTimeouts.WithLabelValues("multi").Inc()
 			log.FromContext(ctx).Info("multi-node consolidation timed out", "best", best.String())
@@ -170,21 +171,26 @@ type SingleNodeConsolidation struct {
 	complete bool
 }
 
+// Name is "single".
+func (s *SingleNodeConsolidation) Name() string { return "single" }
+
+// ConsolidationType is "single".
+func (s *SingleNodeConsolidation) ConsolidationType() string { return "single" }
+
 // ComputeCommand tries candidates one by one until one succeeds, the batch
 // is used up or the search times out.
-func (s *SingleNodeConsolidation) ComputeCommand(ctx context.Context, budgets Budgets, candidates ...*Candidate) (Command, error) {
-	w := s.c.pass
-	cands := rotateAfter(withinBudget(w, budgets, s.Reason(), sortForConsolidation(candidates)), s.cursor)
-	batch := s.c.opts.SingleNodeBatch
+func (s *SingleNodeConsolidation) ComputeCommand(ctx context.Context, w *world, sim Simulator, budgets Budgets, candidates ...*Candidate) (Command, error) {
+	cands := rotateAfter(w.withinBudget(budgets, s.Reason(), sortForConsolidation(candidates)), s.cursor)
+	batch := s.opts.SingleNodeBatch
 	if batch <= 0 || batch > len(cands) {
 		batch = len(cands)
 	}
 	s.complete = batch == len(cands)
-	ctx, cancel := context.WithTimeout(ctx, s.c.opts.SingleNodeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.opts.SingleNodeTimeout)
 	defer cancel()
 	for _, c := range cands[:batch] {
 		s.cursor = c.Name()
-		cmd, why, err := s.evaluate(ctx, "single", []*Candidate{c})
+		cmd, why, err := s.evaluate(ctx, w, sim, s, []*Candidate{c})
 		if errors.Is(err, context.DeadlineExceeded) {
 			consolidationTimeouts.WithLabelValues("single").Inc()
 			s.complete = false
@@ -196,7 +202,7 @@ func (s *SingleNodeConsolidation) ComputeCommand(ctx context.Context, budgets Bu
 		if !cmd.Empty() {
 			return cmd, nil
 		}
-		w.block(c.Name(), why.reason, "%s", why.message)
+		w.record(c.Name(), why)
 	}
 	return Command{}, nil
 }

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
 	"github.com/karp-autoscaler/karp/pkg/state"
@@ -36,8 +37,6 @@ type Controller struct {
 	methods       []Method
 	simulator     *passSimulator
 
-	// pass is the world of the running pass (read by the methods).
-	pass *world
 	// queue holds started commands waiting for their replacements.
 	queue []*queued
 	// pending is a consolidation decision waiting for validation.
@@ -59,7 +58,7 @@ func NewController(kubeClient client.Client, cloudProvider cloudprovider.CloudPr
 	c := &Controller{kubeClient: kubeClient, cloudProvider: cloudProvider, cluster: cluster, clock: clk,
 		events: newRecorder(recorder), opts: opts, deleted: map[string]time.Time{},
 		simulator: &passSimulator{kubeClient: kubeClient, opts: solverOpts}}
-	c.methods = NewMethods(c)
+	c.methods = NewMethods(opts, kubeClient, cluster, c.events)
 	return c
 }
 
@@ -124,7 +123,6 @@ func (c *Controller) Pass(ctx context.Context) (bool, error) {
 	// 1. Advance the queue, then build the world without its nodes.
 	errQueue := c.advance(ctx)
 	w := c.buildWorld(ctx, c.queuedIDs())
-	c.pass = w
 	// 2. Clear what a lost command left behind.
 	if err := c.clearStale(ctx, w); err != nil {
 		errQueue = errors.Join(errQueue, err)
@@ -148,7 +146,7 @@ func (c *Controller) decide(ctx context.Context, w *world) (bool, error) {
 		c.pending = nil
 		cmd, why := c.validate(ctx, w, p)
 		if cmd.Empty() {
-			failedValidations.WithLabelValues(consolidationType(p.cmd)).Inc()
+			failedValidations.WithLabelValues(p.cmd.Method.ConsolidationType()).Inc()
 			log.FromContext(ctx).Info("abandoning disruption after validation", "command", p.cmd.String(), "reason", why)
 			for _, cand := range p.cmd.Candidates {
 				c.events.rejected(cand, why)
@@ -157,12 +155,12 @@ func (c *Controller) decide(ctx context.Context, w *world) (bool, error) {
 		}
 		return true, c.start(ctx, cmd)
 	}
-	cmd, method, err := c.compute(ctx, w)
+	cmd, err := c.compute(ctx, w)
 	if err != nil || cmd.Empty() {
 		return false, err
 	}
-	if needsValidation(method) && c.opts.ValidationDelay > 0 {
-		c.pending = &pending{cmd: cmd, method: method, at: c.clock.Now().Add(c.opts.ValidationDelay)}
+	if cmd.Method.NeedsValidation() && c.opts.ValidationDelay > 0 {
+		c.pending = &pending{cmd: cmd, at: c.clock.Now().Add(c.opts.ValidationDelay)}
 		log.FromContext(ctx).V(1).Info("validating disruption", "command", cmd.String(), "delay", c.opts.ValidationDelay)
 		return false, nil
 	}
@@ -170,45 +168,65 @@ func (c *Controller) decide(ctx context.Context, w *world) (bool, error) {
 }
 
 // compute tries the methods in order and returns the first command.
-func (c *Controller) compute(ctx context.Context, w *world) (Command, Method, error) {
+func (c *Controller) compute(ctx context.Context, w *world) (Command, error) {
 	for _, m := range c.methods {
-		var cands []*Candidate
-		for _, cand := range w.candidates {
-			if m.ShouldDisrupt(ctx, cand) {
-				cands = append(cands, cand)
-			}
-		}
+		cands := w.filter(ctx, m)
 		eligibleNodes.WithLabelValues(string(m.Reason())).Set(float64(len(cands)))
 		if len(cands) == 0 {
 			continue
 		}
-		budgets := buildBudgets(ctx, w, m.Reason())
-		isConsolidation := false
-		switch m.(type) {
-		case *MultiNodeConsolidation, *SingleNodeConsolidation:
-			isConsolidation = true
-		}
+		budgets := c.budgets(ctx, w, m.Reason())
+		// A consolidation search whose input has not changed since it last
+		// found nothing is not run again (until memoTTL).
 		key := ""
-		if isConsolidation {
+		if m.Reason() == karpv1.DisruptionReasonUnderutilized {
 			key = memoKey(w, cands, budgets)
 			if key == c.memo && c.clock.Since(c.memoAt) < memoTTL {
 				continue
 			}
 		}
 		start := c.clock.Now()
-		cmd, err := m.ComputeCommand(ctx, budgets, cands...)
-		evaluationDuration.WithLabelValues(methodName(m), consolidationTypeOf(m)).Observe(c.clock.Since(start).Seconds())
+		cmd, err := m.ComputeCommand(ctx, w, c.simulator, budgets, cands...)
+		evaluationDuration.WithLabelValues(m.Name(), m.ConsolidationType()).Observe(c.clock.Since(start).Seconds())
 		if err != nil {
-			return Command{}, nil, err
+			return Command{}, err
 		}
 		if !cmd.Empty() {
-			return cmd, m, nil
+			return cmd, nil
 		}
 		if single, ok := m.(*SingleNodeConsolidation); ok && single.complete {
 			c.memo, c.memoAt = key, c.clock.Now()
 		}
 	}
-	return Command{}, nil, nil
+	return Command{}, nil
+}
+
+// filter returns the candidates the method considers, in order, and
+// records the blockers of those it turns down.
+func (w *world) filter(ctx context.Context, m Method) []*Candidate {
+	var out []*Candidate
+	for _, cand := range w.candidates {
+		ok, why := m.ShouldDisrupt(ctx, w, cand)
+		if !ok {
+			w.record(cand.Name(), why)
+			continue
+		}
+		out = append(out, cand)
+	}
+	return out
+}
+
+// budgets are the pass's budgets for reason (budgetsFor), published as
+// metrics; a NodePool whose budgets cannot be evaluated is logged.
+func (c *Controller) budgets(ctx context.Context, w *world, reason karpv1.DisruptionReason) Budgets {
+	budgets, err := budgetsFor(w, reason)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "evaluating disruption budgets")
+	}
+	for name, n := range budgets {
+		allowedDisruptions.WithLabelValues(name, string(reason)).Set(float64(n))
+	}
+	return budgets
 }
 
 // memoKey fingerprints what a consolidation search depends on: every
@@ -233,30 +251,4 @@ func memoKey(w *world, cands []*Candidate, budgets Budgets) string {
 		b.WriteString(w.nodePools[name].ResourceVersion)
 	}
 	return b.String()
-}
-
-func methodName(m Method) string {
-	switch m.(type) {
-	case *Emptiness:
-		return "emptiness"
-	case *Drift:
-		return "drift"
-	case *MultiNodeConsolidation:
-		return "multi"
-	case *SingleNodeConsolidation:
-		return "single"
-	}
-	return fmt.Sprintf("%T", m)
-}
-
-func consolidationTypeOf(m Method) string {
-	switch m.(type) {
-	case *Emptiness:
-		return "empty"
-	case *MultiNodeConsolidation:
-		return "multi"
-	case *SingleNodeConsolidation:
-		return "single"
-	}
-	return ""
 }

@@ -32,40 +32,57 @@ const BlockedDaemonSet = "DaemonSetDoesNotFit"
 // without a validation delay; its commands count against the Drifted
 // budgets: the node no longer matches what its DaemonSets need.
 type DaemonSetFit struct {
-	c *Controller
+	kubeClient client.Client
+	daemonSets daemonSetLister
+	events     *recorder
 
 	// pass and starved cache the starved DaemonSet pods of one pass.
 	pass    *world
 	starved map[string][]*corev1.Pod
 }
 
+// daemonSetLister is where DaemonSetFit finds the cluster's DaemonSets
+// (the cluster state).
+type daemonSetLister interface {
+	DaemonSets() []*appsv1.DaemonSet
+}
+
+// Name is "daemonset".
+func (d *DaemonSetFit) Name() string { return "daemonset" }
+
+// ConsolidationType is "": the replacement is not consolidation.
+func (d *DaemonSetFit) ConsolidationType() string { return "" }
+
 // Reason is Drifted (for budgets).
 func (d *DaemonSetFit) Reason() karpv1.DisruptionReason { return karpv1.DisruptionReasonDrifted }
 
+// NeedsValidation is false: the pod keeps waiting until the node goes.
+func (d *DaemonSetFit) NeedsValidation() bool { return false }
+
 // ShouldDisrupt keeps candidates a DaemonSet pod is waiting for.
-func (d *DaemonSetFit) ShouldDisrupt(ctx context.Context, c *Candidate) bool {
-	return len(d.starvedPods(ctx)[c.Name()]) > 0
+func (d *DaemonSetFit) ShouldDisrupt(ctx context.Context, w *world, c *Candidate) (bool, blocker) {
+	return len(d.starvedPods(ctx, w)[c.Name()]) > 0, blocker{}
 }
 
 // ComputeCommand returns the first candidate within budget whose pods fit
 // on the other nodes or on replacements sized for its DaemonSets.
-func (d *DaemonSetFit) ComputeCommand(ctx context.Context, budgets Budgets, candidates ...*Candidate) (Command, error) {
-	starved := d.starvedPods(ctx)
-	for _, c := range withinBudget(d.c.pass, budgets, d.Reason(), candidates) {
+func (d *DaemonSetFit) ComputeCommand(ctx context.Context, w *world, sim Simulator, budgets Budgets, candidates ...*Candidate) (Command, error) {
+	starved := d.starvedPods(ctx, w)
+	for _, c := range w.withinBudget(budgets, d.Reason(), candidates) {
 		// The solver sizes new NodeClaims for every DaemonSet that lands on
 		// them, with the DaemonSets' current requests.
-		res, err := d.c.simulator.Simulate(ctx, simulation.ConsolidationOptions{SpotToSpot: true}, c)
+		res, err := sim.Simulate(ctx, simulation.ConsolidationOptions{SpotToSpot: true}, c)
 		if err != nil {
 			return Command{}, err
 		}
 		pods := starved[c.Name()]
 		if res.Decision == simulation.ConsolidationNone {
-			d.c.pass.block(c.Name(), BlockedDaemonSet, "DaemonSet pod %s/%s does not fit, but the node cannot be replaced: %s",
+			w.block(c.Name(), BlockedDaemonSet, "DaemonSet pod %s/%s does not fit, but the node cannot be replaced: %s",
 				pods[0].Namespace, pods[0].Name, res.Reason)
 			continue
 		}
 		cmd := Command{Candidates: []*Candidate{c}, Replacements: res.Replacements, Reason: d.Reason(),
-			Method: "daemonset", Savings: res.Savings}
+			Method: d, Savings: res.Savings}
 		d.announce(c, pods, cmd)
 		return cmd, nil
 	}
@@ -83,22 +100,22 @@ func (d *DaemonSetFit) announce(c *Candidate, pods []*corev1.Pod, cmd Command) {
 		how = fmt.Sprintf("replacing it with %d node(s) that fit its pods and DaemonSets", n)
 	}
 	node := c.StateNode.Node
-	d.c.events.publish(node, string(node.UID), corev1.EventTypeNormal, ReasonDaemonSetReplacement,
+	d.events.publish(node, string(node.UID), corev1.EventTypeNormal, ReasonDaemonSetReplacement,
 		fmt.Sprintf("DaemonSet pod(s) %s do not fit this node; %s", strings.Join(names, ", "), how))
 	for _, p := range pods {
-		d.c.events.publish(p, string(p.UID), corev1.EventTypeNormal, ReasonDaemonSetReplacement,
+		d.events.publish(p, string(p.UID), corev1.EventTypeNormal, ReasonDaemonSetReplacement,
 			fmt.Sprintf("Pod does not fit node %s for lack of resources; karp is %s", c.Name(), how))
 	}
 }
 
 // starvedPods lists the pods of the cluster's DaemonSets once per pass.
-func (d *DaemonSetFit) starvedPods(ctx context.Context) map[string][]*corev1.Pod {
-	if d.pass != nil && d.pass == d.c.pass {
+func (d *DaemonSetFit) starvedPods(ctx context.Context, w *world) map[string][]*corev1.Pod {
+	if d.pass != nil && d.pass == w {
 		return d.starved
 	}
-	d.pass, d.starved = d.c.pass, map[string][]*corev1.Pod{}
+	d.pass, d.starved = w, map[string][]*corev1.Pod{}
 	var pods []*corev1.Pod
-	for _, ds := range d.c.cluster.DaemonSets() {
+	for _, ds := range d.daemonSets.DaemonSets() {
 		pods = append(pods, d.podsOf(ctx, ds)...)
 	}
 	d.starved = StarvedDaemonPods(pods)
@@ -111,7 +128,7 @@ func (d *DaemonSetFit) podsOf(ctx context.Context, ds *appsv1.DaemonSet) []*core
 		return nil
 	}
 	var list corev1.PodList
-	if err := d.c.kubeClient.List(ctx, &list, client.InNamespace(ds.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+	if err := d.kubeClient.List(ctx, &list, client.InNamespace(ds.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return nil
 	}
 	out := make([]*corev1.Pod, 0, len(list.Items))

@@ -23,6 +23,15 @@
 //     once they no longer hold; search results (no cheaper placement,
 //     budgets, spot-to-spot) stand until the next search of the node.
 //
+// A Method says its name, its consolidation type, its reason and whether
+// its commands need validation; the controller never switches on a
+// method's type. Methods get the pass's world and the simulator with each
+// call, and their filters return the blocker of a node they turn down for
+// the controller to record. The budgets (budgetsFor, withinBudget) and
+// the why-not decision (whyNot) are pure functions of the pass's world,
+// tested without an API server; the controller publishes their metrics
+// and writes their conditions and events.
+//
 // Decisions are made by the pure simulator (pkg/simulation Consolidate):
 // every reschedulable pod of the candidates must fit on the remaining
 // nodes plus the replacements, within the topology of its volumes. Spot

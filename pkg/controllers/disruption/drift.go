@@ -12,19 +12,28 @@ import (
 // Drift replaces nodes whose NodeClaim is Drifted (set by the NodeClaim
 // disruption controller), one per pass: empty ones first, then the longest
 // drifted. Replacements may cost more; there is no validation delay.
-type Drift struct{ c *Controller }
+type Drift struct{}
+
+// Name is "drift".
+func (d *Drift) Name() string { return "drift" }
+
+// ConsolidationType is "": drift is not consolidation.
+func (d *Drift) ConsolidationType() string { return "" }
 
 // Reason is Drifted.
 func (d *Drift) Reason() karpv1.DisruptionReason { return karpv1.DisruptionReasonDrifted }
 
+// NeedsValidation is false: a drifted node stays drifted.
+func (d *Drift) NeedsValidation() bool { return false }
+
 // ShouldDisrupt keeps drifted candidates.
-func (d *Drift) ShouldDisrupt(_ context.Context, c *Candidate) bool {
-	return c.NodeClaim().StatusConditions().IsTrue(karpv1.ConditionTypeDrifted)
+func (d *Drift) ShouldDisrupt(_ context.Context, _ *world, c *Candidate) (bool, blocker) {
+	return c.NodeClaim().StatusConditions().IsTrue(karpv1.ConditionTypeDrifted), blocker{}
 }
 
 // ComputeCommand returns the first candidate within budget whose pods all
 // fit elsewhere or on replacements.
-func (d *Drift) ComputeCommand(ctx context.Context, budgets Budgets, candidates ...*Candidate) (Command, error) {
+func (d *Drift) ComputeCommand(ctx context.Context, w *world, sim Simulator, budgets Budgets, candidates ...*Candidate) (Command, error) {
 	cands := append([]*Candidate(nil), candidates...)
 	sort.SliceStable(cands, func(i, j int) bool {
 		ei, ej := len(cands[i].ReschedulablePods) == 0, len(cands[j].ReschedulablePods) == 0
@@ -33,17 +42,17 @@ func (d *Drift) ComputeCommand(ctx context.Context, budgets Budgets, candidates 
 		}
 		return driftedAt(cands[i]).Before(driftedAt(cands[j]))
 	})
-	for _, c := range withinBudget(d.c.pass, budgets, d.Reason(), cands) {
-		res, err := d.c.simulator.Simulate(ctx, simulation.ConsolidationOptions{SpotToSpot: true}, c)
+	for _, c := range w.withinBudget(budgets, d.Reason(), cands) {
+		res, err := sim.Simulate(ctx, simulation.ConsolidationOptions{SpotToSpot: true}, c)
 		if err != nil {
 			return Command{}, err
 		}
 		if res.Decision == simulation.ConsolidationNone {
-			d.c.pass.block(c.Name(), BlockedNoCheaper, "drifted, but %s", res.Reason)
+			w.block(c.Name(), BlockedNoCheaper, "drifted, but %s", res.Reason)
 			continue
 		}
 		return Command{Candidates: []*Candidate{c}, Replacements: res.Replacements, Reason: d.Reason(),
-			Method: "drift", Savings: res.Savings}, nil
+			Method: d, Savings: res.Savings}, nil
 	}
 	return Command{}, nil
 }

@@ -1,23 +1,27 @@
 package disruption
 
+import "sigs.k8s.io/controller-runtime/pkg/client"
+
 // NewMethods lists the disruption methods in the order the controller
-// tries them; the first to return a command wins the pass.
-func NewMethods(c *Controller) []Method {
+// tries them; the first to return a command wins the pass. Each gets what
+// it needs at construction; the pass's world and the simulator come as
+// arguments of each call.
+func NewMethods(opts Options, kubeClient client.Client, daemonSets daemonSetLister, events *recorder) []Method {
 	return []Method{
 		// Deletes every empty node whose consolidateAfter elapsed, within
 		// budgets, in one command.
-		&Emptiness{c: c},
+		&Emptiness{},
 		// Replaces drifted nodes one at a time, at any price.
-		&Drift{c: c},
+		&Drift{},
 		// Replaces nodes a DaemonSet pod cannot fit for lack of resources
 		// with capacity sized for their pods plus every DaemonSet, at any
 		// price, within the Drifted budgets.
-		&DaemonSetFit{c: c},
+		&DaemonSetFit{kubeClient: kubeClient, daemonSets: daemonSets, events: events},
 		// Deletes or replaces several nodes at once with cheaper capacity
 		// (bounded prefix search).
-		&MultiNodeConsolidation{consolidation{c}},
+		&MultiNodeConsolidation{consolidation{opts: opts}},
 		// Deletes or replaces one node with cheaper capacity, possibly by
 		// several smaller nodes.
-		&SingleNodeConsolidation{consolidation: consolidation{c}},
+		&SingleNodeConsolidation{consolidation: consolidation{opts: opts}},
 	}
 }

@@ -72,7 +72,7 @@ func (c *Controller) start(ctx context.Context, cmd Command) error {
 		}
 	}
 	c.cluster.MarkForDeletion(q.ids()...)
-	decisionsTotal.WithLabelValues(cmd.Decision(), string(cmd.Reason), consolidationType(cmd)).Inc()
+	decisionsTotal.WithLabelValues(cmd.Decision(), string(cmd.Reason), cmd.Method.ConsolidationType()).Inc()
 	log.FromContext(ctx).Info("disrupting nodes", "command", cmd.String(), "reason", cmd.Reason,
 		"savings", fmt.Sprintf("%.4f", cmd.Savings))
 	for _, cand := range cmd.Candidates {
@@ -162,7 +162,7 @@ func (c *Controller) finish(ctx context.Context, q *queued) error {
 // fail rolls the command back and counts the failure.
 func (c *Controller) fail(ctx context.Context, q *queued, why string) error {
 	log.FromContext(ctx).Info("disruption command failed, rolling back", "command", q.cmd.String(), "reason", why)
-	queueFailures.WithLabelValues(q.cmd.Decision(), string(q.cmd.Reason), consolidationType(q.cmd)).Inc()
+	queueFailures.WithLabelValues(q.cmd.Decision(), string(q.cmd.Reason), q.cmd.Method.ConsolidationType()).Inc()
 	return c.rollback(ctx, q)
 }
 
@@ -182,17 +182,6 @@ func (c *Controller) rollback(ctx context.Context, q *queued) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// consolidationType is the consolidation_type label of a command.
-func consolidationType(cmd Command) string {
-	switch cmd.Method {
-	case "emptiness":
-		return "empty"
-	case "multi", "single":
-		return cmd.Method
-	}
-	return ""
 }
 
 // clearStale removes the disrupted taint and DisruptionReason from managed

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -15,17 +14,35 @@ import (
 )
 
 // Method is one way of disrupting nodes. The controller tries its methods
-// in order (NewMethods) and acts on the first command one returns.
+// in order (NewMethods) and acts on the first command one returns. A
+// method says what it is (name, consolidation type, reason, validation);
+// the controller never switches on a method's type.
 type Method interface {
+	// Name names the method in logs, events and metrics: "emptiness",
+	// "drift", "daemonset", "multi" or "single".
+	Name() string
+	// ConsolidationType is the consolidation_type metric label of the
+	// method's commands: "empty", "multi", "single", or "" for the methods
+	// that are not consolidation (drift, daemonset).
+	ConsolidationType() string
 	// Reason is the disruption reason the method's commands carry; budgets
 	// are counted per reason.
 	Reason() karpv1.DisruptionReason
-	// ShouldDisrupt filters the candidates the method considers.
-	ShouldDisrupt(ctx context.Context, c *Candidate) bool
+	// NeedsValidation reports whether the method's commands wait out the
+	// validation delay and are re-checked before they run (emptiness and
+	// consolidation, as upstream) or run at once (drift, daemonset).
+	NeedsValidation() bool
+	// ShouldDisrupt filters the candidates the method considers. A
+	// candidate it turns down because something holds the node (not merely
+	// because the method does not apply) comes with that blocker; the
+	// caller records it.
+	ShouldDisrupt(ctx context.Context, w *world, c *Candidate) (bool, blocker)
 	// ComputeCommand returns the command to run (Command.Empty() when there
-	// is nothing to do). candidates passed ShouldDisrupt, are sorted by
-	// disruption cost (cheapest to disrupt first) and fit the budgets.
-	ComputeCommand(ctx context.Context, budgets Budgets, candidates ...*Candidate) (Command, error)
+	// is nothing to do). candidates passed ShouldDisrupt and are sorted by
+	// disruption cost (cheapest to disrupt first); budgets are the pass's
+	// for the method's reason. What the search finds against a candidate
+	// is recorded in w.
+	ComputeCommand(ctx context.Context, w *world, sim Simulator, budgets Budgets, candidates ...*Candidate) (Command, error)
 }
 
 // Candidate is a managed, initialized node that may be disrupted: nothing
@@ -61,9 +78,9 @@ type Command struct {
 	Candidates   []*Candidate
 	Replacements []*simulation.NodeClaim
 	Reason       karpv1.DisruptionReason
-	// Method names the method that decided (for logs, events and metrics):
-	// "emptiness", "drift", "multi", "single", "daemonset".
-	Method string
+	// Method is the method that decided (its name and consolidation type
+	// go into logs, events and metrics).
+	Method Method
 	// Savings is the price drop per hour (may be negative for drift).
 	Savings float64
 }
@@ -85,7 +102,11 @@ func (c Command) String() string {
 	for _, cand := range c.Candidates {
 		names = append(names, cand.Name())
 	}
-	s := fmt.Sprintf("%s/%s %s", c.Method, c.Decision(), strings.Join(names, ","))
+	method := ""
+	if c.Method != nil {
+		method = c.Method.Name()
+	}
+	s := fmt.Sprintf("%s/%s %s", method, c.Decision(), strings.Join(names, ","))
 	if n := len(c.Replacements); n > 0 {
 		types := make([]string, 0, n)
 		for _, r := range c.Replacements {
@@ -104,14 +125,11 @@ type Budgets map[string]int
 func (b Budgets) Allows(nodePool string, n int) bool { return b[nodePool] >= n }
 
 // Simulator answers "if these candidates went, where would their pods
-// go?" over the cluster state of the current pass. Methods get it at
-// construction.
+// go?" over the cluster state of the current pass. Methods get it with
+// each ComputeCommand.
 type Simulator interface {
 	// Simulate places every reschedulable pod of the candidates on the
 	// remaining nodes and, when needed, new NodeClaims (pkg/simulation
 	// Consolidate).
 	Simulate(ctx context.Context, opts simulation.ConsolidationOptions, candidates ...*Candidate) (*simulation.Consolidation, error)
 }
-
-// Clock is what methods read time from.
-type Clock interface{ Now() time.Time }

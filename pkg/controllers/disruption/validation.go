@@ -8,18 +8,17 @@ import (
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 )
 
-// pending is a consolidation decision waiting for its validation delay.
+// pending is a decision waiting for its validation delay (its method's
+// NeedsValidation).
 type pending struct {
-	cmd    Command
-	method Method
-	at     time.Time
+	cmd Command
+	at  time.Time
 }
 
-// needsValidation reports whether a method's commands wait and are
-// re-checked before they run (emptiness and consolidation, as upstream;
-// drift runs at once).
-func needsValidation(m Method) bool {
-	return m.Reason() != karpv1.DisruptionReasonDrifted
+// evaluator is a method that can re-run its what-if on a given set of
+// candidates (the consolidation methods).
+type evaluator interface {
+	evaluate(ctx context.Context, w *world, sim Simulator, by Method, cands []*Candidate) (Command, blocker, error)
 }
 
 // validate re-checks a pending decision against the pass's fresh state:
@@ -28,6 +27,10 @@ func needsValidation(m Method) bool {
 // replacement by no more nodes. Emptiness keeps the still-empty subset.
 // It returns the command to run, or an empty one and why.
 func (c *Controller) validate(ctx context.Context, w *world, p *pending) (Command, string) {
+	method := p.cmd.Method
+	// Emptiness deletes whatever is still empty; every other method's move
+	// holds only with all its candidates.
+	subset := method.Reason() == karpv1.DisruptionReasonEmpty
 	fresh := map[string]*Candidate{}
 	for _, cand := range w.candidates {
 		fresh[cand.Name()] = cand
@@ -35,17 +38,24 @@ func (c *Controller) validate(ctx context.Context, w *world, p *pending) (Comman
 	var still []*Candidate
 	for _, old := range p.cmd.Candidates {
 		cand := fresh[old.Name()]
-		if cand == nil || !p.method.ShouldDisrupt(ctx, cand) {
-			if _, isEmptiness := p.method.(*Emptiness); isEmptiness {
+		ok := false
+		if cand != nil {
+			var why blocker
+			ok, why = method.ShouldDisrupt(ctx, w, cand)
+			w.record(cand.Name(), why)
+		}
+		if !ok {
+			if subset {
 				continue
 			}
-			return Command{}, fmt.Sprintf("node %s is no longer a %s candidate", old.Name(), p.cmd.Method)
+			return Command{}, fmt.Sprintf("node %s is no longer a %s candidate", old.Name(), method.Name())
 		}
 		still = append(still, cand)
 	}
-	inBudget := withinBudget(w, buildBudgets(ctx, w, p.method.Reason()), p.method.Reason(), still)
-	if _, isEmptiness := p.method.(*Emptiness); isEmptiness {
-		cmd, _ := p.method.ComputeCommand(ctx, buildBudgets(ctx, w, p.method.Reason()), inBudget...)
+	budgets := c.budgets(ctx, w, method.Reason())
+	inBudget := w.withinBudget(budgets, method.Reason(), still)
+	if subset {
+		cmd, _ := method.ComputeCommand(ctx, w, c.simulator, c.budgets(ctx, w, method.Reason()), inBudget...)
 		if cmd.Empty() {
 			return Command{}, "no candidate is still empty and within budget"
 		}
@@ -54,8 +64,11 @@ func (c *Controller) validate(ctx context.Context, w *world, p *pending) (Comman
 	if len(inBudget) < len(still) || len(still) == 0 {
 		return Command{}, "the disruption budget no longer allows the move"
 	}
-	m := &consolidation{c: c}
-	cmd, why, err := m.evaluate(ctx, p.cmd.Method, still)
+	ev, ok := method.(evaluator)
+	if !ok {
+		return Command{}, fmt.Sprintf("method %s cannot re-check its move", method.Name())
+	}
+	cmd, why, err := ev.evaluate(ctx, w, c.simulator, method, still)
 	if err != nil {
 		return Command{}, err.Error()
 	}

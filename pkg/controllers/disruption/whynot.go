@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/state"
 )
 
 // ConditionTypeDisruptionBlocked is the NodeClaim condition that says why
@@ -32,13 +33,59 @@ var transientReasons = map[string]bool{BlockedNominated: true}
 
 // explain records why every managed node the pass did not disrupt is kept:
 // the DisruptionBlocked condition on its NodeClaim and an event on its
-// Node, both only when the reason changed. A condition whose reason this
-// pass no longer finds is removed, so it never outlives its cause (a
-// consolidateAfter that has since elapsed).
+// Node, both only when the reason changed (see whyNot, which decides).
 func (c *Controller) explain(ctx context.Context, w *world) error {
-	c.refreshEligibility(ctx, w)
-	queued := c.queuedIDs()
 	var errs []error
+	for _, e := range whyNot(ctx, w, c.queuedIDs()) {
+		sn := e.node
+		if e.blocked.reason != "" {
+			c.events.blocked(sn.Node, e.blocked)
+		}
+		switch {
+		case e.write:
+			b := e.blocked
+			errs = append(errs, c.patchNodeClaimStatus(ctx, sn.NodeClaim.Name, func(nc *karpv1.NodeClaim) {
+				nc.StatusConditions().SetTrueWithReason(ConditionTypeDisruptionBlocked, b.reason, b.message)
+			}))
+		case e.clear:
+			errs = append(errs, c.patchNodeClaimStatus(ctx, sn.NodeClaim.Name, func(nc *karpv1.NodeClaim) {
+				nc.StatusConditions().Clear(ConditionTypeDisruptionBlocked)
+			}))
+		}
+		if e.forget {
+			c.events.forget(string(sn.Node.UID))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// explanation is what a pass records on one managed node.
+type explanation struct {
+	node *state.StateNode
+	// blocked is why the node stays (its event); zero when nothing this
+	// pass found holds it.
+	blocked blocker
+	// write sets the DisruptionBlocked condition to blocked; clear removes
+	// the condition.
+	write, clear bool
+	// forget drops the de-duplication of the node's events, so the next
+	// reason it is blocked for is published again.
+	forget bool
+}
+
+// whyNot decides, from the pass's world alone, what to record on each
+// managed node: for a node being disrupted (queued or marked), the
+// condition goes; for a blocked node, its blocker is the condition (when
+// it changed) and the event; for another node, a condition whose reason
+// this pass no longer finds is removed, so it never outlives its cause (a
+// consolidateAfter that has since elapsed), except the search results,
+// which stand until the next search of the node (searchReasons). It first
+// applies the consolidation filters to every candidate nothing blocked
+// yet, so their reasons are current even when no consolidation method
+// ran. It is pure: no client, no clock.
+func whyNot(ctx context.Context, w *world, queued map[string]bool) []explanation {
+	refreshEligibility(ctx, w)
+	var out []explanation
 	for _, sn := range w.stateNodes {
 		if !sn.Managed() || sn.Node == nil || sn.NodeClaim.DeletionTimestamp != nil {
 			continue
@@ -50,39 +97,30 @@ func (c *Controller) explain(ctx context.Context, w *world) error {
 		}
 		switch {
 		case queued[sn.ID()] || sn.MarkedForDeletion:
-			if cond != nil {
-				errs = append(errs, c.patchNodeClaimStatus(ctx, sn.NodeClaim.Name, func(nc *karpv1.NodeClaim) {
-					nc.StatusConditions().Clear(ConditionTypeDisruptionBlocked)
-				}))
-			}
-			c.events.forget(string(sn.Node.UID))
+			out = append(out, explanation{node: sn, clear: cond != nil, forget: true})
 		case ok:
-			c.events.blocked(sn.Node, b)
-			if cond == nil || cond.Reason != b.reason || cond.Message != b.message || cond.Status != "True" {
-				errs = append(errs, c.patchNodeClaimStatus(ctx, sn.NodeClaim.Name, func(nc *karpv1.NodeClaim) {
-					nc.StatusConditions().SetTrueWithReason(ConditionTypeDisruptionBlocked, b.reason, b.message)
-				}))
-			}
+			changed := cond == nil || cond.Reason != b.reason || cond.Message != b.message || cond.Status != "True"
+			out = append(out, explanation{node: sn, blocked: b, write: changed})
 		case cond != nil && !searchReasons[cond.Reason]:
-			errs = append(errs, c.patchNodeClaimStatus(ctx, sn.NodeClaim.Name, func(nc *karpv1.NodeClaim) {
-				nc.StatusConditions().Clear(ConditionTypeDisruptionBlocked)
-			}))
-			c.events.forget(string(sn.Node.UID))
+			out = append(out, explanation{node: sn, clear: true, forget: true})
 		}
 	}
-	return errors.Join(errs...)
+	return out
 }
 
 // refreshEligibility applies the consolidation filters (policy, price,
-// consolidateAfter) to every candidate nothing blocked yet this pass, so
-// their reasons are current even when no consolidation method ran.
-func (c *Controller) refreshEligibility(ctx context.Context, w *world) {
-	empty, underutilized := &Emptiness{c: c}, &consolidation{c: c}
+// consolidateAfter) to every candidate nothing blocked yet this pass and
+// records what holds them.
+func refreshEligibility(ctx context.Context, w *world) {
+	filters := []Method{&Emptiness{}, &MultiNodeConsolidation{}}
 	for _, cand := range w.candidates {
 		if _, ok := w.blocked[cand.Name()]; ok {
 			continue
 		}
-		empty.ShouldDisrupt(ctx, cand)
-		underutilized.ShouldDisrupt(ctx, cand)
+		for _, m := range filters {
+			if ok, why := m.ShouldDisrupt(ctx, w, cand); !ok {
+				w.record(cand.Name(), why)
+			}
+		}
 	}
 }
