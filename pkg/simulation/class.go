@@ -134,7 +134,7 @@ func (s *solver) classify(pod *corev1.Pod) *class {
 	req := s.podVector(pod)
 	ports := scheduling.PodHostPorts(pod)
 	vols := s.in.VolumeRequirements[pod.UID]
-	key := classKey(&s.keyBuf, pod, req, ports, vols)
+	key := classKey(&s.classKeyBuf, pod, req, ports, vols)
 	if c, ok := s.classByKey[key]; ok {
 		return c
 	}
@@ -151,12 +151,12 @@ func (s *solver) classify(pod *corev1.Pod) *class {
 // common case (no init containers, no overhead) to avoid allocating.
 func (s *solver) podVector(pod *corev1.Pod) scheduling.Vector {
 	if len(pod.Spec.InitContainers) > 0 || len(pod.Spec.Overhead) > 0 {
-		return s.idx.Vector(scheduling.PodRequests(pod))
+		return s.resources.Vector(scheduling.PodRequests(pod))
 	}
-	v := make(scheduling.Vector, s.idx.Len())
+	v := make(scheduling.Vector, s.resources.Len())
 	for i := range pod.Spec.Containers {
 		for name, q := range pod.Spec.Containers[i].Resources.Requests {
-			if slot := s.idx.Slot(name); slot >= 0 {
+			if slot := s.resources.Slot(name); slot >= 0 {
 				v[slot] += unitsOf(name, q)
 			}
 		}

@@ -44,7 +44,7 @@ func daemonPod(ds *appsv1.DaemonSet, limitRanges []corev1.LimitRange) *corev1.Po
 func (s *solver) newDaemon(ds *appsv1.DaemonSet, limitRanges []corev1.LimitRange) *daemon {
 	pod := daemonPod(ds, limitRanges)
 	d := &daemon{uid: ds.UID, name: ds.Name, namespace: ds.Namespace,
-		requests: s.idx.Vector(scheduling.PodRequests(pod)), ports: scheduling.PodHostPorts(pod)}
+		requests: s.resources.Vector(scheduling.PodRequests(pod)), ports: scheduling.PodHostPorts(pod)}
 	d.tolerations = append(append([]corev1.Toleration(nil), pod.Spec.Tolerations...), daemonSetTolerations...)
 	base := scheduling.NewLabelRequirements(pod.Spec.NodeSelector)
 	var terms []corev1.NodeSelectorTerm

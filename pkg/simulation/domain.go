@@ -12,21 +12,21 @@ const (
 func pinKey(kid int, d dom) int64 { return int64(kid)<<32 | int64(uint32(d)) }
 
 func (s *solver) keyID(key string) int {
-	if id, ok := s.keyIDs[key]; ok {
+	if id, ok := s.topoKeyIDs[key]; ok {
 		return id
 	}
-	s.keyIDs[key] = len(s.keys)
-	s.keys = append(s.keys, key)
-	return len(s.keys) - 1
+	s.topoKeyIDs[key] = len(s.topoKeys)
+	s.topoKeys = append(s.topoKeys, key)
+	return len(s.topoKeys) - 1
 }
 
 func (s *solver) valID(v string) dom {
-	if id, ok := s.valIDs[v]; ok {
+	if id, ok := s.domainIDs[v]; ok {
 		return id
 	}
-	s.valIDs[v] = dom(len(s.vals))
-	s.vals = append(s.vals, v)
-	return dom(len(s.vals) - 1)
+	s.domainIDs[v] = dom(len(s.domainValues))
+	s.domainValues = append(s.domainValues, v)
+	return dom(len(s.domainValues) - 1)
 }
 
 // entryDom is the single value key kid takes under e, noDom if not fixed.
@@ -38,7 +38,7 @@ func (s *solver) entryDom(e *entry, kid int) dom {
 		return d
 	}
 	d := noDom
-	if r := e.reqs[s.keys[kid]]; r != nil && r.Len() == 1 {
+	if r := e.reqs[s.topoKeys[kid]]; r != nil && r.Len() == 1 {
 		d = s.valID(r.Any())
 	}
 	e.dom[kid] = d
@@ -57,7 +57,7 @@ func (s *solver) targetDom(t *target, kid int) dom {
 		return d
 	}
 	d := noDom
-	key := s.keys[kid]
+	key := s.topoKeys[kid]
 	if v, ok := t.existing.Labels[key]; ok {
 		d = s.valID(v)
 	} else if r := t.nodeReqs[key]; r != nil && r.Len() == 1 {

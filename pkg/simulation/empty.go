@@ -37,8 +37,8 @@ type move struct {
 
 // emptyClaims drops the NodeClaims in live whose pods all fit elsewhere.
 func (s *solver) emptyClaims(live []*target) {
-	s.byFree = append(s.byFree[:0], live...)
-	sort.SliceStable(s.byFree, func(i, j int) bool { return freeLess(s.byFree[i], s.byFree[j]) })
+	s.claimsByFree = append(s.claimsByFree[:0], live...)
+	sort.SliceStable(s.claimsByFree, func(i, j int) bool { return freeLess(s.claimsByFree[i], s.claimsByFree[j]) })
 	order := slices.Clone(live)
 	slices.SortStableFunc(order, func(a, b *target) int {
 		switch {
@@ -90,11 +90,11 @@ func movable(t *target) bool {
 // changing instance type or raising its price.
 func (s *solver) moveOut(pi *podInfo, from *target) (move, bool) {
 	req := pi.class.requests
-	lo := sort.Search(len(s.byFree), func(i int) bool {
-		return s.byFree[i].free[scheduling.SlotCPU] >= req[scheduling.SlotCPU]
+	lo := sort.Search(len(s.claimsByFree), func(i int) bool {
+		return s.claimsByFree[i].free[scheduling.SlotCPU] >= req[scheduling.SlotCPU]
 	})
 	tried := 0
-	for _, t := range s.byFree[lo:] {
+	for _, t := range s.claimsByFree[lo:] {
 		if tried >= emptyProbe {
 			break
 		}
@@ -164,6 +164,6 @@ func (s *solver) drop(t *target, moves []move) {
 	p.used.Sub(p.types[t.cur].capacity)
 	p.nodesUsed--
 	pos := s.freePos(t)
-	s.byFree = slices.Delete(s.byFree, pos, pos+1)
+	s.claimsByFree = slices.Delete(s.claimsByFree, pos, pos+1)
 	t.pods, t.ports = nil, nil
 }

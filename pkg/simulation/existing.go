@@ -35,14 +35,14 @@ func (s *solver) addExisting() {
 		if !n.Initialized {
 			t.nodeTnts = scheduling.Taints(n.Taints).WithoutEphemeral(n.StartupTaints)
 		}
-		t.used = make(scheduling.Vector, s.idx.Len())
+		t.used = make(scheduling.Vector, s.resources.Len())
 		for _, p := range n.Pods {
 			if !terminal(p) {
-				t.used.Add(s.idx.Vector(scheduling.PodRequests(scheduling.WithLimitRangeDefaults(p, s.in.LimitRanges))))
+				t.used.Add(s.resources.Vector(scheduling.PodRequests(scheduling.WithLimitRangeDefaults(p, s.in.LimitRanges))))
 				t.ports = append(t.ports, scheduling.PodHostPorts(p)...)
 			}
 		}
-		t.free = s.idx.Vector(n.Allocatable)
+		t.free = s.resources.Vector(n.Allocatable)
 		t.free.Sub(t.used)
 		for _, d := range s.daemons {
 			if d.landsOnNode(t.nodeReqs, t.nodeTnts) && !hasDaemonPod(d, n.Pods) {
@@ -58,7 +58,7 @@ func (s *solver) addExisting() {
 			}
 			for i := range p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
 				term := &p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i]
-				ns := s.topo.termNamespaces(p.Namespace, term)
+				ns := s.topology.termNamespaces(p.Namespace, term)
 				sel := selectorFor(term.LabelSelector, p.Labels, term.MatchLabelKeys, term.MismatchLabelKeys)
 				g := s.group(scheduling.NormalizeKey(term.TopologyKey), ns, sel, nil)
 				g.anti = true
@@ -82,7 +82,7 @@ func hasDaemonPod(d *daemon, pods []*corev1.Pod) bool {
 // topology keys each variant must pin.
 func (s *solver) linkGroups() {
 	for _, c := range s.classes {
-		for _, g := range s.topo.groups {
+		for _, g := range s.topology.groups {
 			if g.matches(c.namespace, c.labels) {
 				c.counts = append(c.counts, g)
 				if g.anti {
@@ -97,7 +97,7 @@ func (s *solver) linkGroups() {
 				continue
 			}
 			ls := labels.Set(p.Labels)
-			for _, g := range s.topo.groups {
+			for _, g := range s.topology.groups {
 				if g.matches(p.Namespace, ls) {
 					g.recordMatch(s, t)
 				}

@@ -30,7 +30,7 @@ func (s *solver) finish(failed []*podInfo) *Result {
 		}
 		res.ExistingNodes = append(res.ExistingNodes, ep)
 	}
-	for _, pl := range s.order {
+	for _, pl := range s.placements {
 		if pl.t.existing != nil {
 			res.Order = append(res.Order, Placement{Pod: pl.pod.pod, NodeClaim: -1, Node: pl.t.existing})
 		} else {
@@ -59,7 +59,7 @@ func (s *solver) nodeClaim(t *target) *NodeClaim {
 	var positions []int
 	var cts []string
 	for pos, i := range e.order {
-		if len(types) >= s.maxTypes {
+		if len(types) >= s.maxInstanceTypes {
 			break
 		}
 		if !s.fitsAt(e, i, t.used, zero) || !s.limitsAllow(p, p.types[i].capacity, curCap) {
@@ -84,7 +84,7 @@ func (s *solver) nodeClaim(t *target) *NodeClaim {
 	requests := t.used.Clone()
 	requests.Add(over)
 	nc := &NodeClaim{NodePool: p.np, Requirements: reqs, InstanceTypes: types, InstanceType: it, Offering: offering,
-		Price: offering.Price, DaemonOverhead: s.idx.List(over), Requests: s.idx.List(requests), MinValuesRelaxed: t.relaxed}
+		Price: offering.Price, DaemonOverhead: s.resources.List(over), Requests: s.resources.List(requests), MinValuesRelaxed: t.relaxed}
 	for _, pi := range t.pods {
 		nc.Pods = append(nc.Pods, pi.pod)
 	}
@@ -116,7 +116,7 @@ func (s *solver) typeRequirement(e *entry, positions []int, types []*scheduling.
 	key := [3]int{e.id, -1, len(positions)}
 	if contiguous {
 		key[1] = positions[0]
-		if r, ok := s.typeReqs[key]; ok {
+		if r, ok := s.typeRequirements[key]; ok {
 			return r
 		}
 	}
@@ -126,7 +126,7 @@ func (s *solver) typeRequirement(e *entry, positions []int, types []*scheduling.
 	}
 	r := scheduling.NewRequirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, names...)
 	if contiguous {
-		s.typeReqs[key] = r
+		s.typeRequirements[key] = r
 	}
 	return r
 }
@@ -138,7 +138,7 @@ func (s *solver) typeRequirement(e *entry, positions []int, types []*scheduling.
 // ID), as a launch must then use that reservation.
 func (s *solver) reserve(it *scheduling.InstanceType, entryReqs, reqs scheduling.Requirements) *scheduling.Offering {
 	o, ok := it.CheapestOfferingWhere(entryReqs, func(o *scheduling.Offering) bool {
-		return o.ReservationID == "" || s.reserved[o.ReservationID] < o.ReservationCapacity
+		return o.ReservationID == "" || s.reservationUse[o.ReservationID] < o.ReservationCapacity
 	})
 	if !ok {
 		// Every reservation is used up: fall back to the cached cheapest.
@@ -146,7 +146,7 @@ func (s *solver) reserve(it *scheduling.InstanceType, entryReqs, reqs scheduling
 		return o
 	}
 	if o.ReservationID != "" {
-		s.reserved[o.ReservationID]++
+		s.reservationUse[o.ReservationID]++
 		reqs.Add(scheduling.NewRequirement(scheduling.LabelCapacityType, corev1.NodeSelectorOpIn, o.CapacityType),
 			scheduling.NewRequirement(scheduling.LabelReservationID, corev1.NodeSelectorOpIn, o.ReservationID))
 	}

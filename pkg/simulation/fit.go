@@ -117,7 +117,7 @@ func (s *solver) fitReason(e *entry, v *variant) (string, bool) {
 			alone = alone || req[k] <= alloc
 		}
 		if !fits {
-			name := s.idx.Name(k)
+			name := s.resources.Name(k)
 			q := scheduling.UnitsQuantity(name, req[k])
 			if alone {
 				return fmt.Sprintf("no instance type has room for %s %s next to its DaemonSets", q.String(), name), false
@@ -140,15 +140,15 @@ func (s *solver) fitReason(e *entry, v *variant) (string, bool) {
 			return "minValues not satisfied by the instance types that fit", false
 		}
 	}
-	list := s.idx.List(req)
+	list := s.resources.List(req)
 	delete(list, corev1.ResourcePods)
 	return fmt.Sprintf("no instance type fits %s together", formatList(s, list)), false
 }
 
 func formatList(s *solver, rl corev1.ResourceList) string {
 	out := ""
-	for k := 0; k < s.idx.Len(); k++ {
-		name := s.idx.Name(k)
+	for k := 0; k < s.resources.Len(); k++ {
+		name := s.resources.Name(k)
 		if q, ok := rl[name]; ok {
 			if out != "" {
 				out += ", "
@@ -160,10 +160,10 @@ func formatList(s *solver, rl corev1.ResourceList) string {
 }
 
 func (s *solver) zero() scheduling.Vector {
-	if len(s.scratchZero) != s.idx.Len() {
-		s.scratchZero = make(scheduling.Vector, s.idx.Len())
+	if len(s.zeroVector) != s.resources.Len() {
+		s.zeroVector = make(scheduling.Vector, s.resources.Len())
 	}
-	return s.scratchZero
+	return s.zeroVector
 }
 
 // tightness is how much room (cpu plus memory, as fractions of the shape)

@@ -86,8 +86,8 @@ func (s *solver) compact() {
 // and returns the ones left.
 func (s *solver) mergeClaims(live []*target) []*target {
 	m := &merger{s: s, maxAlloc: map[*pool]scheduling.Vector{}, entries: map[[2]int]*entry{},
-		seenVar: make([]int, len(s.variants)), seenGrp: make([]int, len(s.topo.groups)),
-		sum: make(scheduling.Vector, s.idx.Len()), oldCap: make(scheduling.Vector, s.idx.Len())}
+		seenVar: make([]int, len(s.variants)), seenGrp: make([]int, len(s.topology.groups)),
+		sum: make(scheduling.Vector, s.resources.Len()), oldCap: make(scheduling.Vector, s.resources.Len())}
 	for round := 0; round < mergeRounds && len(live) > 1; round++ {
 		slices.SortStableFunc(live, func(a, b *target) int {
 			switch {
@@ -171,7 +171,7 @@ func (m *merger) poolMax(p *pool) scheduling.Vector {
 	if v, ok := m.maxAlloc[p]; ok {
 		return v
 	}
-	v := make(scheduling.Vector, m.s.idx.Len())
+	v := make(scheduling.Vector, m.s.resources.Len())
 	for _, it := range p.types {
 		for k, x := range it.alloc {
 			v[k] = max(v[k], x)

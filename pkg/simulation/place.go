@@ -84,15 +84,15 @@ func (s *solver) place(p *podInfo) *scheduling.Status {
 func (s *solver) tryExisting(v *variant) *target {
 	for _, t := range s.existing {
 		for len(t.compat) <= v.id {
-			t.compat = append(t.compat, 0)
+			t.compat = append(t.compat, unchecked)
 		}
-		if t.compat[v.id] == 0 {
-			t.compat[v.id] = 2
+		if t.compat[v.id] == unchecked {
+			t.compat[v.id] = incompatible
 			if t.nodeReqs.StrictlyCompatible(v.reqs) == nil && tolerated(t.nodeTnts, v.class.tolerates, v.strictPNS) == nil {
-				t.compat[v.id] = 1
+				t.compat[v.id] = compatible
 			}
 		}
-		if t.compat[v.id] != 1 || !v.class.requests.Fits(t.free) {
+		if t.compat[v.id] != compatible || !v.class.requests.Fits(t.free) {
 			continue
 		}
 		if _, conflict := scheduling.HostPortConflict(t.ports, v.class.ports); conflict {
@@ -110,24 +110,24 @@ func (s *solver) tryExisting(v *variant) *target {
 // of variant v, nil when incompatible.
 func (s *solver) compatEntry(e *entry, v *variant) *entry {
 	for len(e.compat) <= v.id {
-		e.compat = append(e.compat, 0)
+		e.compat = append(e.compat, entryStep{})
 	}
-	switch c := e.compat[v.id]; {
-	case c < 0:
+	switch step := e.compat[v.id]; step.verdict {
+	case incompatible:
 		return nil
-	case c > 0:
-		return s.entryList[c-1]
+	case compatible:
+		return s.entries[step.next]
 	}
 	if e.reqs.Compatible(v.reqs, s.wellKnown) != nil {
-		e.compat[v.id] = -1
+		e.compat[v.id] = entryStep{verdict: incompatible}
 		return nil
 	}
 	out := s.entryFor(e.pool, e.reqs.Intersection(v.reqs))
 	if len(out.order) == 0 {
-		e.compat[v.id] = -1
+		e.compat[v.id] = entryStep{verdict: incompatible}
 		return nil
 	}
-	e.compat[v.id] = int32(out.id + 1)
+	e.compat[v.id] = entryStep{verdict: compatible, next: int32(out.id)}
 	return out
 }
 
@@ -148,12 +148,12 @@ func (s *solver) tryClaims(v *variant) *option {
 		return s.bestOf(v, hc)
 	}
 	req := v.class.requests
-	lo := sort.Search(len(s.byFree), func(i int) bool {
-		return s.byFree[i].free[scheduling.SlotCPU] >= req[scheduling.SlotCPU]
+	lo := sort.Search(len(s.claimsByFree), func(i int) bool {
+		return s.claimsByFree[i].free[scheduling.SlotCPU] >= req[scheduling.SlotCPU]
 	})
 	var best option
 	found := 0
-	for _, t := range s.byFree[lo:] {
+	for _, t := range s.claimsByFree[lo:] {
 		if found >= zeroProbe {
 			break
 		}
@@ -170,8 +170,8 @@ func (s *solver) tryClaims(v *variant) *option {
 	if found > 0 {
 		return &best
 	}
-	for i := len(s.byFree) - 1; i >= 0 && found < growProbe; i-- {
-		if o, ok := s.grown(v, s.byFree[i]); ok {
+	for i := len(s.claimsByFree) - 1; i >= 0 && found < growProbe; i-- {
+		if o, ok := s.grown(v, s.claimsByFree[i]); ok {
 			found++
 			if found == 1 || better(&o, &best) {
 				best = o
@@ -284,7 +284,7 @@ func (s *solver) tryNew(v *variant) (*option, *scheduling.Status) {
 		}
 		e, reason := s.topoCheck(v, fresh, pc.entry, true)
 		if reason == "" && p.nodeLimit >= 0 && p.nodesUsed >= p.nodeLimit {
-			reason = s.limitReason(p, make(scheduling.Vector, s.idx.Len()))
+			reason = s.limitReason(p, make(scheduling.Vector, s.resources.Len()))
 		}
 		if reason != "" {
 			code = scheduling.Unschedulable
@@ -312,11 +312,11 @@ func (s *solver) commit(p *podInfo, v *variant, o *option) {
 	t := o.t
 	pl := o.pool
 	if t == nil {
-		t = &target{id: len(s.targets), entry: o.e, cur: o.cur, used: make(scheduling.Vector, s.idx.Len()),
-			free: make(scheduling.Vector, s.idx.Len()), claim: len(s.claims)}
+		t = &target{id: len(s.targets), entry: o.e, cur: o.cur, used: make(scheduling.Vector, s.resources.Len()),
+			free: make(scheduling.Vector, s.resources.Len()), claim: len(s.claims)}
 		s.targets = append(s.targets, t)
 		s.claims = append(s.claims, t)
-		for _, g := range s.eligGroups {
+		for _, g := range s.eligibleGroups {
 			for _, l := range g.elig {
 				l.ts = append(l.ts, t)
 			}
@@ -325,7 +325,7 @@ func (s *solver) commit(p *podInfo, v *variant, o *option) {
 		pl.used.Add(pl.types[o.cur].capacity)
 		for _, kid := range v.pinKeys {
 			if d := s.entryDom(o.e, kid); d >= 0 {
-				s.pinned[pinKey(kid, d)]++
+				s.pinCounts[pinKey(kid, d)]++
 			}
 		}
 	} else {
@@ -333,7 +333,7 @@ func (s *solver) commit(p *podInfo, v *variant, o *option) {
 		pl.used.Sub(pl.types[t.cur].capacity)
 		for _, kid := range v.pinKeys {
 			if d := s.entryDom(o.e, kid); d >= 0 && s.entryDom(t.entry, kid) < 0 {
-				s.pinned[pinKey(kid, d)]++
+				s.pinCounts[pinKey(kid, d)]++
 			}
 		}
 		t.entry, t.cur = o.e, o.cur
@@ -357,24 +357,24 @@ func (s *solver) commit(p *podInfo, v *variant, o *option) {
 // and the new place shift.
 func (s *solver) reindex(t *target, pos int) {
 	if pos < 0 {
-		s.byFree = append(s.byFree, t)
-		pos = len(s.byFree) - 1
+		s.claimsByFree = append(s.claimsByFree, t)
+		pos = len(s.claimsByFree) - 1
 	}
-	others := len(s.byFree) - 1
+	others := len(s.claimsByFree) - 1
 	at := func(k int) *target { // byFree without t's slot
 		if k >= pos {
 			k++
 		}
-		return s.byFree[k]
+		return s.claimsByFree[k]
 	}
 	k := sort.Search(others, func(k int) bool { return !freeLess(at(k), t) })
 	switch {
 	case k < pos:
-		copy(s.byFree[k+1:pos+1], s.byFree[k:pos])
+		copy(s.claimsByFree[k+1:pos+1], s.claimsByFree[k:pos])
 	case k > pos:
-		copy(s.byFree[pos:k], s.byFree[pos+1:k+1])
+		copy(s.claimsByFree[pos:k], s.claimsByFree[pos+1:k+1])
 	}
-	s.byFree[k] = t
+	s.claimsByFree[k] = t
 }
 
 func freeLess(a, b *target) bool {
@@ -384,8 +384,8 @@ func freeLess(a, b *target) bool {
 
 func (s *solver) freePos(t *target) int {
 	f := t.free[scheduling.SlotCPU]
-	return sort.Search(len(s.byFree), func(i int) bool {
-		o := s.byFree[i]
+	return sort.Search(len(s.claimsByFree), func(i int) bool {
+		o := s.claimsByFree[i]
 		of := o.free[scheduling.SlotCPU]
 		return of > f || of == f && o.id >= t.id
 	})
@@ -407,5 +407,5 @@ func (s *solver) record(p *podInfo, t *target) {
 	for _, g := range p.class.owns {
 		g.recordOwner(s, t)
 	}
-	s.order = append(s.order, placed{pod: p, t: t})
+	s.placements = append(s.placements, placed{pod: p, t: t})
 }

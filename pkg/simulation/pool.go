@@ -52,11 +52,19 @@ type entry struct {
 	rank   []int     // pool type -> position in order (-1 if not ok)
 	over   []scheduling.Vector
 	ports  [][]scheduling.HostPort // per type: daemon host ports (nil when none)
-	compat []int32                 // by variant id: 0 unknown, -1 incompatible, else entry id+1
+	compat []entryStep             // by variant id: where a pod of the variant leads
 	pins   map[int64]int           // pinKey -> entry id
 	doms   [][]dom                 // by key id: possible domains (nil: not computed)
 	dom    []dom                   // by key id: the fixed domain, noDom, or unknownDom
 	cts    [][]string              // per type: capacity types offered under reqs (nil: not computed)
+}
+
+// entryStep caches what adding a pod of one variant does to a NodeClaim
+// of an entry: incompatible, or compatible and leading to the entry next
+// (by id).
+type entryStep struct {
+	verdict verdict
+	next    int32
 }
 
 type bitset []uint64
@@ -92,9 +100,9 @@ func (s *solver) newPool(in *NodePool) *pool {
 		if p.reqs.Intersects(it.Requirements) != nil {
 			continue
 		}
-		p.types = append(p.types, &itype{it: it, idx: len(p.types), alloc: s.idx.Vector(it.Allocatable), capacity: s.capacityVector(it)})
+		p.types = append(p.types, &itype{it: it, idx: len(p.types), alloc: s.resources.Vector(it.Allocatable), capacity: s.capacityVector(it)})
 	}
-	p.limits = make(scheduling.Vector, s.idx.Len())
+	p.limits = make(scheduling.Vector, s.resources.Len())
 	for i := range p.limits {
 		p.limits[i] = -1
 	}
@@ -103,12 +111,12 @@ func (s *solver) newPool(in *NodePool) *pool {
 			p.nodeLimit = q.Value()
 			continue
 		}
-		if slot := s.idx.Slot(name); slot >= 0 {
+		if slot := s.resources.Slot(name); slot >= 0 {
 			p.limits[slot] = unitsOf(name, q)
 			p.hasLimits = true
 		}
 	}
-	p.used = make(scheduling.Vector, s.idx.Len())
+	p.used = make(scheduling.Vector, s.resources.Len())
 	// PreferNoSchedule taints do not keep DaemonSet pods off a node, so a
 	// DaemonSet counts on such a pool without tolerating them (upstream
 	// requires the toleration and sizes such nodes too small: its issue 715).
@@ -131,19 +139,19 @@ func unitsOf(name corev1.ResourceName, q resource.Quantity) int64 {
 // used for limits.
 func (s *solver) capacityVector(it *scheduling.InstanceType) scheduling.Vector {
 	if len(it.Capacity) > 0 {
-		return s.idx.Vector(it.Capacity)
+		return s.resources.Vector(it.Capacity)
 	}
-	return s.idx.Vector(it.Allocatable)
+	return s.resources.Vector(it.Allocatable)
 }
 
 // entryFor interns reqs for the pool.
 func (s *solver) entryFor(p *pool, reqs scheduling.Requirements) *entry {
 	key := p.name + "\x00" + reqs.String()
-	if e, ok := s.entries[key]; ok {
+	if e, ok := s.entryByKey[key]; ok {
 		return e
 	}
 	n := len(p.types)
-	e := &entry{id: len(s.entryList), pool: p, reqs: reqs, ok: newBitset(n), price: make([]float64, n),
+	e := &entry{id: len(s.entries), pool: p, reqs: reqs, ok: newBitset(n), price: make([]float64, n),
 		rank: make([]int, n), over: make([]scheduling.Vector, n), ports: make([][]scheduling.HostPort, n),
 		pins: map[int64]int{}}
 	for i, t := range p.types {
@@ -168,8 +176,8 @@ func (s *solver) entryFor(p *pool, reqs scheduling.Requirements) *entry {
 	for pos, i := range e.order {
 		e.rank[i] = pos
 	}
-	s.entries[key] = e
-	s.entryList = append(s.entryList, e)
+	s.entryByKey[key] = e
+	s.entries = append(s.entries, e)
 	return e
 }
 
@@ -183,7 +191,7 @@ func (s *solver) overhead(e *entry, i int) scheduling.Vector {
 	if v := e.over[i]; v != nil {
 		return v
 	}
-	v := make(scheduling.Vector, s.idx.Len())
+	v := make(scheduling.Vector, s.resources.Len())
 	var ports []scheduling.HostPort
 	if len(e.pool.daemons) > 0 {
 		nodeReqs := e.reqs.Intersection(e.pool.types[i].it.Requirements)
@@ -203,10 +211,10 @@ func (s *solver) overhead(e *entry, i int) scheduling.Vector {
 func (s *solver) pin(e *entry, kid int, d dom) *entry {
 	k := pinKey(kid, d)
 	if id, ok := e.pins[k]; ok {
-		return s.entryList[id]
+		return s.entries[id]
 	}
 	reqs := e.reqs.Copy()
-	reqs.Add(scheduling.NewRequirement(s.keys[kid], corev1.NodeSelectorOpIn, s.vals[d]))
+	reqs.Add(scheduling.NewRequirement(s.topoKeys[kid], corev1.NodeSelectorOpIn, s.domainValues[d]))
 	out := s.entryFor(e.pool, reqs)
 	e.pins[k] = out.id
 	return out
@@ -220,7 +228,7 @@ func (s *solver) domains(e *entry, kid int) []dom {
 	if d := e.doms[kid]; d != nil {
 		return d
 	}
-	key := s.keys[kid]
+	key := s.topoKeys[kid]
 	var vals []string
 	if r := e.reqs[key]; r != nil && !r.IsComplement() {
 		vals = r.Values()
@@ -265,7 +273,7 @@ func (s *solver) limitReason(p *pool, extra scheduling.Vector) string {
 	}
 	for i, l := range p.limits {
 		if l >= 0 && p.used[i]+extra[i] > l {
-			name := s.idx.Name(i)
+			name := s.resources.Name(i)
 			lq, uq := scheduling.UnitsQuantity(name, l), scheduling.UnitsQuantity(name, p.used[i])
 			return "limit " + string(name) + "=" + lq.String() + " reached (" + uq.String() + " in use)"
 		}

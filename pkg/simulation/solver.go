@@ -12,38 +12,51 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
 )
 
-// solver holds the state of one Solve call.
+// solver holds the state of one Solve call, by concern.
 type solver struct {
-	in          *Input
-	wellKnown   sets.Set[string]
-	idx         *scheduling.ResourceIndex
-	maxAlloc    scheduling.Vector
-	daemons     []*daemon
-	pools       []*pool
-	anyPNS      bool
-	topo        *topology
-	classes     []*class
-	classByKey  map[string]*class
-	variants    []*variant
-	poolState   [][]poolCheck // by variant id, then pool
-	entries     map[string]*entry
-	entryList   []*entry
-	targets     []*target
-	existing    []*target
-	claims      []*target
-	order       []placed
-	pinned      map[int64]int // pinKey -> NodeClaims pinned there
-	keyIDs      map[string]int
-	keys        []string
-	valIDs      map[string]dom
-	vals        []string
-	scratchZero scheduling.Vector
-	eligGroups  []*group
-	byFree      []*target // NodeClaims by free cpu, then id
-	typeReqs    map[[3]int]*scheduling.Requirement
-	keyBuf      strings.Builder
-	reserved    map[string]int // reservation ID -> NodeClaims using it
-	maxTypes    int
+	// Input and the settings derived from it.
+	in               *Input
+	wellKnown        sets.Set[string] // label keys the solver reasons about
+	maxInstanceTypes int              // instance types listed per NodeClaim at most
+	resources        *scheduling.ResourceIndex
+	maxAlloc         scheduling.Vector // largest allocatable of any instance type, per resource
+	daemons          []*daemon
+	pools            []*pool
+	// anyPreferNoSchedule is whether some pool has a PreferNoSchedule
+	// taint; only then does a pod's preference ladder start by treating
+	// such taints as required.
+	anyPreferNoSchedule bool
+	topology            *topology
+
+	// Interning: pods, requirement sets and topology values get small ids
+	// so the hot loops index slices instead of hashing.
+	classes      []*class
+	classByKey   map[string]*class
+	classKeyBuf  strings.Builder // reused to build class keys
+	variants     []*variant
+	entries      []*entry          // by id
+	entryByKey   map[string]*entry // by pool and requirements
+	topoKeyIDs   map[string]int    // topology key -> id
+	topoKeys     []string          // by id
+	domainIDs    map[string]dom    // topology value -> dom
+	domainValues []string          // by dom
+
+	// Caches of checks and derived values, filled on first use.
+	poolChecks       [][]poolCheck // by variant id, then pool
+	typeRequirements map[[3]int]*scheduling.Requirement
+	eligibleGroups   []*group          // groups with eligibility lists to extend as NodeClaims open
+	zeroVector       scheduling.Vector // an all-zero vector, never written
+
+	// Results: where pods go, as the solve proceeds.
+	targets      []*target // existing nodes, then new NodeClaims, by id
+	existing     []*target
+	claims       []*target
+	claimsByFree []*target     // NodeClaims by free cpu, then id
+	placements   []placed      // every placement, in order
+	pinCounts    map[int64]int // pinKey -> NodeClaims pinned there
+	// reservationUse counts the NodeClaims using each capacity
+	// reservation, by reservation ID.
+	reservationUse map[string]int
 }
 
 type placed struct {
@@ -52,11 +65,12 @@ type placed struct {
 }
 
 // poolCheck caches whether a variant passes a pool's taints and template
-// requirements.
+// requirements: when compatible, the entry of its NodeClaims; when not,
+// why.
 type poolCheck struct {
-	done   bool
-	entry  *entry
-	reason string
+	verdict verdict
+	entry   *entry
+	reason  string
 }
 
 // Solve decides where pending pods go. It never returns an error for pods
@@ -98,10 +112,12 @@ func splitDRA(pods []*podInfo) (keep, rejected []*podInfo) {
 }
 
 func newSolver(in *Input) *solver {
-	s := &solver{in: in, classByKey: map[string]*class{}, entries: map[string]*entry{}, pinned: map[int64]int{}, typeReqs: map[[3]int]*scheduling.Requirement{}, reserved: map[string]int{}, keyIDs: map[string]int{}, valIDs: map[string]dom{}}
-	s.maxTypes = in.Options.MaxInstanceTypes
-	if s.maxTypes <= 0 {
-		s.maxTypes = DefaultMaxInstanceTypes
+	s := &solver{in: in, classByKey: map[string]*class{}, entryByKey: map[string]*entry{}, pinCounts: map[int64]int{},
+		typeRequirements: map[[3]int]*scheduling.Requirement{}, reservationUse: map[string]int{}, topoKeyIDs: map[string]int{},
+		domainIDs: map[string]dom{}}
+	s.maxInstanceTypes = in.Options.MaxInstanceTypes
+	if s.maxInstanceTypes <= 0 {
+		s.maxInstanceTypes = DefaultMaxInstanceTypes
 	}
 	s.wellKnown = in.Options.WellKnownLabels
 	if s.wellKnown == nil {
@@ -114,11 +130,11 @@ func newSolver(in *Input) *solver {
 			}
 		}
 	}
-	s.idx = scheduling.NewResourceIndex(s.resourceNames())
-	s.maxAlloc = make(scheduling.Vector, s.idx.Len())
+	s.resources = scheduling.NewResourceIndex(s.resourceNames())
+	s.maxAlloc = make(scheduling.Vector, s.resources.Len())
 	for _, np := range in.NodePools {
 		for _, it := range np.InstanceTypes {
-			for i, x := range s.idx.Vector(it.Allocatable) {
+			for i, x := range s.resources.Vector(it.Allocatable) {
 				s.maxAlloc[i] = max(s.maxAlloc[i], x)
 			}
 		}
@@ -126,7 +142,7 @@ func newSolver(in *Input) *solver {
 	for _, ds := range in.DaemonSets {
 		s.daemons = append(s.daemons, s.newDaemon(ds, in.LimitRanges))
 	}
-	s.topo = newTopology(in.Namespaces)
+	s.topology = newTopology(in.Namespaces)
 	s.buildPools()
 	return s
 }
@@ -208,12 +224,12 @@ func (s *solver) buildPools() {
 			if len(c) == 0 {
 				c = n.Allocatable
 			}
-			p.used.Add(s.idx.Vector(c))
+			p.used.Add(s.resources.Vector(c))
 			p.nodesUsed++
 		}
 		s.pools = append(s.pools, p)
 		if p.taints.HasPreferNoSchedule() {
-			s.anyPNS = true
+			s.anyPreferNoSchedule = true
 		}
 	}
 }
@@ -278,17 +294,17 @@ func terminal(p *corev1.Pod) bool {
 
 // poolFor caches the variant's pool check.
 func (s *solver) poolFor(v *variant, pi int) *poolCheck {
-	for len(s.poolState) <= v.id {
-		s.poolState = append(s.poolState, nil)
+	for len(s.poolChecks) <= v.id {
+		s.poolChecks = append(s.poolChecks, nil)
 	}
-	if s.poolState[v.id] == nil {
-		s.poolState[v.id] = make([]poolCheck, len(s.pools))
+	if s.poolChecks[v.id] == nil {
+		s.poolChecks[v.id] = make([]poolCheck, len(s.pools))
 	}
-	pc := &s.poolState[v.id][pi]
-	if pc.done {
+	pc := &s.poolChecks[v.id][pi]
+	if pc.verdict != unchecked {
 		return pc
 	}
-	pc.done = true
+	pc.verdict = incompatible
 	p := s.pools[pi]
 	if err := tolerated(p.taints, v.class.tolerates, v.strictPNS); err != nil {
 		pc.reason = err.Error()
@@ -305,7 +321,9 @@ func (s *solver) poolFor(v *variant, pi int) *poolCheck {
 			pc.reason = "no instance type with an available offering"
 		}
 		pc.entry = nil
+		return pc
 	}
+	pc.verdict = compatible
 	return pc
 }
 

@@ -15,8 +15,8 @@ type target struct {
 	free     scheduling.Vector // room left on the current shape
 	ports    []scheduling.HostPort
 	pods     []*podInfo
-	compat   []int8 // existing: by variant id, 0 unknown, 1 ok, 2 not
-	doms     []dom  // existing: by key id
+	compat   []verdict // existing: by variant id, whether its pods fit the node's labels and taints
+	doms     []dom     // existing: by key id
 	// NodeClaims only:
 	entry   *entry
 	cur     int // pool type index of the cheapest instance type that fits

@@ -79,7 +79,7 @@ func (s *solver) chooseDomain(v *variant, t *target, e *entry, kid int, doms []d
 		} else if len(pe.order) > 0 {
 			price = pe.price[pe.order[0]]
 		}
-		pinned := s.pinned[pinKey(kid, d)]
+		pinned := s.pinCounts[pinKey(kid, d)]
 		if best == nil || sum < bestSum || sum == bestSum && (price < bestPrice || price == bestPrice && pinned < bestPinned) {
 			best, bestSum, bestPrice, bestPinned = pe, sum, price, pinned
 		}

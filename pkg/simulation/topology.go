@@ -223,7 +223,7 @@ func newTopology(namespaces []*corev1.Namespace) *topology {
 }
 
 func (s *solver) group(key string, namespaces sets.Set[string], selector labels.Selector, filter *nodeFilter) *group {
-	t := s.topo
+	t := s.topology
 	id := key + "|" + nsKey(namespaces) + "|" + selector.String() + "|" + filterKey(filter)
 	if g, ok := t.byKey[id]; ok {
 		return g
@@ -334,7 +334,7 @@ func (s *solver) eligible(g *group, threshold int32) *eligList {
 		}
 	}
 	if len(g.elig) == 0 {
-		s.eligGroups = append(s.eligGroups, g)
+		s.eligibleGroups = append(s.eligibleGroups, g)
 	}
 	g.elig = append(g.elig, l)
 	return l

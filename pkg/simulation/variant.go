@@ -102,7 +102,7 @@ func (s *solver) ladder(pt *podTerms) []level {
 		}
 		return out
 	}
-	l := level{tolPNS: !s.anyPNS}
+	l := level{tolPNS: !s.anyPreferNoSchedule}
 	out := []level{l}
 	step := func(mut func()) {
 		mut()
@@ -191,7 +191,7 @@ func (s *solver) spreadConstraint(c *class, tsc *corev1.TopologySpreadConstraint
 }
 
 func (s *solver) affinityConstraint(c *class, term *corev1.PodAffinityTerm, kind constraintKind) *constraint {
-	ns := s.topo.termNamespaces(c.namespace, term)
+	ns := s.topology.termNamespaces(c.namespace, term)
 	sel := selectorFor(term.LabelSelector, c.labels, term.MatchLabelKeys, term.MismatchLabelKeys)
 	g := s.group(scheduling.NormalizeKey(term.TopologyKey), ns, sel, nil)
 	return &constraint{kind: kind, group: g, self: g.matches(c.namespace, c.labels)}
