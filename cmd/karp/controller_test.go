@@ -75,7 +75,7 @@ func TestControllerProcessLeadsAndServes(t *testing.T) {
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
 			_ = cmd.Process.Kill()
-			<-exited
+			<-exited //nolint:errcheck // killed by the cleanup: the exit error says only that
 		}
 	})
 

@@ -192,9 +192,9 @@ func (c *child) stop(stderr io.Writer) {
 	fmt.Fprintln(stderr, "stopping the karp controller")
 	_ = c.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-c.done:
+	case <-c.done: //nolint:errcheck // stopped on purpose: the exit status is not a failure
 	case <-time.After(childStopGrace):
 		_ = c.cmd.Process.Kill()
-		<-c.done
+		<-c.done //nolint:errcheck // killed on purpose: the exit status says only that
 	}
 }

@@ -171,7 +171,7 @@ func upDetached(opts upOptions, stdout io.Writer) error {
 	line, _ := bufio.NewReader(readR).ReadString('\n')
 	if strings.TrimSpace(line) != "ready" {
 		waitErr := cmd.Wait()
-		return fmt.Errorf("background karp up failed (%v); its log %s ends:\n%s", waitErr, logPath, tail(logPath, 40))
+		return fmt.Errorf("background karp up failed (%w); its log %s ends:\n%s", waitErr, logPath, tail(logPath, 40))
 	}
 	pid := cmd.Process.Pid
 	_ = cmd.Process.Release()

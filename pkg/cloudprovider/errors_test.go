@@ -34,7 +34,7 @@ func TestTypedErrorsAreFoundThroughWrapping(t *testing.T) {
 			if tc.is(base) || tc.is(nil) {
 				t.Errorf("predicate matches an unrelated error")
 			}
-			if got := tc.ignore(base); got != base {
+			if got := tc.ignore(base); got != base { //nolint:errorlint // Ignore must return the very error it was given
 				t.Errorf("Ignore(unrelated) = %v, want it unchanged", got)
 			}
 			for other, oc := range tests {

@@ -1,4 +1,4 @@
-package lifecycle
+package cloudprovider
 
 import (
 	"k8s.io/apimachinery/pkg/runtime"
@@ -6,13 +6,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 )
 
 // IsManaged reports whether the NodeClaim's nodeClassRef names a NodeClass
-// kind the cloud provider supports. Other NodeClaims belong to another
+// kind the cloud provider supports. Every NodeClaim controller asks it first. Other NodeClaims belong to another
 // provider's controller (or to nobody) and karp leaves them alone.
-func IsManaged(nodeClaim *karpv1.NodeClaim, cp cloudprovider.CloudProvider, scheme *runtime.Scheme) bool {
+func IsManaged(nodeClaim *karpv1.NodeClaim, cp CloudProvider, scheme *runtime.Scheme) bool {
 	ref := nodeClaim.Spec.NodeClassRef
 	if ref == nil {
 		return false

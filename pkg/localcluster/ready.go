@@ -45,7 +45,10 @@ func (c *Cluster) poll(ctx context.Context, what string, check func(context.Cont
 			}
 			return fmt.Errorf("waiting for %s: %w", what, err)
 		case <-ctx.Done():
-			return fmt.Errorf("timed out waiting for %s (last error: %v); logs in %s", what, last, c.layout.logDir())
+			if last == nil {
+				last = ctx.Err()
+			}
+			return fmt.Errorf("timed out waiting for %s (last error: %w); logs in %s", what, last, c.layout.logDir())
 		case <-tick.C:
 		}
 	}

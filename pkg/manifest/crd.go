@@ -123,7 +123,10 @@ func (v *crdValidator) admit(obj map[string]interface{}) error {
 		// The API server skips CEL rules when the schema already failed.
 		return errs.ToAggregate()
 	}
-	celErrs, _ := v.cel.Validate(context.Background(), nil, v.structural, obj, nil, celconfig.RuntimeCELCostBudget)
+	// Offline admission has no caller's context: the evaluation is pure and
+	// bounded by the CEL cost budget, as in the API server.
+	ctx := context.Background() //nolint:forbidigo // offline admission is the root context
+	celErrs, _ := v.cel.Validate(ctx, nil, v.structural, obj, nil, celconfig.RuntimeCELCostBudget)
 	return celErrs.ToAggregate()
 }
 

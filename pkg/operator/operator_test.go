@@ -80,7 +80,7 @@ func (r *running) stop() {
 		return
 	}
 	r.cancel()
-	<-r.done
+	<-r.done //nolint:errcheck // cancelled on purpose: the run ends with the context's error
 	r.cancel = nil
 }
 

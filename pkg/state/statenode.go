@@ -171,9 +171,7 @@ func (c *Cluster) fill(sn *StateNode, nominated map[string][]*corev1.Pod) *State
 			sn.Pods = append(sn.Pods, c.podsByNode[sn.Node.Name][key])
 		}
 	}
-	for _, p := range nominated[sn.ID()] {
-		sn.Nominated = append(sn.Nominated, p)
-	}
+	sn.Nominated = append(sn.Nominated, nominated[sn.ID()]...)
 	sn.MarkedForDeletion = c.marked[sn.ID()] ||
 		(sn.NodeClaim != nil && sn.NodeClaim.DeletionTimestamp != nil) ||
 		(sn.Node != nil && sn.Node.DeletionTimestamp != nil) ||

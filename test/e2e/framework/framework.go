@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"testing"
@@ -81,7 +82,7 @@ func start() (*Framework, string, error) {
 	}
 	cl, err := client.New(cluster.Config, client.Options{Scheme: environment.NewScheme()})
 	if err != nil {
-		return nil, dir, fmt.Errorf("building client: %w; stop: %v", err, cluster.Stop())
+		return nil, dir, errors.Join(fmt.Errorf("building client: %w", err), cluster.Stop())
 	}
 	return &Framework{Cluster: cluster, Config: cluster.Config, Client: cl, BinDir: binDir}, dir, nil
 }

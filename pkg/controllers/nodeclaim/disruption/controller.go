@@ -17,7 +17,6 @@ import (
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
-	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/karp-autoscaler/karp/pkg/index"
 	"github.com/karp-autoscaler/karp/pkg/metrics"
 )
@@ -62,7 +61,7 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 // and the provider, patches the status once, and requeues for the next
 // moment either could change on its own.
 func (c *Controller) Reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim) (reconcile.Result, error) {
-	if !nodeClaim.DeletionTimestamp.IsZero() || !lifecycle.IsManaged(nodeClaim, c.cloudProvider, c.kubeClient.Scheme()) {
+	if !nodeClaim.DeletionTimestamp.IsZero() || !cloudprovider.IsManaged(nodeClaim, c.cloudProvider, c.kubeClient.Scheme()) {
 		return reconcile.Result{}, nil
 	}
 	poolName := nodeClaim.Labels[karpv1.NodePoolLabelKey]

@@ -14,7 +14,6 @@ import (
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
-	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/karp-autoscaler/karp/pkg/metrics"
 )
 
@@ -50,7 +49,7 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 // otherwise requeues for that moment.
 func (c *Controller) Reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim) (reconcile.Result, error) {
 	if !nodeClaim.DeletionTimestamp.IsZero() || nodeClaim.Spec.ExpireAfter.IsNever() ||
-		!lifecycle.IsManaged(nodeClaim, c.cloudProvider, c.kubeClient.Scheme()) {
+		!cloudprovider.IsManaged(nodeClaim, c.cloudProvider, c.kubeClient.Scheme()) {
 		return reconcile.Result{}, nil
 	}
 	expireAfter := *nodeClaim.Spec.ExpireAfter.Duration

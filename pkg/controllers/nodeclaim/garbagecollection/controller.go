@@ -23,7 +23,6 @@ import (
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
-	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/karp-autoscaler/karp/pkg/index"
 	"github.com/karp-autoscaler/karp/pkg/metrics"
 )
@@ -158,7 +157,7 @@ func (c *Controller) deleteNode(ctx context.Context, node *corev1.Node) error {
 func (c *Controller) collectNodeClaim(ctx context.Context, nodeClaim *karpv1.NodeClaim, live sets.Set[string]) error {
 	if !nodeClaim.DeletionTimestamp.IsZero() || nodeClaim.Status.ProviderID == "" || live.Has(nodeClaim.Status.ProviderID) ||
 		!nodeClaim.StatusConditions().IsTrue(karpv1.ConditionTypeRegistered) ||
-		!lifecycle.IsManaged(nodeClaim, c.cloudProvider, c.kubeClient.Scheme()) {
+		!cloudprovider.IsManaged(nodeClaim, c.cloudProvider, c.kubeClient.Scheme()) {
 		return nil
 	}
 	var nodes corev1.NodeList

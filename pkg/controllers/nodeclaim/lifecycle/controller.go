@@ -124,7 +124,7 @@ const maxRetryDelay = time.Minute
 
 // Reconcile adds the finalizer, then runs the phases and patches the result.
 func (c *Controller) Reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim) (reconcile.Result, error) {
-	if !nodeClaim.DeletionTimestamp.IsZero() || !IsManaged(nodeClaim, c.cloudProvider, c.kubeClient.Scheme()) {
+	if !nodeClaim.DeletionTimestamp.IsZero() || !cloudprovider.IsManaged(nodeClaim, c.cloudProvider, c.kubeClient.Scheme()) {
 		c.superseded.forget(nodeClaim.UID)
 		return reconcile.Result{}, nil
 	}

@@ -25,7 +25,6 @@ import (
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
-	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/karp-autoscaler/karp/pkg/index"
 	"github.com/karp-autoscaler/karp/pkg/metrics"
 )
@@ -101,7 +100,7 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 func (c *Controller) Reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim) (reconcile.Result, error) {
 	ctx = metrics.WithController(ctx, c.Name())
 	if nodeClaim.DeletionTimestamp.IsZero() {
-		if !lifecycle.IsManaged(nodeClaim, c.cloudProvider, c.kubeClient.Scheme()) {
+		if !cloudprovider.IsManaged(nodeClaim, c.cloudProvider, c.kubeClient.Scheme()) {
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, c.followNodeDeletion(ctx, nodeClaim)
