@@ -4,8 +4,10 @@
 // would launch, what they cost, and why any pod would stay pending.
 //
 // It gathers (pkg/manifest), decides (pkg/simulation.Solve) and renders
-// (table, JSON, or the karpv1.NodeClaim objects as YAML); it holds no
-// placement logic of its own. It never talks to an API server or a cloud.
+// (table, JSON, or the karpv1.NodeClaim objects as YAML, rendered by
+// pkg/render exactly as the provisioner creates them); it holds no
+// placement or rendering logic of its own. It never talks to an API
+// server or a cloud.
 //
 // Invariants:
 //   - The same manifests and catalog always give the same report (names,
