@@ -37,7 +37,7 @@ func buildBudgets(ctx context.Context, w *world, reason karpv1.DisruptionReason)
 			log.FromContext(ctx).Error(err, "evaluating disruption budgets", "NodePool", name)
 		}
 		out[name] = max(0, allowed-busy[name])
-		allowedDisruptions.WithLabelValues(name, string(reason)).Set(float64(out[name]))
+		allowedDisruptions.WithLabelValues(name, reasonValue(reason)).Set(float64(out[name]))
 	}
 	return out
 }

@@ -178,7 +178,7 @@ func (c *Controller) compute(ctx context.Context, w *world) (Command, Method, er
 				cands = append(cands, cand)
 			}
 		}
-		eligibleNodes.WithLabelValues(string(m.Reason())).Set(float64(len(cands)))
+		eligibleNodes.WithLabelValues(reasonValue(m.Reason())).Set(float64(len(cands)))
 		if len(cands) == 0 {
 			continue
 		}
@@ -197,7 +197,7 @@ func (c *Controller) compute(ctx context.Context, w *world) (Command, Method, er
 		}
 		start := c.clock.Now()
 		cmd, err := m.ComputeCommand(ctx, budgets, cands...)
-		evaluationDuration.WithLabelValues(methodName(m), consolidationTypeOf(m)).Observe(c.clock.Since(start).Seconds())
+		evaluationDuration.WithLabelValues(reasonValue(m.Reason()), consolidationTypeOf(m)).Observe(c.clock.Since(start).Seconds())
 		if err != nil {
 			return Command{}, nil, err
 		}
@@ -233,20 +233,6 @@ func memoKey(w *world, cands []*Candidate, budgets Budgets) string {
 		b.WriteString(w.nodePools[name].ResourceVersion)
 	}
 	return b.String()
-}
-
-func methodName(m Method) string {
-	switch m.(type) {
-	case *Emptiness:
-		return "emptiness"
-	case *Drift:
-		return "drift"
-	case *MultiNodeConsolidation:
-		return "multi"
-	case *SingleNodeConsolidation:
-		return "single"
-	}
-	return fmt.Sprintf("%T", m)
 }
 
 func consolidationTypeOf(m Method) string {

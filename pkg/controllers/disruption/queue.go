@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -72,7 +73,10 @@ func (c *Controller) start(ctx context.Context, cmd Command) error {
 		}
 	}
 	c.cluster.MarkForDeletion(q.ids()...)
-	decisionsTotal.WithLabelValues(cmd.Decision(), string(cmd.Reason), consolidationType(cmd)).Inc()
+	decisionsTotal.WithLabelValues(cmd.Decision(), reasonValue(cmd.Reason), consolidationType(cmd)).Inc()
+	for _, pool := range commandNodePools(cmd) {
+		decisionsByNodePool.WithLabelValues(pool, cmd.Decision(), reasonValue(cmd.Reason), consolidationType(cmd)).Inc()
+	}
 	log.FromContext(ctx).Info("disrupting nodes", "command", cmd.String(), "reason", cmd.Reason,
 		"savings", fmt.Sprintf("%.4f", cmd.Savings))
 	for _, cand := range cmd.Candidates {
@@ -162,7 +166,7 @@ func (c *Controller) finish(ctx context.Context, q *queued) error {
 // fail rolls the command back and counts the failure.
 func (c *Controller) fail(ctx context.Context, q *queued, why string) error {
 	log.FromContext(ctx).Info("disruption command failed, rolling back", "command", q.cmd.String(), "reason", why)
-	queueFailures.WithLabelValues(q.cmd.Decision(), string(q.cmd.Reason), consolidationType(q.cmd)).Inc()
+	queueFailures.WithLabelValues(q.cmd.Decision(), reasonValue(q.cmd.Reason), consolidationType(q.cmd)).Inc()
 	return c.rollback(ctx, q)
 }
 
@@ -185,6 +189,18 @@ func (c *Controller) rollback(ctx context.Context, q *queued) error {
 }
 
 // consolidationType is the consolidation_type label of a command.
+// commandNodePools lists the NodePools of the command's candidates, once
+// each, in candidate order.
+func commandNodePools(cmd Command) []string {
+	var pools []string
+	for _, c := range cmd.Candidates {
+		if !slices.Contains(pools, c.NodePool.Name) {
+			pools = append(pools, c.NodePool.Name)
+		}
+	}
+	return pools
+}
+
 func consolidationType(cmd Command) string {
 	switch cmd.Method {
 	case "emptiness":
