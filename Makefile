@@ -46,3 +46,7 @@ generate: ## regenerate deepcopy functions and CRDs from pkg/apis (controller-ge
 .PHONY: verify
 verify: ## fail when generated files under pkg/apis are stale
 	hack/verify.sh
+
+.PHONY: image
+image: ## build the karp-controller image (static, non-root, reproducible) as an OCI layout in bin/image/karp-controller, without a container daemon
+	hack/image.sh
