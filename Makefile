@@ -70,3 +70,7 @@ lint: ## run golangci-lint alone (built from hack/tools/lint on first use)
 .PHONY: fmt
 fmt: ## format the code with golangci-lint's gofmt and goimports
 	hack/lint.sh --fmt
+
+.PHONY: image
+image: ## build the karp-controller image (static, non-root, reproducible) as an OCI layout in bin/image/karp-controller, without a container daemon
+	hack/image.sh

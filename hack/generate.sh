@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # hack/generate.sh regenerates the code and manifests derived from the API
-# types in pkg/apis: deepcopy functions (zz_generated.deepcopy.go) and the
-# CRDs in pkg/apis/crds, post-processed by hack/crdpatch.
+# types in pkg/apis and the code's markers: deepcopy functions
+# (zz_generated.deepcopy.go), the CRDs in pkg/apis/crds (post-processed by
+# hack/crdpatch) and their copies in the Helm charts (charts/karp/crds,
+# charts/karp-crd/files), and the RBAC rules the karp chart binds
+# (charts/karp/rbac/role.yaml, from every +kubebuilder:rbac marker under
+# pkg/: cluster-scoped markers make the ClusterRole, markers naming a
+# namespace the Role in the release namespace).
 #
-# Usage: hack/generate.sh [crd-output-dir]
-#   With an output dir, only the CRDs are written there (used by `make
-#   verify` to compare against the committed ones). controller-gen is
-#   installed at the pinned version into bin/ on first use.
+# Usage: hack/generate.sh [crd-output-dir [rbac-output-dir]]
+#   With output dirs, only the CRDs (and the RBAC rules) are written there
+#   (used by `make verify` to compare against the committed ones).
+#   controller-gen is installed at the pinned version into bin/ on first use.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -21,8 +26,19 @@ if [[ ! -x "${CONTROLLER_GEN}" ]]; then
 fi
 
 CRD_DIR="${1:-${ROOT}/pkg/apis/crds}"
+RBAC_DIR="${2:-}"
 if [[ $# -eq 0 ]]; then
   "${CONTROLLER_GEN}" object paths=./pkg/apis/...
+  RBAC_DIR="${ROOT}/charts/karp/rbac"
 fi
 "${CONTROLLER_GEN}" crd paths=./pkg/apis/... output:crd:artifacts:config="${CRD_DIR}"
 go run ./hack/crdpatch "${CRD_DIR}"
+if [[ -n "${RBAC_DIR}" ]]; then
+  "${CONTROLLER_GEN}" rbac:roleName=karp paths=./pkg/... output:rbac:artifacts:config="${RBAC_DIR}"
+fi
+if [[ $# -eq 0 ]]; then
+  for dir in charts/karp/crds charts/karp-crd/files; do
+    rm -f "${dir}"/*.yaml
+    cp pkg/apis/crds/*.yaml "${dir}/"
+  done
+fi

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# hack/verify.sh fails when the generated files under pkg/apis are stale:
-# it regenerates the deepcopy functions and the CRDs into a temporary
-# directory and diffs them against the committed ones. It never writes into
+# hack/verify.sh fails when the generated files are stale: it regenerates
+# the deepcopy functions, the CRDs and the chart's RBAC rules into a
+# temporary directory and diffs them against the committed ones (and the
+# charts' CRD copies against pkg/apis/crds). It never writes into
 # the working tree, so it is safe to run while others edit.
 set -euo pipefail
 
@@ -11,8 +12,8 @@ cd "${ROOT}"
 TMP="$(mktemp -d)"
 trap 'rm -rf "${TMP}"' EXIT
 
-# CRDs (installs the pinned controller-gen if needed).
-hack/generate.sh "${TMP}/crds"
+# CRDs and RBAC rules (installs the pinned controller-gen if needed).
+hack/generate.sh "${TMP}/crds" "${TMP}/rbac"
 
 CONTROLLER_GEN="${ROOT}/bin/controller-gen-v0.21.0/controller-gen"
 status=0
@@ -31,6 +32,17 @@ done
 for f in pkg/apis/crds/*.yaml; do
   if [[ ! -e "${TMP}/crds/$(basename "${f}")" ]]; then
     echo "pkg/apis/crds/$(basename "${f}") is no longer generated" >&2
+    status=1
+  fi
+done
+
+if ! diff -u charts/karp/rbac/role.yaml "${TMP}/rbac/role.yaml"; then
+  echo "charts/karp/rbac/role.yaml does not match the +kubebuilder:rbac markers under pkg/" >&2
+  status=1
+fi
+for dir in charts/karp/crds charts/karp-crd/files; do
+  if ! diff -r -u pkg/apis/crds "${dir}" --exclude='*.go'; then
+    echo "${dir} is not a copy of pkg/apis/crds" >&2
     status=1
   fi
 done

@@ -118,6 +118,7 @@ func shared() []prometheus.Collector {
 		CloudProviderErrorsTotal,
 		Offerings,
 		NodeClaimsDisruptedTotal,
+		BuildInfo,
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/metrics"
 )
 
 const metricsNamespace = "karpenter"
@@ -55,10 +56,31 @@ var (
 // bounded by the node count.
 type Collector struct {
 	cluster *Cluster
+	price   PriceFunc
 }
 
-// NewCollector returns the collector of the view's metrics.
-func NewCollector(cluster *Cluster) *Collector { return &Collector{cluster: cluster} }
+// NewCollector returns the collector of the view's metrics. NodePool costs
+// are priced with the offerings the cloud provider last reported
+// (metrics.Offerings).
+func NewCollector(cluster *Cluster, opts ...CollectorOption) *Collector {
+	c := &Collector{cluster: cluster, price: offeringPrice}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// CollectorOption adjusts NewCollector.
+type CollectorOption func(*Collector)
+
+// WithPrices prices NodePool costs with price instead of the reported
+// offerings.
+func WithPrices(price PriceFunc) CollectorOption { return func(c *Collector) { c.price = price } }
+
+func offeringPrice(instanceType, capacityType, zone string) (float64, bool) {
+	price, _, ok := metrics.Offerings.Get(instanceType, capacityType, zone)
+	return price, ok
+}
 
 // Register registers the view's metrics with reg: the node and pod
 // gauges (computed at scrape time) and the pod startup summary.
@@ -68,7 +90,8 @@ func Register(reg prometheus.Registerer, cluster *Cluster) error {
 
 // Describe implements prometheus.Collector.
 func (m *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{nodeAllocatableDesc, nodePodRequestsDesc, nodeDaemonRequestsDesc, nodeCountDesc, syncedDesc, podStateDesc} {
+	for _, d := range []*prometheus.Desc{nodeAllocatableDesc, nodePodRequestsDesc, nodeDaemonRequestsDesc, nodeCountDesc, syncedDesc, podStateDesc,
+		clusterUtilizationDesc, nodePoolCostDesc} {
 		ch <- d
 	}
 }
@@ -87,6 +110,8 @@ func (m *Collector) Collect(ch chan<- prometheus.Metric) {
 		emit(ch, nodeDaemonRequestsDesc, sn, sn.DaemonRequests())
 	}
 	ch <- prometheus.MustNewConstMetric(nodeCountDesc, prometheus.GaugeValue, float64(registered))
+	emitClusterUtilization(ch, nodes)
+	emitNodePoolCost(ch, nodes, m.price)
 	synced := 0.0
 	// Collect has no context; Synced lists through the manager's cache.
 	if ok, err := m.cluster.Synced(context.Background()); err == nil && ok { //nolint:forbidigo // prometheus.Collector.Collect is the root

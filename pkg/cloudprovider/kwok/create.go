@@ -31,8 +31,10 @@ const (
 	// NodeClassHashVersionAnnotationKey holds the hash algorithm version;
 	// hashes of other versions are never compared.
 	NodeClassHashVersionAnnotationKey = kwokv1alpha1.Group + "/kwoknodeclass-hash-version"
-	// NodeClassHashVersion is the current hash algorithm version.
-	NodeClassHashVersion = "v1"
+	// NodeClassHashVersion is the current hash algorithm version. v2:
+	// hashstructure (see NodeClassHash) instead of FNV-1a of the JSON; v1
+	// hashes are never compared, so a version change never reads as drift.
+	NodeClassHashVersion = "v2"
 )
 
 // ReasonNodeClassNotSupported is the Launched condition reason of a

@@ -2,11 +2,10 @@ package kwok
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"strconv"
 
+	"github.com/mitchellh/hashstructure/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -54,14 +53,20 @@ func (c *CloudProvider) nodeClassDrift(ctx context.Context, nodeClaim *karpv1.No
 	return "", nil
 }
 
-// NodeClassHash hashes the KWOKNodeClass spec (64-bit FNV-1a of its JSON).
+// NodeClassHash hashes the KWOKNodeClass spec the way upstream Karpenter
+// hashes a NodePool template and the AWS provider an EC2NodeClass:
+// hashstructure FormatV2 with slices as sets, zero values ignored and nil
+// pointers as zero values. Fields added to the spec later leave the hash of
+// classes that do not set them unchanged.
 func NodeClassHash(nodeClass *kwokv1alpha1.KWOKNodeClass) string {
-	raw, err := json.Marshal(nodeClass.Spec)
+	sum, err := hashstructure.Hash(nodeClass.Spec, hashstructure.FormatV2, &hashstructure.HashOptions{
+		SlicesAsSets:    true,
+		IgnoreZeroValue: true,
+		ZeroNil:         true,
+	})
 	if err != nil {
-		// The spec is plain data; marshalling cannot fail.
-		panic(fmt.Sprintf("marshalling KWOKNodeClass spec: %v", err))
+		// The spec is plain data (durations); hashing cannot fail.
+		panic(fmt.Sprintf("hashing KWOKNodeClass spec: %v", err))
 	}
-	h := fnv.New64a()
-	_, _ = h.Write(raw)
-	return strconv.FormatUint(h.Sum64(), 10)
+	return strconv.FormatUint(sum, 10)
 }

@@ -80,19 +80,34 @@ func balanced(w *world, cmd Command) string {
 	for _, r := range cmd.Replacements {
 		savings[r.NodePool.Name] -= r.Price
 	}
+	// Every pool the move touches is scored and counted before the answer,
+	// so the metrics see each pool's decision.
+	why := ""
+	seen := map[string]bool{}
 	for _, c := range cmd.Candidates {
 		np := c.NodePool
+		if seen[np.Name] {
+			continue
+		}
+		seen[np.Name] = true
+		policy := string(np.Spec.Disruption.ConsolidationPolicy)
 		if np.Spec.Disruption.ConsolidationPolicy != karpv1.ConsolidationPolicyBalanced {
+			consolidationMoves.WithLabelValues(moveApproved, np.Name, policy).Inc()
 			continue
 		}
 		score, ok := simulation.BalancedApproves(savings[np.Name], w.poolCost[np.Name], disruption[np.Name], w.poolDisruption[np.Name])
-		consolidationScore.Observe(score)
+		decision := moveApproved
 		if !ok {
-			return fmt.Sprintf("NodePool %s is Balanced and the saving ($%.4f/h) is not worth the disruption (score %.2f < 0.5)",
-				np.Name, savings[np.Name], score)
+			decision = moveRejected
+			if why == "" {
+				why = fmt.Sprintf("NodePool %s is Balanced and the saving ($%.4f/h) is not worth the disruption (score %.2f < 0.5)",
+					np.Name, savings[np.Name], score)
+			}
 		}
+		consolidationMoves.WithLabelValues(decision, np.Name, policy).Inc()
+		consolidationScore.WithLabelValues(decision, np.Name, policy).Observe(score)
 	}
-	return ""
+	return why
 }
 
 // MultiNodeConsolidation looks for the largest prefix of the candidates

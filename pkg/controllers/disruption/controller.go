@@ -171,7 +171,7 @@ func (c *Controller) decide(ctx context.Context, w *world) (bool, error) {
 func (c *Controller) compute(ctx context.Context, w *world) (Command, error) {
 	for _, m := range c.methods {
 		cands := w.filter(ctx, m)
-		eligibleNodes.WithLabelValues(string(m.Reason())).Set(float64(len(cands)))
+		eligibleNodes.WithLabelValues(reasonValue(m.Reason())).Set(float64(len(cands)))
 		if len(cands) == 0 {
 			continue
 		}
@@ -187,7 +187,7 @@ func (c *Controller) compute(ctx context.Context, w *world) (Command, error) {
 		}
 		start := c.clock.Now()
 		cmd, err := m.ComputeCommand(ctx, w, c.simulator, budgets, cands...)
-		evaluationDuration.WithLabelValues(m.Name(), m.ConsolidationType()).Observe(c.clock.Since(start).Seconds())
+		evaluationDuration.WithLabelValues(reasonValue(m.Reason()), m.ConsolidationType()).Observe(c.clock.Since(start).Seconds())
 		if err != nil {
 			return Command{}, err
 		}
@@ -224,7 +224,7 @@ func (c *Controller) budgets(ctx context.Context, w *world, reason karpv1.Disrup
 		log.FromContext(ctx).Error(err, "evaluating disruption budgets")
 	}
 	for name, n := range budgets {
-		allowedDisruptions.WithLabelValues(name, string(reason)).Set(float64(n))
+		allowedDisruptions.WithLabelValues(name, reasonValue(reason)).Set(float64(n))
 	}
 	return budgets
 }

@@ -2,9 +2,11 @@ package disruption
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/metrics"
 )
 
@@ -12,6 +14,14 @@ const (
 	voluntaryDisruptionSubsystem = "voluntary_disruption"
 	decisionLabel                = "decision"
 	consolidationTypeLabel       = "consolidation_type"
+	policyLabel                  = "policy"
+)
+
+// Values of decisionLabel on consolidationScore and consolidationMoves,
+// as upstream's: whether a consolidation move's NodePool accepted it.
+const (
+	moveApproved = "approved"
+	moveRejected = "rejected"
 )
 
 var (
@@ -19,6 +29,10 @@ var (
 		Namespace: metrics.Namespace, Subsystem: voluntaryDisruptionSubsystem, Name: "decisions_total",
 		Help: "Number of disruption decisions performed. Labeled by disruption decision, reason, and consolidation type.",
 	}, []string{decisionLabel, metrics.ReasonLabel, consolidationTypeLabel})
+	decisionsByNodePool = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Subsystem: voluntaryDisruptionSubsystem, Name: "decisions_by_nodepool_total",
+		Help: "Number of disruption decisions performed by nodepool. Labeled by nodepool name, disruption decision, reason, and consolidation type.",
+	}, []string{metrics.NodePoolLabel, decisionLabel, metrics.ReasonLabel, consolidationTypeLabel})
 	eligibleNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: metrics.Namespace, Subsystem: voluntaryDisruptionSubsystem, Name: "eligible_nodes",
 		Help: "Number of nodes eligible for disruption by Karpenter. Labeled by disruption reason.",
@@ -27,7 +41,7 @@ var (
 		Namespace: metrics.Namespace, Subsystem: voluntaryDisruptionSubsystem, Name: "decision_evaluation_duration_seconds",
 		Help:    "Duration of the disruption decision evaluation process in seconds. Labeled by method and consolidation type.",
 		Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
-	}, []string{metrics.MethodLabel, consolidationTypeLabel})
+	}, []string{metrics.ReasonLabel, consolidationTypeLabel})
 	consolidationTimeouts = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: metrics.Namespace, Subsystem: voluntaryDisruptionSubsystem, Name: "consolidation_timeouts_total",
 		Help: "Number of times the Consolidation algorithm has reached a timeout. Labeled by consolidation type.",
@@ -44,12 +58,27 @@ var (
 		Namespace: metrics.Namespace, Subsystem: metrics.NodePoolSubsystem, Name: "allowed_disruptions",
 		Help: "The number of nodes for a given NodePool that can be concurrently disrupting at a point in time. Labeled by NodePool and reason.",
 	}, []string{metrics.NodePoolLabel, metrics.ReasonLabel})
-	consolidationScore = prometheus.NewHistogram(prometheus.HistogramOpts{
+	// consolidationScore observes, per NodePool with the Balanced policy, the
+	// score of each consolidation move evaluated (savings share over
+	// disruption share; approved at 0.5 or more).
+	consolidationScore = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: metrics.Namespace, Name: "consolidation_score",
-		Help:    "Balanced consolidation score of evaluated moves (savings share over disruption share).",
-		Buckets: []float64{0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 5, 10},
-	})
+		Help:    "Score of balanced consolidation moves. Labeled by decision, NodePool, and policy.",
+		Buckets: []float64{0.1, 0.25, 0.33, 0.5, 1.0, 2.0, 5.0, 10.0},
+	}, []string{decisionLabel, metrics.NodePoolLabel, policyLabel})
+	// consolidationMoves counts the consolidation moves evaluated per
+	// NodePool touched, whatever its policy; only Balanced pools reject.
+	consolidationMoves = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Name: "consolidation_moves_total",
+		Help: "Number of balanced consolidation moves. Labeled by decision, NodePool, and policy.",
+	}, []string{decisionLabel, metrics.NodePoolLabel, policyLabel})
 )
+
+// reasonValue is a disruption reason as a metric label value: lower case,
+// as upstream's ("underutilized", "empty", "drifted").
+func reasonValue(reason karpv1.DisruptionReason) string {
+	return strings.ToLower(string(reason))
+}
 
 // RegisterMetrics registers the disruption metrics (and the shared
 // NodeClaimsDisruptedTotal, when nobody did) with reg; registering twice is
@@ -57,7 +86,8 @@ var (
 func RegisterMetrics(reg prometheus.Registerer) error {
 	var errs []error
 	for _, c := range []prometheus.Collector{decisionsTotal, eligibleNodes, evaluationDuration, consolidationTimeouts,
-		failedValidations, queueFailures, allowedDisruptions, consolidationScore, metrics.NodeClaimsDisruptedTotal} {
+		failedValidations, queueFailures, allowedDisruptions, consolidationScore, consolidationMoves, decisionsByNodePool,
+		metrics.NodeClaimsDisruptedTotal} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -72,7 +73,10 @@ func (c *Controller) start(ctx context.Context, cmd Command) error {
 		}
 	}
 	c.cluster.MarkForDeletion(q.ids()...)
-	decisionsTotal.WithLabelValues(cmd.Decision(), string(cmd.Reason), cmd.Method.ConsolidationType()).Inc()
+	decisionsTotal.WithLabelValues(cmd.Decision(), reasonValue(cmd.Reason), cmd.Method.ConsolidationType()).Inc()
+	for _, pool := range commandNodePools(cmd) {
+		decisionsByNodePool.WithLabelValues(pool, cmd.Decision(), reasonValue(cmd.Reason), cmd.Method.ConsolidationType()).Inc()
+	}
 	log.FromContext(ctx).Info("disrupting nodes", "command", cmd.String(), "reason", cmd.Reason,
 		"savings", fmt.Sprintf("%.4f", cmd.Savings))
 	for _, cand := range cmd.Candidates {
@@ -162,7 +166,7 @@ func (c *Controller) finish(ctx context.Context, q *queued) error {
 // fail rolls the command back and counts the failure.
 func (c *Controller) fail(ctx context.Context, q *queued, why string) error {
 	log.FromContext(ctx).Info("disruption command failed, rolling back", "command", q.cmd.String(), "reason", why)
-	queueFailures.WithLabelValues(q.cmd.Decision(), string(q.cmd.Reason), q.cmd.Method.ConsolidationType()).Inc()
+	queueFailures.WithLabelValues(q.cmd.Decision(), reasonValue(q.cmd.Reason), q.cmd.Method.ConsolidationType()).Inc()
 	return c.rollback(ctx, q)
 }
 
@@ -182,6 +186,18 @@ func (c *Controller) rollback(ctx context.Context, q *queued) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// commandNodePools lists the NodePools of the command's candidates, once
+// each, in candidate order.
+func commandNodePools(cmd Command) []string {
+	var pools []string
+	for _, c := range cmd.Candidates {
+		if !slices.Contains(pools, c.NodePool.Name) {
+			pools = append(pools, c.NodePool.Name)
+		}
+	}
+	return pools
 }
 
 // clearStale removes the disrupted taint and DisruptionReason from managed

@@ -294,6 +294,30 @@ karpenter_nodes_total_daemon_requests{arch="",capacity_type="",instance_type="m5
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "karpenter_nodes_total_daemon_requests"); err != nil {
 		t.Error(err)
 	}
+	wantUtilization := `
+# HELP karpenter_cluster_utilization_percent Utilization of allocatable resources by pod requests
+# TYPE karpenter_cluster_utilization_percent gauge
+karpenter_cluster_utilization_percent{resource_type="cpu"} 30
+karpenter_cluster_utilization_percent{resource_type="memory"} 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(wantUtilization), "karpenter_cluster_utilization_percent"); err != nil {
+		t.Error(err)
+	}
+	priced := prometheus.NewPedanticRegistry()
+	prices := func(instanceType, capacityType, zone string) (float64, bool) {
+		return map[string]float64{"m5.large": 0.096}[instanceType], instanceType == "m5.large"
+	}
+	if err := priced.Register(state.NewCollector(cluster, state.WithPrices(prices))); err != nil {
+		t.Fatal(err)
+	}
+	wantCost := `
+# HELP karpenter_nodepools_cost_total Total cost of the nodepool from Karpenter's perspective. Units are determined by the cloud provider. Not an authoritative source for billing.
+# TYPE karpenter_nodepools_cost_total gauge
+karpenter_nodepools_cost_total{nodepool="pool"} 0.096
+`
+	if err := testutil.GatherAndCompare(priced, strings.NewReader(wantCost), "karpenter_nodepools_cost_total"); err != nil {
+		t.Error(err)
+	}
 	if got := testutil.CollectAndCount(state.NewCollector(cluster), "karpenter_nodes_allocatable"); got != 2 {
 		t.Errorf("%d allocatable series, want cpu and memory", got)
 	}

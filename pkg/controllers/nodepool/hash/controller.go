@@ -63,8 +63,11 @@ func (c *Controller) Reconcile(ctx context.Context, nodePool *karpv1.NodePool) (
 }
 
 // restampNodeClaims gives the pool's NodeClaims whose hash version differs
-// from the current one the current hash, so an algorithm change is not
-// mistaken for drift. Only needed when the pool's own stamp is outdated.
+// from the current one the current version and hash, so an algorithm change
+// is not mistaken for drift. Only needed when the pool's own stamp is
+// outdated. A NodeClaim already marked Drifted keeps its old hash (only the
+// version moves): which hashes differ cannot be told across algorithms, so
+// it stays drifted, as upstream Karpenter does.
 func (c *Controller) restampNodeClaims(ctx context.Context, nodePool *karpv1.NodePool, hash string) error {
 	if nodePool.Annotations[karpv1.NodePoolHashVersionAnnotationKey] == karpv1.NodePoolHashVersion {
 		return nil
@@ -80,7 +83,11 @@ func (c *Controller) restampNodeClaims(ctx context.Context, nodePool *karpv1.Nod
 			continue
 		}
 		stored := nc.DeepCopy()
-		setHash(&nc.ObjectMeta.Annotations, hash)
+		claimHash := hash
+		if nc.StatusConditions().Get(karpv1.ConditionTypeDrifted) != nil {
+			claimHash = nc.Annotations[karpv1.NodePoolHashAnnotationKey]
+		}
+		setHash(&nc.ObjectMeta.Annotations, claimHash)
 		if err := c.kubeClient.Patch(ctx, nc, client.MergeFrom(stored)); client.IgnoreNotFound(err) != nil {
 			errs = append(errs, fmt.Errorf("re-stamping nodeclaim %s: %w", nc.Name, err))
 		}

@@ -2,6 +2,7 @@ package hash_test
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -72,7 +73,13 @@ func TestHashVersionChangeRestampsNodeClaims(t *testing.T) {
 		karpv1.NodePoolHashAnnotationKey:        "999",
 		karpv1.NodePoolHashVersionAnnotationKey: "v1",
 	}).Obj()
-	h.Create(t, old, other)
+	drifted := test.MakeNodeClaim("drifted").NodePool("p").Annotations(map[string]string{
+		karpv1.NodePoolHashAnnotationKey:        "12345",
+		karpv1.NodePoolHashVersionAnnotationKey: "v1",
+	}).Obj()
+	h.Create(t, old, other, drifted)
+	drifted.StatusConditions().SetTrueWithReason(karpv1.ConditionTypeDrifted, "NodePoolDrifted", "")
+	h.UpdateStatus(t, drifted)
 
 	got := reconcilePool(t, c, "p")
 	want := got.Annotations[karpv1.NodePoolHashAnnotationKey]
@@ -84,9 +91,43 @@ func TestHashVersionChangeRestampsNodeClaims(t *testing.T) {
 	if nc.Annotations[karpv1.NodePoolHashAnnotationKey] != want || nc.Annotations[karpv1.NodePoolHashVersionAnnotationKey] != karpv1.NodePoolHashVersion {
 		t.Errorf("nodeclaim annotations = %v, want re-stamped with %s/%s", nc.Annotations, want, karpv1.NodePoolHashVersion)
 	}
+	// A claim already drifted stays drifted: it gets the new version but
+	// keeps its old hash, which no longer matches.
+	stillDrifted := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "drifted"}}
+	h.Get(t, stillDrifted)
+	if stillDrifted.Annotations[karpv1.NodePoolHashAnnotationKey] != "12345" || stillDrifted.Annotations[karpv1.NodePoolHashVersionAnnotationKey] != karpv1.NodePoolHashVersion {
+		t.Errorf("drifted nodeclaim annotations = %v, want hash 12345 at version %s", stillDrifted.Annotations, karpv1.NodePoolHashVersion)
+	}
 	untouched := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "other-pool"}}
 	h.Get(t, untouched)
 	if untouched.Annotations[karpv1.NodePoolHashAnnotationKey] != "999" {
 		t.Errorf("another pool's nodeclaim was re-stamped: %v", untouched.Annotations)
+	}
+}
+
+// TestUpstreamStampedPoolIsLeftAlone: a NodePool and NodeClaim stamped by
+// upstream Karpenter (hash of testdata case "labels", version v3) are not
+// re-stamped: karp computes the same hash.
+func TestUpstreamStampedPoolIsLeftAlone(t *testing.T) {
+	h.Reset(t)
+	c := hash.NewController(h.Client)
+	const upstreamHash = "5187040843980608212"
+	stamp := map[string]string{
+		karpv1.NodePoolHashAnnotationKey:        upstreamHash,
+		karpv1.NodePoolHashVersionAnnotationKey: "v3",
+	}
+	pool := test.MakeNodePool("p").Labels(map[string]string{"team": "a", "tier": "web"}).Obj()
+	pool.Spec.Template.Spec.ExpireAfter = karpv1.NewNillableDuration(720 * time.Hour)
+	pool.Annotations = stamp
+	h.Create(t, pool)
+	before := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
+	h.Get(t, before)
+
+	got := reconcilePool(t, c, "p")
+	if got.ResourceVersion != before.ResourceVersion {
+		t.Errorf("upstream-stamped pool was patched: annotations %v", got.Annotations)
+	}
+	if got.Annotations[karpv1.NodePoolHashAnnotationKey] != upstreamHash {
+		t.Errorf("hash = %s, want upstream's %s", got.Annotations[karpv1.NodePoolHashAnnotationKey], upstreamHash)
 	}
 }
