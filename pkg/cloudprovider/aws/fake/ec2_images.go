@@ -1,0 +1,4 @@
+package fake
+
+// imageState holds the fake's AMIs.
+type imageState struct{}

@@ -1,0 +1,4 @@
+package fake
+
+// launchState holds the fake's launch templates, fleets and instances.
+type launchState struct{}
