@@ -28,6 +28,8 @@ type UnavailableOfferings struct {
 	// which concern every instance type.
 	typeSeq   map[string]uint64
 	globalSeq uint64
+	// version counts every change, whatever it concerns.
+	version uint64
 	// nextExpiry is the earliest expiry among the entries (zero if none),
 	// so lookups scan for expired entries only when one is due.
 	nextExpiry time.Time
@@ -61,6 +63,7 @@ func (u *UnavailableOfferings) MarkUnavailable(ctx context.Context, reason, inst
 	defer u.mu.Unlock()
 	u.offerings[offeringKey{instanceType, zone, capacityType}] = u.expiry()
 	u.typeSeq[instanceType]++
+	u.version++
 }
 
 // MarkCapacityTypeUnavailable makes every offering of a capacity type
@@ -72,6 +75,7 @@ func (u *UnavailableOfferings) MarkCapacityTypeUnavailable(ctx context.Context, 
 	defer u.mu.Unlock()
 	u.capacityTypes[capacityType] = u.expiry()
 	u.globalSeq++
+	u.version++
 }
 
 // MarkSubnetUnavailable makes a subnet unavailable for the TTL (no free
@@ -82,6 +86,7 @@ func (u *UnavailableOfferings) MarkSubnetUnavailable(ctx context.Context, reason
 	defer u.mu.Unlock()
 	u.subnets[subnetID] = u.expiry()
 	u.globalSeq++
+	u.version++
 }
 
 // IsUnavailable reports whether the offering, or its whole capacity type,
@@ -114,6 +119,15 @@ func (u *UnavailableOfferings) SeqNum(instanceType string) uint64 {
 	return u.typeSeq[instanceType] + u.globalSeq
 }
 
+// Version changes whenever any entry is marked or expires: a cache of
+// everything derived from the entries is valid while it stays the same.
+func (u *UnavailableOfferings) Version() uint64 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.evictExpired()
+	return u.version
+}
+
 // Flush forgets every entry.
 func (u *UnavailableOfferings) Flush() {
 	u.mu.Lock()
@@ -125,6 +139,7 @@ func (u *UnavailableOfferings) Flush() {
 	clear(u.capacityTypes)
 	clear(u.subnets)
 	u.globalSeq++
+	u.version++
 	u.nextExpiry = time.Time{}
 }
 
@@ -159,6 +174,7 @@ func (u *UnavailableOfferings) evictExpired() {
 		if !keep(at) {
 			delete(u.offerings, key)
 			u.typeSeq[key.instanceType]++
+			u.version++
 		}
 	}
 	for _, m := range []map[string]time.Time{u.capacityTypes, u.subnets} {
@@ -166,6 +182,7 @@ func (u *UnavailableOfferings) evictExpired() {
 			if !keep(at) {
 				delete(m, key)
 				u.globalSeq++
+				u.version++
 			}
 		}
 	}

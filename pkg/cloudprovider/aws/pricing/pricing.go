@@ -49,6 +49,8 @@ type Provider struct {
 	spot        map[string]map[string]float64
 	spotUpdated bool
 	skipLogged  bool
+	// version counts the updates that changed the tables.
+	version uint64
 }
 
 // NewProvider returns a provider for region seeded with the embedded
@@ -122,6 +124,14 @@ func (p *Provider) SpotPrice(instanceType, zone string) (float64, bool) {
 	return price, ok
 }
 
+// Version changes whenever an update merged new prices, so caches of
+// priced offerings know when to rebuild.
+func (p *Provider) Version() uint64 {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.version
+}
+
 // Update refreshes on-demand and spot prices in parallel; on error the
 // previous prices are kept.
 func (p *Provider) Update(ctx context.Context) error {
@@ -166,6 +176,7 @@ func (p *Provider) UpdateOnDemandPricing(ctx context.Context) error {
 			p.onDemand[name] = price
 		}
 	}
+	p.version++
 	return nil
 }
 
@@ -287,5 +298,6 @@ func (p *Provider) UpdateSpotPricing(ctx context.Context) error {
 		}
 	}
 	p.spotUpdated = true
+	p.version++
 	return nil
 }

@@ -1,0 +1,180 @@
+package instancetype
+
+import (
+	"slices"
+	"strings"
+
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	corev1 "k8s.io/api/core/v1"
+
+	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/scheduling"
+)
+
+// reservedPriceDivisor makes a reserved offering cheaper than any other
+// (its instances are already paid for) while keeping the order of types.
+const reservedPriceDivisor = 10_000_000
+
+// resolve builds every type offered in one of the class's zones.
+func (p *Provider) resolve(nodeClass *awsv1.EC2NodeClass, infos map[string]*ec2types.InstanceTypeInfo, offered map[string]map[string]bool) ([]*cloudprovider.InstanceType, error) {
+	static, err := loadStaticTables()
+	if err != nil {
+		return nil, err
+	}
+	family := nodeClass.AMIFamily()
+	s := sizing{
+		traits:                  traitsOf(family),
+		windows:                 windowsBuilds[family] != "",
+		vmMemoryOverheadPercent: p.opts.VMMemoryOverheadPercent,
+		reservedENIs:            int64(p.opts.ReservedENIs),
+		kubelet:                 nodeClass.Spec.Kubelet,
+		blockDevices:            nodeClass.Spec.BlockDeviceMappings,
+		instanceStorePolicy:     nodeClass.Spec.InstanceStorePolicy,
+		networkInterfaces:       nodeClass.Spec.NetworkInterfaces,
+	}
+	zones := nodeClass.ZoneInfo()
+	reservations := map[string][]awsv1.CapacityReservation{}
+	for _, r := range nodeClass.Status.CapacityReservations {
+		reservations[r.InstanceType] = append(reservations[r.InstanceType], r)
+	}
+
+	names := make([]string, 0, len(infos))
+	for name := range infos {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	out := make([]*cloudprovider.InstanceType, 0, len(names))
+	for _, name := range names {
+		info := infos[name]
+		var typeZones []awsv1.ZoneInfo
+		for _, z := range zones {
+			if offered[name][z.Zone] {
+				typeZones = append(typeZones, z)
+			}
+		}
+		if len(typeZones) == 0 {
+			continue
+		}
+		out = append(out, p.newInstanceType(info, nodeClass, s, typeZones, reservations[name], static))
+	}
+	return out, nil
+}
+
+func (p *Provider) newInstanceType(info *ec2types.InstanceTypeInfo, nodeClass *awsv1.EC2NodeClass, s sizing, zones []awsv1.ZoneInfo, reservations []awsv1.CapacityReservation, static *staticTables) *cloudprovider.InstanceType {
+	var zoneIDs []string
+	for _, z := range zones {
+		if z.ZoneID != "" {
+			zoneIDs = append(zoneIDs, z.ZoneID)
+		}
+	}
+	capacity := s.capacity(info, static)
+	it := &cloudprovider.InstanceType{
+		Name:         string(info.InstanceType),
+		Requirements: requirements(info, nodeClass.AMIFamily(), p.opts.Region, zoneIDs, reservations, static),
+		Capacity:     capacity,
+		Allocatable:  s.allocatable(info, capacity),
+		Offerings:    p.offerings(info, nodeClass, zones, reservations),
+	}
+	it.Requirements[corev1.LabelInstanceTypeStable] = scheduling.NewRequirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, it.Name)
+	it.RefreshOfferingRequirements()
+	return it
+}
+
+// offerings are the on-demand and spot offerings of the type in each zone,
+// then one reserved offering per capacity reservation. An offering is
+// available when the type is compatible with the class, it has a price,
+// and neither it, its capacity type nor every subnet of its zone was
+// recently refused.
+func (p *Provider) offerings(info *ec2types.InstanceTypeInfo, nodeClass *awsv1.EC2NodeClass, zones []awsv1.ZoneInfo, reservations []awsv1.CapacityReservation) []*cloudprovider.Offering {
+	name := string(info.InstanceType)
+	compatible := compatible(info, nodeClass)
+	var out []*cloudprovider.Offering
+	for _, z := range zones {
+		zoneUsable := compatible && !p.allSubnetsUnavailable(z)
+		for _, capacityType := range capacityTypes(info) {
+			var price float64
+			var priced bool
+			if capacityType == scheduling.CapacityTypeSpot {
+				price, priced = p.prices.SpotPrice(name, z.Zone)
+			} else {
+				price, priced = p.prices.OnDemandPrice(name)
+			}
+			out = append(out, &cloudprovider.Offering{
+				Zone:         z.Zone,
+				CapacityType: capacityType,
+				Price:        price,
+				Available:    zoneUsable && priced && !p.unavailable.IsUnavailable(name, z.Zone, capacityType),
+			})
+		}
+	}
+	onDemand, _ := p.prices.OnDemandPrice(name)
+	for _, r := range reservations {
+		inZone := slices.ContainsFunc(zones, func(z awsv1.ZoneInfo) bool { return z.Zone == r.AvailabilityZone })
+		out = append(out, &cloudprovider.Offering{
+			Zone:                r.AvailabilityZone,
+			CapacityType:        scheduling.CapacityTypeRsv,
+			Price:               onDemand / reservedPriceDivisor,
+			Available:           compatible && inZone && r.State != "expiring",
+			ReservationID:       r.ID,
+			ReservationCapacity: 1,
+		})
+	}
+	return out
+}
+
+// capacityTypes are the type's usage classes karp launches.
+func capacityTypes(info *ec2types.InstanceTypeInfo) []string {
+	var out []string
+	for _, uc := range []ec2types.UsageClassType{ec2types.UsageClassTypeOnDemand, ec2types.UsageClassTypeSpot} {
+		if slices.Contains(info.SupportedUsageClasses, uc) {
+			out = append(out, string(uc))
+		}
+	}
+	return out
+}
+
+// allSubnetsUnavailable reports whether every subnet of the zone ran out
+// of addresses recently.
+func (p *Provider) allSubnetsUnavailable(z awsv1.ZoneInfo) bool {
+	for _, id := range z.SubnetIDs {
+		if !p.unavailable.IsSubnetUnavailable(id) {
+			return false
+		}
+	}
+	return len(z.SubnetIDs) > 0
+}
+
+// compatible reports whether the class can launch the type at all: AL2023
+// does not boot on a1 instances, and an explicit network interface layout
+// must fit the type's network cards and EFA interfaces.
+func compatible(info *ec2types.InstanceTypeInfo, nodeClass *awsv1.EC2NodeClass) bool {
+	if nodeClass.AMIFamily() == awsv1.AMIFamilyAL2023 && strings.HasPrefix(string(info.InstanceType), "a1.") {
+		return false
+	}
+	nifs := nodeClass.Spec.NetworkInterfaces
+	if len(nifs) == 0 {
+		return true
+	}
+	ni := info.NetworkInfo
+	if ni == nil || len(ni.NetworkCards) == 0 || ni.EnaSupport == ec2types.EnaSupportUnsupported {
+		return false
+	}
+	var efaOnly int32
+	for _, nif := range nifs {
+		if int(nif.NetworkCardIndex) >= len(ni.NetworkCards) {
+			return false
+		}
+		card := ni.NetworkCards[nif.NetworkCardIndex]
+		if nif.DeviceIndex >= deref(card.MaximumNetworkInterfaces) {
+			return false
+		}
+		if nif.InterfaceType == awsv1.InterfaceTypeEFAOnly {
+			efaOnly++
+		}
+	}
+	if efaOnly > 0 && (ni.EfaInfo == nil || efaOnly > deref(ni.EfaInfo.MaximumEfaInterfaces)) {
+		return false
+	}
+	return true
+}
