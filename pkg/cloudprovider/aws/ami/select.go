@@ -7,6 +7,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 )
 
 // AMI is a resolved image and the instance-type requirements it serves.
@@ -88,4 +90,14 @@ func requirementsKey(reqs []corev1.NodeSelectorRequirement) string {
 		b.WriteByte(';')
 	}
 	return b.String()
+}
+
+// Status converts resolved AMIs into the EC2NodeClass status form, keeping
+// their order (newest first).
+func Status(amis []AMI) []awsv1.AMI {
+	out := make([]awsv1.AMI, 0, len(amis))
+	for _, a := range amis {
+		out = append(out, awsv1.AMI{ID: a.ID, Name: a.Name, Deprecated: a.Deprecated, Requirements: slices.Clone(a.Requirements)})
+	}
+	return out
 }
