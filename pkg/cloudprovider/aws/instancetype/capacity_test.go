@@ -74,8 +74,10 @@ func TestCapacityAndAllocatable(t *testing.T) {
 		},
 		"podsPerCore caps pods": {
 			instanceType: "m5.large",
-			mutate:       func(nc *awsv1.EC2NodeClass) { nc.Spec.Kubelet = &awsv1.KubeletConfiguration{PodsPerCore: ptr(int32(4))} },
-			want:         want{capacity: map[corev1.ResourceName]string{"pods": "8"}},
+			mutate: func(nc *awsv1.EC2NodeClass) {
+				nc.Spec.Kubelet = &awsv1.KubeletConfiguration{PodsPerCore: ptr(int32(4))}
+			},
+			want: want{capacity: map[corev1.ResourceName]string{"pods": "8"}},
 		},
 		"kubeReserved and systemReserved": {
 			instanceType: "m5.large",
