@@ -38,16 +38,16 @@ var windowsBuilds = map[string]string{
 // set from the offerings by scheduling.NewInstanceType.
 func requirements(info *ec2types.InstanceTypeInfo, family, region string, zoneIDs []string, reservations []awsv1.CapacityReservation, static *staticTables) scheduling.Requirements {
 	name := string(info.InstanceType)
-	labels := map[string]string{
-		corev1.LabelTopologyRegion:                      region,
-		awsv1.LabelInstanceHypervisor:                   string(info.Hypervisor),
-		awsv1.LabelInstanceEncryptionInTransitSupported: strconv.FormatBool(info.NetworkInfo != nil && deref(info.NetworkInfo.EncryptionInTransitSupported)),
-		awsv1.LabelNitroSandbox:                         strconv.FormatBool(info.NitroEnclavesSupport == ec2types.NitroEnclavesSupportSupported),
-	}
-	reqs := scheduling.NewRequirements()
+	labels := make(map[string]string, 32)
+	labels[corev1.LabelTopologyRegion] = region
+	labels[awsv1.LabelInstanceHypervisor] = string(info.Hypervisor)
+	labels[awsv1.LabelInstanceEncryptionInTransitSupported] = strconv.FormatBool(info.NetworkInfo != nil && deref(info.NetworkInfo.EncryptionInTransitSupported))
+	labels[awsv1.LabelNitroSandbox] = strconv.FormatBool(info.NitroEnclavesSupport == ec2types.NitroEnclavesSupportSupported)
+	// Every key is set once, so requirements are assigned, not intersected.
+	reqs := make(scheduling.Requirements, 48)
 	absent := func(keys ...string) {
 		for _, k := range keys {
-			reqs.Add(scheduling.NewRequirement(k, corev1.NodeSelectorOpDoesNotExist))
+			reqs[k] = scheduling.NewRequirement(k, corev1.NodeSelectorOpDoesNotExist)
 		}
 	}
 
@@ -59,7 +59,7 @@ func requirements(info *ec2types.InstanceTypeInfo, family, region string, zoneID
 			labels[corev1.LabelOSStable] = string(corev1.Windows)
 		} else {
 			// No Windows AMI runs on this architecture: no OS fits.
-			reqs.Add(scheduling.NewRequirement(corev1.LabelOSStable, corev1.NodeSelectorOpIn))
+			reqs[corev1.LabelOSStable] = scheduling.NewRequirement(corev1.LabelOSStable, corev1.NodeSelectorOpIn)
 		}
 	} else {
 		labels[corev1.LabelOSStable] = string(corev1.Linux)
@@ -112,11 +112,11 @@ func requirements(info *ec2types.InstanceTypeInfo, family, region string, zoneID
 	addAcceleratorLabels(info, labels, absent)
 
 	for k, v := range labels {
-		reqs.Add(scheduling.NewRequirement(k, corev1.NodeSelectorOpIn, v))
+		reqs[k] = scheduling.NewRequirement(k, corev1.NodeSelectorOpIn, v)
 	}
-	reqs.Add(scheduling.NewRequirement(awsv1.LabelInstanceTenancy, corev1.NodeSelectorOpIn, string(ec2types.TenancyDefault), string(ec2types.TenancyDedicated)))
+	reqs[awsv1.LabelInstanceTenancy] = scheduling.NewRequirement(awsv1.LabelInstanceTenancy, corev1.NodeSelectorOpIn, string(ec2types.TenancyDefault), string(ec2types.TenancyDedicated))
 	if len(zoneIDs) > 0 {
-		reqs.Add(scheduling.NewRequirement(awsv1.LabelTopologyZoneID, corev1.NodeSelectorOpIn, zoneIDs...))
+		reqs[awsv1.LabelTopologyZoneID] = scheduling.NewRequirement(awsv1.LabelTopologyZoneID, corev1.NodeSelectorOpIn, zoneIDs...)
 	}
 	addReservationRequirements(reqs, reservations)
 	return reqs
@@ -167,7 +167,7 @@ func addReservationRequirements(reqs scheduling.Requirements, reservations []aws
 		return
 	}
 	for _, k := range []string{awsv1.LabelCapacityReservationID, awsv1.LabelCapacityReservationType, awsv1.LabelCapacityReservationInterruptible} {
-		reqs.Add(scheduling.NewRequirement(k, corev1.NodeSelectorOpDoesNotExist))
+		reqs[k] = scheduling.NewRequirement(k, corev1.NodeSelectorOpDoesNotExist)
 	}
 }
 

@@ -68,9 +68,10 @@ type Provider struct {
 }
 
 // resolvedEntry is one class shape's instance types and what they were
-// built from.
+// built from: seqs holds each type's unavailable-offerings sequence number.
 type resolvedEntry struct {
 	types              []*cloudprovider.InstanceType
+	seqs               []uint64
 	dataVersion        uint64
 	unavailableVersion uint64
 	priceVersion       uint64
@@ -174,8 +175,9 @@ func (p *Provider) List(ctx context.Context, nodeClass *awsv1.EC2NodeClass) ([]*
 	unavailableVersion, priceVersion := p.unavailable.Version(), p.prices.Version()
 
 	p.mu.RLock()
-	if e := p.resolved[key]; e != nil && e.dataVersion == p.dataVersion && e.unavailableVersion == unavailableVersion &&
-		e.priceVersion == priceVersion && p.clock.Now().Before(e.expires) {
+	e := p.resolved[key]
+	fresh := e != nil && e.dataVersion == p.dataVersion && e.priceVersion == priceVersion && p.clock.Now().Before(e.expires)
+	if fresh && e.unavailableVersion == unavailableVersion {
 		p.mu.RUnlock()
 		return e.types, nil
 	}
@@ -188,14 +190,30 @@ func (p *Provider) List(ctx context.Context, nodeClass *awsv1.EC2NodeClass) ([]*
 	if len(offered) == 0 {
 		return nil, errors.New("listing instance types: no instance type offerings found")
 	}
-	types, err := p.resolve(nodeClass, infos, offered)
+	r, err := p.newResolver(nodeClass, infos, offered)
 	if err != nil {
 		return nil, err
 	}
+	next := &resolvedEntry{dataVersion: dataVersion, unavailableVersion: unavailableVersion, priceVersion: priceVersion, expires: p.clock.Now().Add(ResolvedTTL)}
+	if fresh {
+		// Only unavailable offerings changed: rebuild the types whose marks
+		// moved and share the others.
+		next.expires = e.expires
+		next.types = slices.Clone(e.types)
+		next.seqs = make([]uint64, len(e.types))
+		for i, it := range e.types {
+			next.seqs[i] = p.unavailable.SeqNum(it.Name)
+			if next.seqs[i] != e.seqs[i] {
+				next.types[i] = r.build(it.Name)
+			}
+		}
+	} else {
+		next.types, next.seqs = r.all()
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.resolved[key] = &resolvedEntry{types: types, dataVersion: dataVersion, unavailableVersion: unavailableVersion, priceVersion: priceVersion, expires: p.clock.Now().Add(ResolvedTTL)}
-	return types, nil
+	p.resolved[key] = next
+	return next.types, nil
 }
 
 // Get returns one of List's instance types by name.

@@ -132,12 +132,16 @@ func TestOfferings(t *testing.T) {
 	}
 	diffOfferings(t, "m5.large", want, got)
 
-	// An insufficient-capacity mark makes the offering unavailable and the
-	// cached types are rebuilt; the other offerings stay.
+	// An insufficient-capacity mark makes the offering unavailable: the
+	// marked type is rebuilt, the others are shared.
+	c5 := find(t, types, "c5.large")
 	e.unavailable.MarkUnavailable(t.Context(), "InsufficientInstanceCapacity", "m5.large", "us-west-2a", "spot")
 	types, err = e.provider.List(t.Context(), nc)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if find(t, types, "c5.large") != c5 {
+		t.Error("a mark on m5.large rebuilt c5.large")
 	}
 	it := find(t, types, "m5.large")
 	want["us-west-2a/spot"] = offering{0.031, false}

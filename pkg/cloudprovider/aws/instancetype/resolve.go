@@ -16,67 +16,96 @@ import (
 // (its instances are already paid for) while keeping the order of types.
 const reservedPriceDivisor = 10_000_000
 
-// resolve builds every type offered in one of the class's zones.
-func (p *Provider) resolve(nodeClass *awsv1.EC2NodeClass, infos map[string]*ec2types.InstanceTypeInfo, offered map[string]map[string]bool) ([]*cloudprovider.InstanceType, error) {
+// resolver builds the instance types of one class from one snapshot of
+// EC2 data.
+type resolver struct {
+	p            *Provider
+	nodeClass    *awsv1.EC2NodeClass
+	sizing       sizing
+	zones        []awsv1.ZoneInfo
+	reservations map[string][]awsv1.CapacityReservation
+	static       *staticTables
+	infos        map[string]*ec2types.InstanceTypeInfo
+	offered      map[string]map[string]bool
+}
+
+func (p *Provider) newResolver(nodeClass *awsv1.EC2NodeClass, infos map[string]*ec2types.InstanceTypeInfo, offered map[string]map[string]bool) (*resolver, error) {
 	static, err := loadStaticTables()
 	if err != nil {
 		return nil, err
 	}
 	family := nodeClass.AMIFamily()
-	s := sizing{
-		traits:                  traitsOf(family),
-		windows:                 windowsBuilds[family] != "",
-		vmMemoryOverheadPercent: p.opts.VMMemoryOverheadPercent,
-		reservedENIs:            int64(p.opts.ReservedENIs),
-		kubelet:                 nodeClass.Spec.Kubelet,
-		blockDevices:            nodeClass.Spec.BlockDeviceMappings,
-		instanceStorePolicy:     nodeClass.Spec.InstanceStorePolicy,
-		networkInterfaces:       nodeClass.Spec.NetworkInterfaces,
+	r := &resolver{
+		p:         p,
+		nodeClass: nodeClass,
+		sizing: sizing{
+			traits:                  traitsOf(family),
+			windows:                 windowsBuilds[family] != "",
+			vmMemoryOverheadPercent: p.opts.VMMemoryOverheadPercent,
+			reservedENIs:            int64(p.opts.ReservedENIs),
+			kubelet:                 nodeClass.Spec.Kubelet,
+			blockDevices:            nodeClass.Spec.BlockDeviceMappings,
+			instanceStorePolicy:     nodeClass.Spec.InstanceStorePolicy,
+			networkInterfaces:       nodeClass.Spec.NetworkInterfaces,
+		},
+		zones:        nodeClass.ZoneInfo(),
+		reservations: map[string][]awsv1.CapacityReservation{},
+		static:       static,
+		infos:        infos,
+		offered:      offered,
 	}
-	zones := nodeClass.ZoneInfo()
-	reservations := map[string][]awsv1.CapacityReservation{}
-	for _, r := range nodeClass.Status.CapacityReservations {
-		reservations[r.InstanceType] = append(reservations[r.InstanceType], r)
+	for _, cr := range nodeClass.Status.CapacityReservations {
+		r.reservations[cr.InstanceType] = append(r.reservations[cr.InstanceType], cr)
 	}
+	return r, nil
+}
 
-	names := make([]string, 0, len(infos))
-	for name := range infos {
+// all builds every type offered in one of the class's zones, sorted by
+// name, with each type's unavailable-offerings sequence number read before
+// it was built (a mark racing the build then triggers a rebuild).
+func (r *resolver) all() ([]*cloudprovider.InstanceType, []uint64) {
+	names := make([]string, 0, len(r.infos))
+	for name := range r.infos {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	out := make([]*cloudprovider.InstanceType, 0, len(names))
+	types := make([]*cloudprovider.InstanceType, 0, len(names))
+	seqs := make([]uint64, 0, len(names))
 	for _, name := range names {
-		info := infos[name]
-		var typeZones []awsv1.ZoneInfo
-		for _, z := range zones {
-			if offered[name][z.Zone] {
-				typeZones = append(typeZones, z)
-			}
+		seq := r.p.unavailable.SeqNum(name)
+		if it := r.build(name); it != nil {
+			types = append(types, it)
+			seqs = append(seqs, seq)
 		}
-		if len(typeZones) == 0 {
-			continue
-		}
-		out = append(out, p.newInstanceType(info, nodeClass, s, typeZones, reservations[name], static))
 	}
-	return out, nil
+	return types, seqs
 }
 
-func (p *Provider) newInstanceType(info *ec2types.InstanceTypeInfo, nodeClass *awsv1.EC2NodeClass, s sizing, zones []awsv1.ZoneInfo, reservations []awsv1.CapacityReservation, static *staticTables) *cloudprovider.InstanceType {
+// build builds one type, or returns nil when no zone of the class offers it.
+func (r *resolver) build(name string) *cloudprovider.InstanceType {
+	info := r.infos[name]
+	var zones []awsv1.ZoneInfo
 	var zoneIDs []string
-	for _, z := range zones {
-		if z.ZoneID != "" {
-			zoneIDs = append(zoneIDs, z.ZoneID)
+	for _, z := range r.zones {
+		if r.offered[name][z.Zone] {
+			zones = append(zones, z)
+			if z.ZoneID != "" {
+				zoneIDs = append(zoneIDs, z.ZoneID)
+			}
 		}
 	}
-	capacity := s.capacity(info, static)
-	it := &cloudprovider.InstanceType{
-		Name:         string(info.InstanceType),
-		Requirements: requirements(info, nodeClass.AMIFamily(), p.opts.Region, zoneIDs, reservations, static),
-		Capacity:     capacity,
-		Allocatable:  s.allocatable(info, capacity),
-		Offerings:    p.offerings(info, nodeClass, zones, reservations),
+	if info == nil || len(zones) == 0 {
+		return nil
 	}
-	it.Requirements[corev1.LabelInstanceTypeStable] = scheduling.NewRequirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, it.Name)
+	capacity := r.sizing.capacity(info, r.static)
+	it := &cloudprovider.InstanceType{
+		Name:         name,
+		Requirements: requirements(info, r.nodeClass.AMIFamily(), r.p.opts.Region, zoneIDs, r.reservations[name], r.static),
+		Capacity:     capacity,
+		Allocatable:  r.sizing.allocatable(info, capacity),
+		Offerings:    r.p.offerings(info, r.nodeClass, zones, r.reservations[name]),
+	}
+	it.Requirements[corev1.LabelInstanceTypeStable] = scheduling.NewRequirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, name)
 	it.RefreshOfferingRequirements()
 	return it
 }

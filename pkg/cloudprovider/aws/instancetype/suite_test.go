@@ -36,7 +36,7 @@ type env struct {
 // newEnv seeds the EC2 fake with the embedded catalog's types offered in
 // every test zone and returns a provider that has read them. opts nil means
 // upstream's defaults.
-func newEnv(t *testing.T, opts *instancetype.Options) env {
+func newEnv(t testing.TB, opts *instancetype.Options) env {
 	t.Helper()
 	infos, err := fake.CatalogInstanceTypes(instancetypes.EC2)
 	if err != nil {
