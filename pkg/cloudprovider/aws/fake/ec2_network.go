@@ -10,11 +10,13 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 )
 
-// networkState holds the fake's subnets and security groups, in the order
-// they were added (EC2 answers in a stable order; so does the fake).
+// networkState holds the fake's subnets, security groups and capacity
+// reservations (ec2_reservations.go), in the order they were added (EC2
+// answers in a stable order; so does the fake).
 type networkState struct {
 	subnets        []ec2types.Subnet
 	securityGroups []ec2types.SecurityGroup
+	reservations   []ec2types.CapacityReservation
 }
 
 // NewSubnet builds an available subnet in zone (zone ID zoneID) with

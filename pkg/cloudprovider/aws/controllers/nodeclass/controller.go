@@ -43,6 +43,9 @@ type Providers struct {
 	Subnets subnetProvider
 	// SecurityGroups is a *securitygroup.Provider.
 	SecurityGroups securityGroupProvider
+	// CapacityReservations is a *capacityreservation.Provider, or nil when
+	// the ReservedCapacity feature gate is off.
+	CapacityReservations capacityReservationProvider
 	// Version is a *version.Provider; it names the Kubernetes version in
 	// messages about aliases.
 	Version versionSource
@@ -60,7 +63,7 @@ func NewController(kubeClient client.Client, recorder events.EventRecorder, clk 
 			// status.amis and AMIsReady.
 			&amiStep{amis: providers.AMIs, version: providers.Version, report: r},
 			// CapacityReservationsReady.
-			&capacityReservationStep{report: r},
+			&capacityReservationStep{reservations: providers.CapacityReservations, report: r},
 			// status.subnets and SubnetsReady.
 			&subnetStep{subnets: providers.Subnets, report: r},
 			// status.securityGroups and SecurityGroupsReady.

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
@@ -352,7 +353,36 @@ func TestAFailureBeforeAnythingResolvedIsUnknown(t *testing.T) {
 	}
 }
 
-func TestCapacityReservationTermsAreReportedAsNotDiscovered(t *testing.T) {
+func TestCapacityReservationsAreDiscovered(t *testing.T) {
+	w := newWorld(t)
+	end := h.Clock.Now().Add(30 * time.Second)
+	block := fake.NewCapacityReservation("cr-block", "p5.48xlarge", "us-west-2b", 1, map[string]string{"team": "ml"})
+	block.ReservationType, block.EndDate = ec2types.CapacityReservationTypeCapacityBlock, &end
+	w.ec2.AddCapacityReservations(fake.NewCapacityReservation("cr-odcr", "m5.large", "us-west-2a", 2, nil), block)
+	nc := nodeClass()
+	nc.Spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{ID: "cr-odcr"}, {Tags: map[string]string{"team": "ml"}}}
+	create(t, nc)
+
+	res, got := w.mustReconcile(t, nc.Name)
+
+	want := []awsv1.CapacityReservation{
+		{ID: "cr-block", AvailabilityZone: "us-west-2b", InstanceType: "p5.48xlarge", InstanceMatchCriteria: "open", OwnerID: fake.AccountID,
+			ReservationType: "capacity-block", State: "expiring", EndTime: &metav1.Time{Time: end}},
+		{ID: "cr-odcr", AvailabilityZone: "us-west-2a", InstanceType: "m5.large", InstanceMatchCriteria: "open", OwnerID: fake.AccountID,
+			ReservationType: "default", State: "active"},
+	}
+	if diff := cmp.Diff(want, got.Status.CapacityReservations, cmpopts.EquateApproxTime(time.Second)); diff != "" {
+		t.Errorf("status.capacityReservations (-want,+got)\n%s", diff)
+	}
+	if c := condition(t, got, awsv1.ConditionTypeCapacityReservationsReady); c.Status != metav1.ConditionTrue {
+		t.Errorf("CapacityReservationsReady %s (%s)", c.Status, c.Message)
+	}
+	if res.RequeueAfter != 30*time.Second {
+		t.Errorf("requeue after %v, want 30s, when the block ends", res.RequeueAfter)
+	}
+}
+
+func TestNoReservationMatchingIsStillReady(t *testing.T) {
 	w := newWorld(t)
 	nc := nodeClass()
 	nc.Spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{ID: "cr-0123456789abcdef0"}}
@@ -360,8 +390,28 @@ func TestCapacityReservationTermsAreReportedAsNotDiscovered(t *testing.T) {
 
 	_, got := w.mustReconcile(t, nc.Name)
 
+	if c := condition(t, got, awsv1.ConditionTypeCapacityReservationsReady); c.Status != metav1.ConditionTrue || len(got.Status.CapacityReservations) != 0 {
+		t.Errorf("CapacityReservationsReady %s with %d reservations, want True with none", c.Status, len(got.Status.CapacityReservations))
+	}
+	if c := condition(t, got, awsv1.ConditionTypeReady); c.Status != metav1.ConditionTrue {
+		t.Errorf("Ready %s (%s), want True", c.Status, c.Message)
+	}
+}
+
+func TestReservationsAreNotUsedWithTheGateOff(t *testing.T) {
+	w := newWorld(t)
+	w.ec2.AddCapacityReservations(fake.NewCapacityReservation("cr-odcr", "m5.large", "us-west-2a", 2, nil))
+	providers := w.providers
+	providers.CapacityReservations = nil
+	w.controller = nodeclass.NewController(h.Env.Client, h.Recorder, h.Clock, providers)
+	nc := nodeClass()
+	nc.Spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{ID: "cr-odcr"}}
+	create(t, nc)
+
+	_, got := w.mustReconcile(t, nc.Name)
+
 	c := condition(t, got, awsv1.ConditionTypeCapacityReservationsReady)
-	if c.Status != metav1.ConditionTrue || !contains(c.Message, "not discovered") || len(got.Status.CapacityReservations) != 0 {
-		t.Errorf("CapacityReservationsReady %s %q with %d reservations; want True, saying none are discovered", c.Status, c.Message, len(got.Status.CapacityReservations))
+	if c.Status != metav1.ConditionTrue || !contains(c.Message, "ReservedCapacity feature gate is off") || len(got.Status.CapacityReservations) != 0 {
+		t.Errorf("CapacityReservationsReady %s %q with %d reservations; want True, none used, saying why", c.Status, c.Message, len(got.Status.CapacityReservations))
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/ami"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/capacityreservation"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/securitygroup"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/subnet"
 )
@@ -23,6 +24,9 @@ const (
 	requeueSubnets        = time.Minute
 	requeueAMIs           = 5 * time.Minute
 	requeueSecurityGroups = 5 * time.Minute
+	// Reservations are looked at every minute, and when one ends or turns
+	// expiring if that is sooner.
+	requeueCapacityReservations = time.Minute
 )
 
 type amiProvider interface {
@@ -35,6 +39,10 @@ type subnetProvider interface {
 
 type securityGroupProvider interface {
 	List(ctx context.Context, nodeClass *awsv1.EC2NodeClass) ([]ec2types.SecurityGroup, error)
+}
+
+type capacityReservationProvider interface {
+	List(ctx context.Context, nodeClass *awsv1.EC2NodeClass) ([]ec2types.CapacityReservation, error)
 }
 
 type versionSource interface {
@@ -120,18 +128,33 @@ func (s *securityGroupStep) reconcile(ctx context.Context, nodeClass *awsv1.EC2N
 	return reconcile.Result{RequeueAfter: requeueSecurityGroups}, nil
 }
 
-// capacityReservationStep sets CapacityReservationsReady. Reservations are
-// not discovered yet, so none are used; with terms set the condition says so.
+// capacityReservationStep resolves status.capacityReservations and
+// CapacityReservationsReady: True after every successful listing, even one
+// matching nothing (upstream's rule). With no provider (the
+// ReservedCapacity feature gate is off) none are used.
 type capacityReservationStep struct {
-	report reporter
+	reservations capacityReservationProvider
+	report       reporter
 }
 
-func (s *capacityReservationStep) reconcile(_ context.Context, nodeClass *awsv1.EC2NodeClass) (reconcile.Result, error) {
-	nodeClass.Status.CapacityReservations = nil
-	message := ""
-	if len(nodeClass.Spec.CapacityReservationSelectorTerms) > 0 {
-		message = "capacity reservations are not discovered yet; instances launch as on-demand or spot"
+func (s *capacityReservationStep) reconcile(ctx context.Context, nodeClass *awsv1.EC2NodeClass) (reconcile.Result, error) {
+	conditions := s.report.conditions(nodeClass)
+	if s.reservations == nil {
+		nodeClass.Status.CapacityReservations = nil
+		message := ""
+		if len(nodeClass.Spec.CapacityReservationSelectorTerms) > 0 {
+			message = "the ReservedCapacity feature gate is off: capacity reservations are not used"
+		}
+		conditions.SetTrueWithReason(awsv1.ConditionTypeCapacityReservationsReady, awsv1.ConditionTypeCapacityReservationsReady, message)
+		return reconcile.Result{}, nil
 	}
-	s.report.conditions(nodeClass).SetTrueWithReason(awsv1.ConditionTypeCapacityReservationsReady, awsv1.ConditionTypeCapacityReservationsReady, message)
-	return reconcile.Result{}, nil
+	reservations, err := s.reservations.List(ctx, nodeClass)
+	if err != nil {
+		return s.report.failed(nodeClass, awsv1.ConditionTypeCapacityReservationsReady, ReasonCapacityReservationResolutionFailed,
+			len(nodeClass.Status.CapacityReservations), "capacity reservations", fmt.Errorf("resolving capacity reservations: %w", err))
+	}
+	now := s.report.clock.Now()
+	nodeClass.Status.CapacityReservations = capacityreservation.Status(reservations, now)
+	conditions.SetTrue(awsv1.ConditionTypeCapacityReservationsReady)
+	return reconcile.Result{RequeueAfter: capacityreservation.RequeueAfter(reservations, now, requeueCapacityReservations)}, nil
 }

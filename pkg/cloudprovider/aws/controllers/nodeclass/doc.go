@@ -26,9 +26,10 @@
 // an existing profile the role is attached to is used (one under karp's
 // path /karpenter/ first, then by name). Until karp manages profiles
 // itself, a role with no profile leaves InstanceProfileReady False
-// (InstanceProfileNotFound). Capacity reservations are not discovered yet:
-// CapacityReservationsReady is True with none (upstream's state when no
-// reservation matches), and says so when terms are set. Validation checks
+// (InstanceProfileNotFound). Capacity reservations are discovered when the
+// ReservedCapacity feature gate is on (the operator passes a provider);
+// with it off CapacityReservationsReady is True with none, and says so when
+// terms are set. Validation checks
 // the kubelet settings against the AMI family; the launch-permission dry
 // runs upstream performs are not made.
 package nodeclass

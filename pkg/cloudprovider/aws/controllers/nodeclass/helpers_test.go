@@ -18,6 +18,7 @@ import (
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/ami"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/ami/amitest"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/capacityreservation"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/nodeclass"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/securitygroup"
@@ -43,6 +44,7 @@ type world struct {
 	k8s string
 	// released is the ID of each al2023@latest parameter's current image.
 	released   map[string]string
+	providers  nodeclass.Providers
 	controller *nodeclass.Controller
 }
 
@@ -72,13 +74,15 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	w.released = amitest.Publish(w.ec2, w.ssm, "al2023@latest", w.k8s, h.Clock.Now().Add(-24*time.Hour))
-	w.controller = nodeclass.NewController(h.Env.Client, h.Recorder, h.Clock, nodeclass.Providers{
-		AMIs:           ami.NewProvider(w.ec2, w.ssm, versions, h.Clock, ami.DefaultRefreshInterval),
-		Subnets:        subnet.NewProvider(w.ec2, h.Clock, subnet.DefaultRefreshInterval),
-		SecurityGroups: securitygroup.NewProvider(w.ec2, h.Clock),
-		Version:        versions,
-		IAM:            w.iam,
-	})
+	w.providers = nodeclass.Providers{
+		AMIs:                 ami.NewProvider(w.ec2, w.ssm, versions, h.Clock, ami.DefaultRefreshInterval),
+		Subnets:              subnet.NewProvider(w.ec2, h.Clock, subnet.DefaultRefreshInterval),
+		SecurityGroups:       securitygroup.NewProvider(w.ec2, h.Clock),
+		CapacityReservations: capacityreservation.NewProvider(w.ec2, h.Clock),
+		Version:              versions,
+		IAM:                  w.iam,
+	}
+	w.controller = nodeclass.NewController(h.Env.Client, h.Recorder, h.Clock, w.providers)
 	return w
 }
 

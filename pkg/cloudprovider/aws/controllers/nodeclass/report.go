@@ -16,10 +16,11 @@ import (
 // Event reasons of discovery failures. Not-found conditions are reported
 // with the condition's reason (SubnetsNotFound, AMINotFound, ...).
 const (
-	ReasonAMIResolutionFailed           = "AMIResolutionFailed"
-	ReasonSubnetResolutionFailed        = "SubnetResolutionFailed"
-	ReasonSecurityGroupResolutionFailed = "SecurityGroupResolutionFailed"
-	ReasonInstanceProfileLookupFailed   = "InstanceProfileLookupFailed"
+	ReasonAMIResolutionFailed                 = "AMIResolutionFailed"
+	ReasonSubnetResolutionFailed              = "SubnetResolutionFailed"
+	ReasonSecurityGroupResolutionFailed       = "SecurityGroupResolutionFailed"
+	ReasonInstanceProfileLookupFailed         = "InstanceProfileLookupFailed"
+	ReasonCapacityReservationResolutionFailed = "CapacityReservationResolutionFailed"
 )
 
 // maxEventNote is the longest note events.k8s.io/v1 accepts.
