@@ -39,6 +39,12 @@ type pricer interface {
 	Version() uint64
 }
 
+// reservationCounter tells how many more instances a capacity reservation
+// holds (package capacityreservation's Provider).
+type reservationCounter interface {
+	AvailableInstanceCount(id string) (int, bool)
+}
+
 // Options are the provider's settings (see package options).
 type Options struct {
 	// Region labels every type (topology.kubernetes.io/region).
@@ -55,7 +61,10 @@ type Provider struct {
 	ec2         ec2API
 	prices      pricer
 	unavailable *cache.UnavailableOfferings
-	opts        Options
+	// reservations counts what the class's capacity reservations hold; nil
+	// assumes one instance each.
+	reservations reservationCounter
+	opts         Options
 	clock       clock.PassiveClock
 
 	mu sync.RWMutex
@@ -79,8 +88,9 @@ type resolvedEntry struct {
 }
 
 // NewProvider returns a provider with no EC2 data; call Update before List.
-func NewProvider(ec2Client ec2API, prices pricer, unavailable *cache.UnavailableOfferings, opts Options, clk clock.PassiveClock) *Provider {
-	return &Provider{ec2: ec2Client, prices: prices, unavailable: unavailable, opts: opts, clock: clk, resolved: map[uint64]*resolvedEntry{}}
+// reservations may be nil (reserved offerings then hold one instance each).
+func NewProvider(ec2Client ec2API, prices pricer, unavailable *cache.UnavailableOfferings, reservations reservationCounter, opts Options, clk clock.PassiveClock) *Provider {
+	return &Provider{ec2: ec2Client, prices: prices, unavailable: unavailable, reservations: reservations, opts: opts, clock: clk, resolved: map[uint64]*resolvedEntry{}}
 }
 
 // Update refreshes instance types and their zonal offerings from EC2 in
@@ -179,7 +189,7 @@ func (p *Provider) List(ctx context.Context, nodeClass *awsv1.EC2NodeClass) ([]*
 	fresh := e != nil && e.dataVersion == p.dataVersion && e.priceVersion == priceVersion && p.clock.Now().Before(e.expires)
 	if fresh && e.unavailableVersion == unavailableVersion {
 		p.mu.RUnlock()
-		return e.types, nil
+		return p.withReservationCounts(e.types), nil
 	}
 	infos, offered, dataVersion := p.infos, p.offered, p.dataVersion
 	p.mu.RUnlock()
@@ -211,9 +221,45 @@ func (p *Provider) List(ctx context.Context, nodeClass *awsv1.EC2NodeClass) ([]*
 		next.types, next.seqs = r.all()
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.resolved[key] = next
-	return next.types, nil
+	p.mu.Unlock()
+	return p.withReservationCounts(next.types), nil
+}
+
+// withReservationCounts returns types with each reserved offering holding
+// its reservation's current count. The counts change with every launch and
+// termination, so they are never cached: the types with reserved offerings
+// are copied, the others shared.
+func (p *Provider) withReservationCounts(types []*cloudprovider.InstanceType) []*cloudprovider.InstanceType {
+	if p.reservations == nil {
+		return types
+	}
+	var out []*cloudprovider.InstanceType
+	for i, it := range types {
+		if !slices.ContainsFunc(it.Offerings, func(o *cloudprovider.Offering) bool { return o.ReservationID != "" }) {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(types)
+		}
+		cp := *it
+		cp.Requirements = it.Requirements.Copy()
+		cp.Offerings = make([]*cloudprovider.Offering, len(it.Offerings))
+		for j, o := range it.Offerings {
+			oc := *o
+			if oc.ReservationID != "" {
+				count, _ := p.reservations.AvailableInstanceCount(oc.ReservationID)
+				oc.ReservationCapacity = count
+			}
+			cp.Offerings[j] = &oc
+		}
+		cp.RefreshOfferingRequirements()
+		out[i] = &cp
+	}
+	if out == nil {
+		return types
+	}
+	return out
 }
 
 // Get returns one of List's instance types by name.

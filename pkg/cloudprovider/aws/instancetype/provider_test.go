@@ -317,7 +317,7 @@ func TestListErrors(t *testing.T) {
 	if _, err := e.provider.List(t.Context(), nc); err == nil || !strings.Contains(err.Error(), "no subnets found") {
 		t.Errorf("error = %v, want no subnets found", err)
 	}
-	empty := instancetype.NewProvider(fake.NewEC2(), e.prices, e.unavailable, instancetype.Options{Region: "us-west-2"}, e.clock)
+	empty := instancetype.NewProvider(fake.NewEC2(), e.prices, e.unavailable, nil, instancetype.Options{Region: "us-west-2"}, e.clock)
 	if err := empty.Update(t.Context()); err == nil {
 		t.Error("Update against an empty EC2 succeeded")
 	}

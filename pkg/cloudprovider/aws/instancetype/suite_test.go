@@ -53,7 +53,7 @@ func newEnv(t testing.TB, opts *instancetype.Options) env {
 	if opts != nil {
 		o = *opts
 	}
-	e.provider = instancetype.NewProvider(e.ec2, e.prices, e.unavailable, o, e.clock)
+	e.provider = instancetype.NewProvider(e.ec2, e.prices, e.unavailable, nil, o, e.clock)
 	if err := e.provider.Update(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func TestInstanceTypeRefresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	provider := instancetype.NewProvider(ec2, prices, cache.NewUnavailableOfferings(clk), instancetype.Options{Region: "us-west-2"}, clk)
+	provider := instancetype.NewProvider(ec2, prices, cache.NewUnavailableOfferings(clk), nil, instancetype.Options{Region: "us-west-2"}, clk)
 	res, err := refresh.NewInstanceTypeController(provider).Reconcile(t.Context(), reconcile.Request{})
 	if err != nil {
 		t.Fatal(err)
