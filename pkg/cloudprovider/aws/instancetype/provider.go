@@ -65,7 +65,7 @@ type Provider struct {
 	// assumes one instance each.
 	reservations reservationCounter
 	opts         Options
-	clock       clock.PassiveClock
+	clock        clock.PassiveClock
 
 	mu sync.RWMutex
 	// infos and offered are EC2's answers; dataVersion moves when either
