@@ -40,6 +40,9 @@ type Provider struct {
 
 	mu           sync.Mutex
 	availableIPs map[string]availableIPs
+	// inflight is the addresses launches are predicted to have taken from
+	// each subnet since its last listing (ZonalSubnetsForLaunch).
+	inflight map[string]int32
 }
 
 type availableIPs struct {
@@ -56,6 +59,7 @@ func NewProvider(api ec2API, clk clock.PassiveClock, refresh time.Duration) *Pro
 		refresh:      max(refresh, time.Minute),
 		cache:        utilcache.NewLRUExpireCacheWithClock(1000, clk),
 		availableIPs: map[string]availableIPs{},
+		inflight:     map[string]int32{},
 	}
 }
 
@@ -107,9 +111,12 @@ func (p *Provider) recordAvailableIPs(subnets []ec2types.Subnet) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.clock.Now()
+	ids := make([]string, 0, len(subnets))
 	for _, s := range subnets {
+		ids = append(ids, aws.ToString(s.SubnetId))
 		p.availableIPs[aws.ToString(s.SubnetId)] = availableIPs{count: aws.ToInt32(s.AvailableIpAddressCount), at: now}
 	}
+	p.forgetInflight(ids)
 }
 
 // Queries builds the DescribeSubnets requests for terms: one for all id

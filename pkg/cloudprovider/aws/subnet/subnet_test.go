@@ -151,3 +151,52 @@ func TestStatusOrdersByFreeAddressesThenID(t *testing.T) {
 		t.Errorf("AvailableIPs(subnet-c) = %d, %v; want 300, true", n, ok)
 	}
 }
+
+func TestZonalSubnetsForLaunchSpreadsOverAZonesSubnets(t *testing.T) {
+	e := fake.NewEC2()
+	e.AddSubnets(
+		fake.NewSubnet("subnet-a1", "us-west-2a", "usw2-az1", 100, map[string]string{"k": "v"}),
+		fake.NewSubnet("subnet-a2", "us-west-2a", "usw2-az1", 90, map[string]string{"k": "v"}),
+		fake.NewSubnet("subnet-b1", "us-west-2b", "usw2-az2", 10, map[string]string{"k": "v"}),
+	)
+	clk := clocktesting.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	p := subnet.NewProvider(e, clk, time.Minute)
+	nc := nodeClass(awsv1.SubnetSelectorTerm{Tags: map[string]string{"k": "v"}})
+	listed, err := p.List(t.Context(), nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Status.Subnets = subnet.Status(listed)
+	pick := func(skip func(string) bool) map[string]string {
+		out := map[string]string{}
+		for zone, s := range p.ZonalSubnetsForLaunch(nc, 20, skip) {
+			out[zone] = s.ID
+		}
+		return out
+	}
+
+	if diff := cmp.Diff(map[string]string{"us-west-2a": "subnet-a1", "us-west-2b": "subnet-b1"}, pick(nil)); diff != "" {
+		t.Errorf("first launch (-want,+got)\n%s", diff)
+	}
+	// subnet-a1 is now predicted at 80 free addresses, below subnet-a2's 90.
+	if got := pick(nil)["us-west-2a"]; got != "subnet-a2" {
+		t.Errorf("second launch in us-west-2a: %s, want subnet-a2", got)
+	}
+	p.ReleaseIPs([]string{"subnet-a1", "subnet-a2"}, 20)
+	if got := pick(nil)["us-west-2a"]; got != "subnet-a1" {
+		t.Errorf("after the unused addresses came back: %s, want subnet-a1", got)
+	}
+	if got := pick(func(id string) bool { return id == "subnet-a1" })["us-west-2a"]; got != "subnet-a2" {
+		t.Errorf("with subnet-a1 skipped: %s, want subnet-a2", got)
+	}
+
+	// A new listing replaces the predictions with EC2's counts.
+	e.SetAvailableIPs("subnet-a1", 50)
+	clk.Step(61 * time.Second)
+	if _, err := p.List(t.Context(), nc); err != nil {
+		t.Fatal(err)
+	}
+	if got := pick(nil)["us-west-2a"]; got != "subnet-a2" {
+		t.Errorf("after a listing with subnet-a1 at 50 free: %s, want subnet-a2 (90)", got)
+	}
+}
