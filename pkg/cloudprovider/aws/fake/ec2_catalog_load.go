@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1 "k8s.io/api/core/v1"
@@ -270,4 +271,32 @@ func deviceName(label string) string {
 func atoi32(s string) (int32, error) {
 	n, err := strconv.ParseInt(s, 10, 32)
 	return int32(n), err
+}
+
+// SeedCatalogSpotPrices records, in effect from at, the spot price karp's
+// catalog model derives for every priced type of the catalog in each zone
+// (catalog.SpotPrice with the catalog's default discounts), so the AWS
+// provider prices spot exactly as `karp simulate` does on the same catalog.
+func (e *EC2) SeedCatalogSpotPrices(data []byte, zones []OfferingZone, at time.Time) error {
+	prices, err := CatalogOnDemandPrices(data)
+	if err != nil {
+		return err
+	}
+	opts := catalog.DefaultOptions()
+	var records []ec2types.SpotPrice
+	for name, onDemand := range prices {
+		for _, zone := range zones {
+			price := catalog.SpotPrice(name, zone.Name, onDemand, opts)
+			records = append(records, ec2types.SpotPrice{
+				AvailabilityZone:   ptr(zone.Name),
+				AvailabilityZoneId: ptr(zone.ID),
+				InstanceType:       ec2types.InstanceType(name),
+				ProductDescription: ec2types.RIProductDescriptionLinuxUnix,
+				SpotPrice:          ptr(strconv.FormatFloat(price, 'f', -1, 64)),
+				Timestamp:          ptr(at),
+			})
+		}
+	}
+	e.AddSpotPrices(records...)
+	return nil
 }

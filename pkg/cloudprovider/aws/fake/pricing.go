@@ -202,3 +202,16 @@ func fnv32(s string) uint32 {
 	}
 	return h
 }
+
+// SeedCatalogOnDemandPrices adds the on-demand product of every priced type
+// of a karp catalog in region.
+func (p *Pricing) SeedCatalogOnDemandPrices(region string, data []byte) error {
+	prices, err := CatalogOnDemandPrices(data)
+	if err != nil {
+		return err
+	}
+	for name, price := range prices {
+		p.SetOnDemandPrice(region, name, price)
+	}
+	return nil
+}

@@ -8,8 +8,10 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/karp-autoscaler/karp/pkg/catalog"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/pricing"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok/instancetypes"
 )
 
 var (
@@ -185,6 +187,35 @@ func TestPricingRegion(t *testing.T) {
 	} {
 		if got := pricing.PricingRegion(region); got != want {
 			t.Errorf("PricingRegion(%s) = %s, want %s", region, got, want)
+		}
+	}
+}
+
+// TestCatalogPricesThroughTheAPIs serves the embedded catalog's prices
+// through the fakes, as the simulate-parity tests do: the provider then
+// prices on-demand as the catalog and spot as karp's catalog model.
+func TestCatalogPricesThroughTheAPIs(t *testing.T) {
+	e := newEnv(t, "us-east-1", false)
+	zones := []fake.OfferingZone{{Name: "us-east-1a", ID: "use1-az1"}, {Name: "us-east-1b", ID: "use1-az2"}}
+	if err := e.pricing.SeedCatalogOnDemandPrices("us-east-1", instancetypes.EC2); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.ec2.SeedCatalogSpotPrices(instancetypes.EC2, zones, now.Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.provider.Update(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	static, _ := pricing.StaticOnDemandPrices()
+	for _, name := range []string{"m5.large", "c6g.xlarge", "p4d.24xlarge", "m5.metal"} {
+		if p, _ := e.provider.OnDemandPrice(name); p != static[name] {
+			t.Errorf("%s on-demand = %v, want the catalog's %v", name, p, static[name])
+		}
+		for _, z := range zones {
+			want := catalog.SpotPrice(name, z.Name, static[name], catalog.DefaultOptions())
+			if p, _ := e.provider.SpotPrice(name, z.Name); p != want {
+				t.Errorf("%s spot in %s = %v, want the catalog model's %v", name, z.Name, p, want)
+			}
 		}
 	}
 }
