@@ -3,6 +3,7 @@ package userdata
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -30,12 +31,15 @@ func al2023(opts Options) (string, error) {
 
 // nodeConfig returns the node.eks.aws/v1alpha1 NodeConfig as YAML.
 func (o Options) nodeConfig() (string, error) {
+	// nodeadm refuses a NodeConfig without the service CIDR, and the
+	// instance would never join: fail the launch instead.
+	if o.ClusterCIDR == "" {
+		return "", errors.New("the cluster's service CIDR is unknown; nodeadm (AL2023) requires it")
+	}
 	cluster := map[string]interface{}{
 		"name":              o.ClusterName,
 		"apiServerEndpoint": o.ClusterEndpoint,
-	}
-	if o.ClusterCIDR != "" {
-		cluster["cidr"] = o.ClusterCIDR
+		"cidr":              o.ClusterCIDR,
 	}
 	if o.CABundle != "" {
 		// nodeadm holds the CA as bytes; YAML writes them base64. Decoding

@@ -20,7 +20,8 @@ type Options struct {
 	// CABundle is the cluster's base64-encoded CA certificate bundle; empty
 	// leaves the node to its AMI's default.
 	CABundle string
-	// ClusterCIDR is the cluster's service CIDR; nodeadm (AL2023) needs it.
+	// ClusterCIDR is the cluster's service CIDR; nodeadm (AL2023) needs it,
+	// so AL2023 user data is not rendered without it.
 	ClusterCIDR string
 	// ClusterDNSIP is kube-dns's ClusterIP, used as clusterDNS when the
 	// kubelet settings name none.

@@ -239,8 +239,9 @@ func TestRenderErrors(t *testing.T) {
 		"al2023 MIME without boundary end": {family: awsv1.AMIFamilyAL2023, opts: with(func(o *Options) {
 			o.UserData = ptr.To("MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"B\"\n\n--B\nContent-Type: text/plain\n\nhi\n")
 		}), want: "reading MIME part"},
-		"al2023 malformed CA bundle": {family: awsv1.AMIFamilyAL2023, opts: with(func(o *Options) { o.CABundle = "not base64!" }), want: "decoding the CA bundle"},
-		"unknown family":             {family: "Ubuntu", opts: baseOptions(), want: `unknown AMI family "Ubuntu"`},
+		"al2023 malformed CA bundle":  {family: awsv1.AMIFamilyAL2023, opts: with(func(o *Options) { o.CABundle = "not base64!" }), want: "decoding the CA bundle"},
+		"al2023 without service CIDR": {family: awsv1.AMIFamilyAL2023, opts: with(func(o *Options) { o.ClusterCIDR = "" }), want: "service CIDR is unknown"},
+		"unknown family":              {family: "Ubuntu", opts: baseOptions(), want: `unknown AMI family "Ubuntu"`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
