@@ -58,7 +58,7 @@ func TestListSelectsByTermsAsUpstream(t *testing.T) {
 		"an unknown id matches nothing": {terms: []awsv1.SecurityGroupSelectorTerm{{ID: "sg-zzz"}}, want: []string{}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			p := securitygroup.NewProvider(network(), clocktesting.NewFakeClock(time.Now()))
+			p := securitygroup.NewProvider(network(), clocktesting.NewFakeClock(epoch))
 			got, err := p.List(t.Context(), nodeClass(tc.terms...))
 			if err != nil {
 				t.Fatal(err)
@@ -75,7 +75,7 @@ func TestListPaginates(t *testing.T) {
 	for i := range 700 {
 		e.AddSecurityGroups(fake.NewSecurityGroup(fmt.Sprintf("sg-%04d", i), fmt.Sprintf("g%d", i), map[string]string{"team": "big"}))
 	}
-	p := securitygroup.NewProvider(e, clocktesting.NewFakeClock(time.Now()))
+	p := securitygroup.NewProvider(e, clocktesting.NewFakeClock(epoch))
 	got, err := p.List(t.Context(), nodeClass(awsv1.SecurityGroupSelectorTerm{Tags: map[string]string{"team": "big"}}))
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +117,7 @@ func TestListCachesPerGenerationForAMinute(t *testing.T) {
 func TestListReturnsEC2Errors(t *testing.T) {
 	e := network()
 	e.FailNext("DescribeSecurityGroups", 1, fake.APIError("UnauthorizedOperation", "You are not authorized to perform this operation."))
-	p := securitygroup.NewProvider(e, clocktesting.NewFakeClock(time.Now()))
+	p := securitygroup.NewProvider(e, clocktesting.NewFakeClock(epoch))
 	if _, err := p.List(t.Context(), nodeClass(awsv1.SecurityGroupSelectorTerm{ID: "sg-1"})); err == nil {
 		t.Fatal("List succeeded while EC2 refused")
 	}
@@ -132,3 +132,6 @@ func TestStatusSortsByID(t *testing.T) {
 		t.Errorf("(-want,+got)\n%s", diff)
 	}
 }
+
+// epoch is the fake clocks' start.
+var epoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)

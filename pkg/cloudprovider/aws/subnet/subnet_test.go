@@ -58,7 +58,7 @@ func TestListSelectsByTermsAsUpstream(t *testing.T) {
 		"an unmatched tag matches nothing": {terms: []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "dev"}}}, want: []string{}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			p := subnet.NewProvider(network(), clocktesting.NewFakeClock(time.Now()), subnet.DefaultRefreshInterval)
+			p := subnet.NewProvider(network(), clocktesting.NewFakeClock(epoch), subnet.DefaultRefreshInterval)
 			got, err := p.List(t.Context(), nodeClass(tc.terms...))
 			if err != nil {
 				t.Fatal(err)
@@ -75,7 +75,7 @@ func TestListPaginates(t *testing.T) {
 	for i := range 1200 {
 		e.AddSubnets(fake.NewSubnet(fmt.Sprintf("subnet-%04d", i), "us-west-2a", "usw2-az1", 10, map[string]string{"team": "big"}))
 	}
-	p := subnet.NewProvider(e, clocktesting.NewFakeClock(time.Now()), time.Minute)
+	p := subnet.NewProvider(e, clocktesting.NewFakeClock(epoch), time.Minute)
 	got, err := p.List(t.Context(), nodeClass(awsv1.SubnetSelectorTerm{Tags: map[string]string{"team": "big"}}))
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +120,7 @@ func TestListCachesPerGenerationForTheRefreshInterval(t *testing.T) {
 func TestListReturnsEC2Errors(t *testing.T) {
 	e := network()
 	e.FailNext("DescribeSubnets", 1, fake.Throttling("DescribeSubnets"))
-	p := subnet.NewProvider(e, clocktesting.NewFakeClock(time.Now()), time.Minute)
+	p := subnet.NewProvider(e, clocktesting.NewFakeClock(epoch), time.Minute)
 	nc := nodeClass(awsv1.SubnetSelectorTerm{ID: "subnet-a"})
 	if _, err := p.List(t.Context(), nc); err == nil {
 		t.Fatal("List succeeded during throttling")
@@ -133,7 +133,7 @@ func TestListReturnsEC2Errors(t *testing.T) {
 
 func TestStatusOrdersByFreeAddressesThenID(t *testing.T) {
 	e := network()
-	p := subnet.NewProvider(e, clocktesting.NewFakeClock(time.Now()), time.Minute)
+	p := subnet.NewProvider(e, clocktesting.NewFakeClock(epoch), time.Minute)
 	got, err := p.List(t.Context(), nodeClass(awsv1.SubnetSelectorTerm{Tags: map[string]string{"karpenter.sh/discovery": "*"}}, awsv1.SubnetSelectorTerm{ID: "subnet-d"}))
 	if err != nil {
 		t.Fatal(err)
@@ -200,3 +200,6 @@ func TestZonalSubnetsForLaunchSpreadsOverAZonesSubnets(t *testing.T) {
 		t.Errorf("after a listing with subnet-a1 at 50 free: %s, want subnet-a2 (90)", got)
 	}
 }
+
+// epoch is the fake clocks' start.
+var epoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)

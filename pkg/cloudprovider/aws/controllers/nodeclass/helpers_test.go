@@ -112,7 +112,8 @@ func create(t *testing.T, nc *awsv1.EC2NodeClass) {
 	if err := h.Env.Client.Create(t.Context(), nc); err != nil {
 		t.Fatalf("creating %s: %v", nc.Name, err)
 	}
-	t.Cleanup(func() { _ = h.Env.Client.Delete(context.Background(), nc) })
+	ctx := context.WithoutCancel(t.Context())
+	t.Cleanup(func() { _ = h.Env.Client.Delete(ctx, nc) })
 }
 
 // reconcile runs one reconcile of the named NodeClass against the API

@@ -1,6 +1,7 @@
 package hash_test
 
 import (
+	"context"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,7 +45,8 @@ func TestTheNodeClassCarriesItsHash(t *testing.T) {
 	h.Reset(t)
 	nc := nodeClass("hashed", nil)
 	h.Create(t, nc)
-	t.Cleanup(func() { _ = h.Env.Client.Delete(t.Context(), nc) })
+	ctx := context.WithoutCancel(t.Context())
+	t.Cleanup(func() { _ = h.Env.Client.Delete(ctx, nc) })
 
 	got := reconcileNodeClass(t, nc.Name)
 	if got.Annotations[awsv1.AnnotationEC2NodeClassHash] != got.Hash() || got.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] != awsv1.EC2NodeClassHashVersion {
@@ -68,9 +70,10 @@ func TestNodeClaimsOfAnOlderHashVersionAreMigrated(t *testing.T) {
 	nc := nodeClass("migrated", karpenterVersion)
 	other := nodeClass("other", nil)
 	h.Create(t, nc, other)
+	ctx := context.WithoutCancel(t.Context())
 	t.Cleanup(func() {
-		_ = h.Env.Client.Delete(t.Context(), nc)
-		_ = h.Env.Client.Delete(t.Context(), other)
+		_ = h.Env.Client.Delete(ctx, nc)
+		_ = h.Env.Client.Delete(ctx, other)
 	})
 	claim := func(name, nodeClass string, annotations map[string]string) *karpv1.NodeClaim {
 		return test.MakeNodeClaim(name).NodePool("default").NodeClassRef(awsv1.NodeClassReference(nodeClass)).Annotations(annotations).Obj()
