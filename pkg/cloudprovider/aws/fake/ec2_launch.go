@@ -152,7 +152,8 @@ func (e *EC2) SetPricer(pricer func(CapacityPool) (float64, bool)) {
 }
 
 // SetOffered restricts launches to the instance types a zone offers; by
-// default every type is offered everywhere.
+// default the catalog's offerings (AddInstanceTypeOfferings) decide, and
+// with no catalog every type is offered everywhere.
 func (e *EC2) SetOffered(offered func(instanceType, zone string) bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -359,7 +360,19 @@ func (e *EC2) CreateFleet(_ context.Context, in *ec2.CreateFleetInput, _ ...func
 		return nil, launchErr(codeInvalidParameterValue, "TotalTargetCapacity must be at least 1.")
 	}
 	e.launch.fleetInputs = append(e.launch.fleetInputs, in)
-	out, err := e.launch.fleet(in)
+	offered := e.launch.offered
+	if offered == nil && e.catalog.offerings != nil {
+		// The catalog's offerings: a type launches only where it is sold.
+		offered = func(instanceType, zone string) bool {
+			for z := range e.catalog.offerings[instanceType] {
+				if z.Name == zone {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	out, err := e.launch.fleet(in, offered)
 	if err != nil {
 		return nil, err
 	}
@@ -378,7 +391,7 @@ type fleetOverride struct {
 	price    float64
 }
 
-func (s *launchState) fleet(in *ec2.CreateFleetInput) (*ec2.CreateFleetOutput, error) {
+func (s *launchState) fleet(in *ec2.CreateFleetInput, offered func(instanceType, zone string) bool) (*ec2.CreateFleetOutput, error) {
 	capacityType := string(in.TargetCapacitySpecification.DefaultTargetCapacityType)
 	overrides, err := s.overrides(in, capacityType)
 	if err != nil {
@@ -388,7 +401,7 @@ func (s *launchState) fleet(in *ec2.CreateFleetInput) (*ec2.CreateFleetOutput, e
 	reported := map[CapacityPool]bool{}
 	launched := map[int]*ec2types.CreateFleetInstance{}
 	for range aws.ToInt32(in.TargetCapacitySpecification.TotalTargetCapacity) {
-		i := s.pick(overrides, reported, out)
+		i := s.pick(overrides, offered, reported, out)
 		if i < 0 {
 			break
 		}
@@ -467,11 +480,11 @@ func (s *launchState) price(pool CapacityPool) float64 {
 
 // pick returns the cheapest override whose pool can launch one more
 // instance, recording an error for every pool it passes over; -1 if none.
-func (s *launchState) pick(overrides []fleetOverride, reported map[CapacityPool]bool, out *ec2.CreateFleetOutput) int {
+func (s *launchState) pick(overrides []fleetOverride, offered func(string, string) bool, reported map[CapacityPool]bool, out *ec2.CreateFleetOutput) int {
 	for i, o := range overrides {
 		code := ""
 		switch {
-		case s.offered != nil && !s.offered(o.pool.InstanceType, o.pool.Zone):
+		case offered != nil && !offered(o.pool.InstanceType, o.pool.Zone):
 			code = "Unsupported"
 		case s.capacity[o.pool] <= 0 && s.hasCap(o.pool):
 			code = s.poolErrors[o.pool]
