@@ -69,6 +69,16 @@ func TestEC2NodeClassAccepted(t *testing.T) {
 			ImageGCLowThresholdPercent:  ptr.To[int32](80),
 			CPUCFSQuota:                 ptr.To(true),
 		})},
+		"kubelet thresholds in every form": {edit: kubelet(awsv1.KubeletConfiguration{
+			EvictionHard:            map[string]string{"memory.available": "100Mi", "nodefs.available": "12.5%", "imagefs.available": "100%", "pid.available": "1k"},
+			EvictionSoft:            map[string]string{"memory.available": "0.5Gi"},
+			EvictionSoftGracePeriod: map[string]metav1.Duration{"memory.available": {Duration: 90e9}},
+			KubeReserved:            map[string]string{"cpu": "0.5", "memory": "1e9", "pid": "1000"},
+		})},
+		"kubelet grace periods as users write them": {raw: func(u map[string]interface{}) {
+			set(map[string]interface{}{"memory.available": "5%", "nodefs.available": "10%"}, "spec", "kubelet", "evictionSoft")(u)
+			set(map[string]interface{}{"memory.available": "1m30s", "nodefs.available": "500ms"}, "spec", "kubelet", "evictionSoftGracePeriod")(u)
+		}},
 		"kubelet maxPods 0":         {edit: kubelet(awsv1.KubeletConfiguration{MaxPods: ptr.To[int32](0)})},
 		"kubelet imageGC high only": {edit: kubelet(awsv1.KubeletConfiguration{ImageGCHighThresholdPercent: ptr.To[int32](100)})},
 		"kubelet imageGC low only":  {edit: kubelet(awsv1.KubeletConfiguration{ImageGCLowThresholdPercent: ptr.To[int32](0)})},

@@ -246,15 +246,24 @@ func TestEC2NodeClassFieldsRejected(t *testing.T) {
 			EvictionSoft:            map[string]string{"memory.available": "5%", "nodefs.available": "10%"},
 			EvictionSoftGracePeriod: map[string]metav1.Duration{"memory.available": {}},
 		}), want: []string{kubeletPath, "evictionSoft OwnerKey does not have a matching evictionSoftGracePeriod"}},
-		"kubelet grace period without evictionSoft": {raw: set(map[string]interface{}{"memory.available": "1m"}, "spec", "kubelet", "evictionSoftGracePeriod"), want: []string{kubeletPath, "evictionSoftGracePeriod OwnerKey does not have a matching evictionSoft"}},
-		"kubelet imageGC high below low":            {edit: kubelet(awsv1.KubeletConfiguration{ImageGCHighThresholdPercent: ptr.To[int32](50), ImageGCLowThresholdPercent: ptr.To[int32](60)}), want: []string{kubeletPath, "imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent"}},
-		"kubelet imageGC high equals low":           {edit: kubelet(awsv1.KubeletConfiguration{ImageGCHighThresholdPercent: ptr.To[int32](50), ImageGCLowThresholdPercent: ptr.To[int32](50)}), want: []string{kubeletPath, "imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent"}},
-		"kubelet imageGC high above 100":            {edit: kubelet(awsv1.KubeletConfiguration{ImageGCHighThresholdPercent: ptr.To[int32](101)}), want: []string{kubeletPath + ".imageGCHighThresholdPercent", "should be less than or equal to 100"}},
-		"kubelet imageGC high negative":             {edit: kubelet(awsv1.KubeletConfiguration{ImageGCHighThresholdPercent: ptr.To[int32](-1)}), want: []string{kubeletPath + ".imageGCHighThresholdPercent", "should be greater than or equal to 0"}},
-		"kubelet imageGC low above 100":             {edit: kubelet(awsv1.KubeletConfiguration{ImageGCLowThresholdPercent: ptr.To[int32](101)}), want: []string{kubeletPath + ".imageGCLowThresholdPercent", "should be less than or equal to 100"}},
-		"kubelet imageGC low negative":              {edit: kubelet(awsv1.KubeletConfiguration{ImageGCLowThresholdPercent: ptr.To[int32](-1)}), want: []string{kubeletPath + ".imageGCLowThresholdPercent", "should be greater than or equal to 0"}},
-		"kubelet maxPods is a string":               {raw: set("110", "spec", "kubelet", "maxPods"), want: []string{kubeletPath + ".maxPods", "must be of type integer"}},
-		"kubelet clusterDNS is a string":            {raw: set("10.100.0.10", "spec", "kubelet", "clusterDNS"), want: []string{kubeletPath + ".clusterDNS", "must be of type array"}},
+		"kubelet grace period without evictionSoft":  {raw: set(map[string]interface{}{"memory.available": "1m"}, "spec", "kubelet", "evictionSoftGracePeriod"), want: []string{kubeletPath, "evictionSoftGracePeriod OwnerKey does not have a matching evictionSoft"}},
+		"kubelet imageGC high below low":             {edit: kubelet(awsv1.KubeletConfiguration{ImageGCHighThresholdPercent: ptr.To[int32](50), ImageGCLowThresholdPercent: ptr.To[int32](60)}), want: []string{kubeletPath, "imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent"}},
+		"kubelet imageGC high equals low":            {edit: kubelet(awsv1.KubeletConfiguration{ImageGCHighThresholdPercent: ptr.To[int32](50), ImageGCLowThresholdPercent: ptr.To[int32](50)}), want: []string{kubeletPath, "imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent"}},
+		"kubelet imageGC high above 100":             {edit: kubelet(awsv1.KubeletConfiguration{ImageGCHighThresholdPercent: ptr.To[int32](101)}), want: []string{kubeletPath + ".imageGCHighThresholdPercent", "should be less than or equal to 100"}},
+		"kubelet imageGC high negative":              {edit: kubelet(awsv1.KubeletConfiguration{ImageGCHighThresholdPercent: ptr.To[int32](-1)}), want: []string{kubeletPath + ".imageGCHighThresholdPercent", "should be greater than or equal to 0"}},
+		"kubelet imageGC low above 100":              {edit: kubelet(awsv1.KubeletConfiguration{ImageGCLowThresholdPercent: ptr.To[int32](101)}), want: []string{kubeletPath + ".imageGCLowThresholdPercent", "should be less than or equal to 100"}},
+		"kubelet imageGC low negative":               {edit: kubelet(awsv1.KubeletConfiguration{ImageGCLowThresholdPercent: ptr.To[int32](-1)}), want: []string{kubeletPath + ".imageGCLowThresholdPercent", "should be greater than or equal to 0"}},
+		"kubelet evictionHard value not a threshold": {edit: kubelet(awsv1.KubeletConfiguration{EvictionHard: map[string]string{"memory.available": "five percent"}}), want: []string{kubeletPath + ".evictionHard.memory.available", "should match"}},
+		"kubelet evictionHard above 100%":            {edit: kubelet(awsv1.KubeletConfiguration{EvictionHard: map[string]string{"nodefs.available": "101%"}}), want: []string{kubeletPath + ".evictionHard.nodefs.available", "should match"}},
+		"kubelet evictionSoft value not a threshold": {edit: kubelet(awsv1.KubeletConfiguration{EvictionSoft: map[string]string{"memory.available": "1GB"}, EvictionSoftGracePeriod: map[string]metav1.Duration{"memory.available": {Duration: 60e9}}}), want: []string{kubeletPath + ".evictionSoft.memory.available", "should match"}},
+		"kubelet kubeReserved not a quantity":        {edit: kubelet(awsv1.KubeletConfiguration{KubeReserved: map[string]string{"cpu": "one core"}}), want: []string{kubeletPath + ".kubeReserved.cpu", "should match"}},
+		"kubelet systemReserved not a quantity":      {edit: kubelet(awsv1.KubeletConfiguration{SystemReserved: map[string]string{"memory": "1 GiB"}}), want: []string{kubeletPath + ".systemReserved.memory", "should match"}},
+		"kubelet grace period not a duration": {raw: func(u map[string]interface{}) {
+			set(map[string]interface{}{"memory.available": "5%"}, "spec", "kubelet", "evictionSoft")(u)
+			set(map[string]interface{}{"memory.available": "1 minute"}, "spec", "kubelet", "evictionSoftGracePeriod")(u)
+		}, want: []string{kubeletPath + ".evictionSoftGracePeriod.memory.available", "should match"}},
+		"kubelet maxPods is a string":    {raw: set("110", "spec", "kubelet", "maxPods"), want: []string{kubeletPath + ".maxPods", "must be of type integer"}},
+		"kubelet clusterDNS is a string": {raw: set("10.100.0.10", "spec", "kubelet", "clusterDNS"), want: []string{kubeletPath + ".clusterDNS", "must be of type array"}},
 
 		// Block devices.
 		"two root volumes": {edit: func(nc *awsv1.EC2NodeClass) {
