@@ -125,10 +125,12 @@ func TestAL2023PartOrder(t *testing.T) {
 		userData  string
 		wantTypes []string
 	}{
-		"shell script": {userData: userShell, wantTypes: []string{contentTypeShellScript, contentTypeNodeConfig}},
-		"NodeConfig":   {userData: userNodeConfig, wantTypes: []string{contentTypeNodeConfig, contentTypeNodeConfig}},
-		"MIME":         {userData: userMIME, wantTypes: []string{contentTypeShellScript, contentTypeNodeConfig, contentTypeNodeConfig}},
-		"none":         {wantTypes: []string{contentTypeNodeConfig}},
+		"shell script":    {userData: userShell, wantTypes: []string{contentTypeShellScript, contentTypeNodeConfig}},
+		"NodeConfig":      {userData: userNodeConfig, wantTypes: []string{contentTypeNodeConfig, contentTypeNodeConfig}},
+		"JSON NodeConfig": {userData: `{"apiVersion": "node.eks.aws/v1alpha1", "kind": "NodeConfig", "spec": {}}`, wantTypes: []string{contentTypeNodeConfig, contentTypeNodeConfig}},
+		"plain text":      {userData: "echo hi", wantTypes: []string{contentTypeShellScript, contentTypeNodeConfig}},
+		"MIME":            {userData: userMIME, wantTypes: []string{contentTypeShellScript, contentTypeNodeConfig, contentTypeNodeConfig}},
+		"none":            {wantTypes: []string{contentTypeNodeConfig}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -267,6 +269,26 @@ func TestCustomPassesThrough(t *testing.T) {
 				t.Errorf("Render = %q, %v; want %q", got, err, tc.want)
 			}
 		})
+	}
+}
+
+// An IPv6 cluster DNS address switches bootstrap.sh to the IPv6 family.
+func TestAL2IPv6(t *testing.T) {
+	out, err := Render(awsv1.AMIFamilyAL2, with(func(o *Options) { o.ClusterDNSIP = "fd00:10:100::a" }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"--ip-family ipv6 \\\n--dns-cluster-ip 'fd00:10:100::a'", "--max-pods=29"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("AL2 user data lacks %q:\n%s", want, out)
+		}
+	}
+	ipv4, err := Render(awsv1.AMIFamilyAL2, baseOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(ipv4, "--ip-family") {
+		t.Errorf("IPv4 cluster got --ip-family:\n%s", ipv4)
 	}
 }
 
