@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -79,10 +80,13 @@ func NewController(kubeClient client.Client, recorder events.EventRecorder, clk 
 // Name is the controller's name.
 func (c *Controller) Name() string { return "ec2nodeclass.status" }
 
-// Register watches EC2NodeClasses.
+// Register watches EC2NodeClasses. NodeClasses are resolved concurrently
+// (upstream runs ten workers): one waiting on a slow AWS call does not hold
+// up the others.
 func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).Named(c.Name()).
 		For(&awsv1.EC2NodeClass{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
 		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
 }
 
