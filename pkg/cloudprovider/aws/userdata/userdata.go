@@ -49,8 +49,24 @@ type Options struct {
 	BottlerocketVersion string
 }
 
-// Render returns the user data for an instance of the given AMI family.
+// MaxSize is the largest user data EC2 accepts, in bytes before base64.
+const MaxSize = 16 * 1024
+
+// Render returns the user data for an instance of the given AMI family. It
+// fails when the result exceeds MaxSize: EC2 would refuse the launch
+// template (upstream reports it as UserDataSizeLimitExceeded).
 func Render(family string, opts Options) (string, error) {
+	out, err := render(family, opts)
+	if err != nil {
+		return "", err
+	}
+	if len(out) > MaxSize {
+		return "", fmt.Errorf("rendering user data: %d bytes exceed EC2's limit of %d; shorten spec.userData", len(out), MaxSize)
+	}
+	return out, nil
+}
+
+func render(family string, opts Options) (string, error) {
 	switch family {
 	case awsv1.AMIFamilyAL2023:
 		return al2023(opts)

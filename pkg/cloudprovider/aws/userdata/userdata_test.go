@@ -243,6 +243,7 @@ func TestRenderErrors(t *testing.T) {
 		}), want: "reading MIME part"},
 		"al2023 malformed CA bundle":  {family: awsv1.AMIFamilyAL2023, opts: with(func(o *Options) { o.CABundle = "not base64!" }), want: "decoding the CA bundle"},
 		"al2023 without service CIDR": {family: awsv1.AMIFamilyAL2023, opts: with(func(o *Options) { o.ClusterCIDR = "" }), want: "service CIDR is unknown"},
+		"too large":                   {family: awsv1.AMIFamilyCustom, opts: with(func(o *Options) { o.UserData = ptr.To(strings.Repeat("#", MaxSize+1)) }), want: "exceed EC2's limit of 16384"},
 		"unknown family":              {family: "Ubuntu", opts: baseOptions(), want: `unknown AMI family "Ubuntu"`},
 	}
 	for name, tc := range tests {
