@@ -301,12 +301,15 @@ func TestSSMParameterTerms(t *testing.T) {
 	w.ec2.AddImages(image("ami-custom", "custom", ec2types.ArchitectureValuesArm64, epoch, nil))
 	w.ssm.PutParameter("/my/ami", "ami-custom")
 	w.ssm.PutParameter("/my/not-an-ami", "hello")
+	w.ec2.AddImages(image("ami-by-arn", "by-arn", ec2types.ArchitectureValuesX8664, epoch, nil))
+	w.ssm.PutParameter("/my/other-ami", "ami-by-arn")
 	got := w.list(t, nodeClass(
 		awsv1.AMISelectorTerm{SSMParameter: "/my/ami"},
+		awsv1.AMISelectorTerm{SSMParameter: "arn:aws:ssm:us-west-2:" + fake.AccountID + ":parameter/my/other-ami"},
 		awsv1.AMISelectorTerm{SSMParameter: "/my/not-an-ami"},
 		awsv1.AMISelectorTerm{SSMParameter: "/my/missing"},
 	))
-	if diff := cmp.Diff([]string{"ami-custom"}, ids(got)); diff != "" {
+	if diff := cmp.Diff([]string{"ami-by-arn", "ami-custom"}, ids(got), cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
 		t.Errorf("(-want,+got)\n%s", diff)
 	}
 }

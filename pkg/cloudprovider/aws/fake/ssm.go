@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
@@ -51,14 +52,15 @@ func (s *SSM) DeleteParameter(name string) bool {
 	return ok
 }
 
-// GetParameter returns the named parameter, or ParameterNotFound.
+// GetParameter returns the parameter named by name or ARN, or
+// ParameterNotFound.
 func (s *SSM) GetParameter(_ context.Context, in *ssm.GetParameterInput, _ ...func(*ssm.Options)) (*ssm.GetParameterOutput, error) {
 	if err := s.enter("GetParameter"); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p, ok := s.params[deref(in.Name)]
+	p, ok := s.params[parameterName(deref(in.Name))]
 	if !ok {
 		return nil, &ssmtypes.ParameterNotFound{}
 	}
@@ -79,7 +81,7 @@ func (s *SSM) GetParameters(_ context.Context, in *ssm.GetParametersInput, _ ...
 	defer s.mu.Unlock()
 	out := &ssm.GetParametersOutput{}
 	for _, name := range in.Names {
-		if p, ok := s.params[name]; ok {
+		if p, ok := s.params[parameterName(name)]; ok {
 			if !slices.ContainsFunc(out.Parameters, func(have ssmtypes.Parameter) bool { return deref(have.Name) == name }) {
 				out.Parameters = append(out.Parameters, p)
 			}
@@ -90,4 +92,17 @@ func (s *SSM) GetParameters(_ context.Context, in *ssm.GetParametersInput, _ ...
 		}
 	}
 	return out, nil
+}
+
+// parameterName is the name an ARN (arn:aws:ssm:<region>:<account>:parameter/<name>)
+// refers to; a name is returned as is.
+func parameterName(nameOrARN string) string {
+	if !strings.HasPrefix(nameOrARN, "arn:") {
+		return nameOrARN
+	}
+	_, name, ok := strings.Cut(nameOrARN, ":parameter")
+	if !ok {
+		return nameOrARN
+	}
+	return name
 }
