@@ -91,8 +91,8 @@ func TestCreateBatchesABurstIntoOneFleet(t *testing.T) {
 	}
 	// Windows may split a burst on a loaded machine, but never into one
 	// call per NodeClaim.
-	if calls := e.Calls("CreateFleet"); calls < 1 || calls > 3 {
-		t.Errorf("%d NodeClaims made %d CreateFleet calls, want one (at most a few)", n, calls)
+	if calls := e.Calls("CreateFleet"); calls < 1 || calls > n/5 {
+		t.Errorf("%d NodeClaims made %d CreateFleet calls, want at most n/5", n, calls)
 	}
 	total := int32(0)
 	for _, in := range e.CreateFleetInputs() {
