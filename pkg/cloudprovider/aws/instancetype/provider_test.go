@@ -353,3 +353,51 @@ func diffOfferings(t *testing.T, what string, want, got map[string]offering) {
 		}
 	}
 }
+
+// TestConcurrentUse lists from several goroutines while offerings are
+// marked and EC2 data and prices are refreshed (run with -race).
+func TestConcurrentUse(t *testing.T) {
+	e := newEnv(t, nil)
+	nc := nodeClass()
+	done := make(chan struct{})
+	errs := make(chan error, 8)
+	for range 4 {
+		go func() {
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				if _, err := e.provider.List(t.Context(), nc); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for i := range 20 {
+		e.unavailable.MarkUnavailable(t.Context(), "InsufficientInstanceCapacity", "m5.large", zones[i%3].Name, "spot")
+		if i%10 == 0 {
+			if err := e.provider.Update(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	close(done)
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	types, err := e.provider.List(t.Context(), nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range find(t, types, "m5.large").Offerings {
+		if o.CapacityType == "spot" && o.Available {
+			t.Errorf("spot in %s available after being marked", o.Zone)
+		}
+	}
+}
