@@ -415,3 +415,47 @@ func TestReservationsAreNotUsedWithTheGateOff(t *testing.T) {
 		t.Errorf("CapacityReservationsReady %s %q with %d reservations; want True, none used, saying why", c.Status, c.Message, len(got.Status.CapacityReservations))
 	}
 }
+
+// Reconciles within a refresh interval are served from the providers'
+// caches: one round of AWS calls per NodeClass per interval, however often
+// the NodeClass is reconciled (status patches, NodePool events, requeues).
+func TestReconcilesWithinAnIntervalCallAWSOnce(t *testing.T) {
+	w := newWorld(t)
+	nc := nodeClass()
+	create(t, nc)
+
+	for range 10 {
+		w.mustReconcile(t, nc.Name)
+	}
+
+	want := map[string]int{
+		"DescribeSubnets":        1,
+		"DescribeSecurityGroups": 1,
+		"DescribeImages":         1,
+		// One parameter per al2023 variant: x86_64 standard, nvidia,
+		// neuron; arm64 standard, nvidia.
+		"GetParameter":                 5,
+		"GetInstanceProfile":           1,
+		"DescribeCapacityReservations": 0,
+	}
+	got := map[string]int{
+		"DescribeSubnets":              w.ec2.Calls("DescribeSubnets"),
+		"DescribeSecurityGroups":       w.ec2.Calls("DescribeSecurityGroups"),
+		"DescribeImages":               w.ec2.Calls("DescribeImages"),
+		"GetParameter":                 w.ssm.Calls("GetParameter"),
+		"GetInstanceProfile":           w.iam.Calls("GetInstanceProfile"),
+		"DescribeCapacityReservations": w.ec2.Calls("DescribeCapacityReservations"),
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("AWS calls for 10 reconciles within a minute (-want,+got)\n%s", diff)
+	}
+
+	h.Clock.Step(time.Minute + time.Second)
+	w.mustReconcile(t, nc.Name)
+	if n := w.ec2.Calls("DescribeSubnets"); n != 2 {
+		t.Errorf("DescribeSubnets calls after the interval: %d, want 2", n)
+	}
+	if n := w.ssm.Calls("GetParameter"); n != 5 {
+		t.Errorf("GetParameter calls after a minute: %d, want still 5 (alias parameters live a day)", n)
+	}
+}
