@@ -221,6 +221,13 @@ func (p *Provider) List(ctx context.Context, nodeClass *awsv1.EC2NodeClass) ([]*
 		next.types, next.seqs = r.all()
 	}
 	p.mu.Lock()
+	now := p.clock.Now()
+	for k, old := range p.resolved {
+		// Shapes no class has listed for a TTL (a class changed or went).
+		if !now.Before(old.expires) {
+			delete(p.resolved, k)
+		}
+	}
 	p.resolved[key] = next
 	p.mu.Unlock()
 	return p.withReservationCounts(next.types), nil
