@@ -450,12 +450,28 @@ func TestReconcilesWithinAnIntervalCallAWSOnce(t *testing.T) {
 		t.Errorf("AWS calls for 10 reconciles within a minute (-want,+got)\n%s", diff)
 	}
 
+	// After the minute the subnet, security group and AMI selectors are
+	// queried again; the alias parameters (a day) and the instance profile
+	// (15 minutes) are still cached.
 	h.Clock.Step(time.Minute + time.Second)
 	w.mustReconcile(t, nc.Name)
-	if n := w.ec2.Calls("DescribeSubnets"); n != 2 {
-		t.Errorf("DescribeSubnets calls after the interval: %d, want 2", n)
+	want = map[string]int{
+		"DescribeSubnets":              2,
+		"DescribeSecurityGroups":       2,
+		"DescribeImages":               2,
+		"GetParameter":                 5,
+		"GetInstanceProfile":           1,
+		"DescribeCapacityReservations": 0,
 	}
-	if n := w.ssm.Calls("GetParameter"); n != 5 {
-		t.Errorf("GetParameter calls after a minute: %d, want still 5 (alias parameters live a day)", n)
+	got = map[string]int{
+		"DescribeSubnets":              w.ec2.Calls("DescribeSubnets"),
+		"DescribeSecurityGroups":       w.ec2.Calls("DescribeSecurityGroups"),
+		"DescribeImages":               w.ec2.Calls("DescribeImages"),
+		"GetParameter":                 w.ssm.Calls("GetParameter"),
+		"GetInstanceProfile":           w.iam.Calls("GetInstanceProfile"),
+		"DescribeCapacityReservations": w.ec2.Calls("DescribeCapacityReservations"),
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("AWS calls after the minute (-want,+got)\n%s", diff)
 	}
 }
