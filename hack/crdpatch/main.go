@@ -61,13 +61,18 @@ func taintPatches(prefix string) []patch {
 	return out
 }
 
+// validationsKey holds CEL rules; a patch appends its rules to the ones
+// the markers generated instead of replacing them.
+const validationsKey = "x-kubernetes-validations"
+
 // patches lists, per CRD file name, the additions.
 var patches = map[string][]patch{
-	"karpenter.sh_nodepools.yaml": append(
+	"karpenter.sh_nodepools.yaml": append(append(
 		taintPatches("spec.template.spec"),
-		patch{"spec.template.metadata.labels.{}", map[string]interface{}{"maxLength": 63, "pattern": labelValuePattern}},
+		patch{"spec.template.metadata.labels.{}", map[string]interface{}{"maxLength": 63, "pattern": labelValuePattern}}),
+		awsLabelPatches("spec.template.spec.requirements", "spec.template.metadata.labels")...,
 	),
-	"karpenter.sh_nodeclaims.yaml": taintPatches("spec"),
+	"karpenter.sh_nodeclaims.yaml": append(taintPatches("spec"), awsLabelPatches("spec.requirements", "")...),
 	// Map values of the EC2NodeClass kubelet settings.
 	"karpenter.k8s.aws_ec2nodeclasses.yaml": {
 		{"spec.kubelet.kubeReserved.{}", map[string]interface{}{"pattern": quantityPattern}},
@@ -122,6 +127,10 @@ func patchFile(path string, ps []patch) error {
 				return err
 			}
 			for k, val := range p.set {
+				if k == validationsKey {
+					existing, _ := node[k].([]interface{})
+					val = append(append([]interface{}(nil), existing...), val.([]interface{})...)
+				}
 				node[k] = val
 			}
 		}
