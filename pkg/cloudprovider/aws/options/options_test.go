@@ -1,7 +1,6 @@
 package options_test
 
 import (
-	"errors"
 	"flag"
 	"io"
 	"strings"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/options"
-	coreoptions "github.com/karp-autoscaler/karp/pkg/operator/options"
 )
 
 func parse(t *testing.T, args ...string) (*options.Options, error) {
@@ -122,20 +120,3 @@ func TestInvalidOptions(t *testing.T) {
 	}
 }
 
-// TestAlongsideTheCoreOptions registers both sets on one FlagSet, as the
-// controller does: no flag is defined twice and each set parses its own.
-func TestAlongsideTheCoreOptions(t *testing.T) {
-	fs := flag.NewFlagSet("karp", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	core := coreoptions.AddFlags(fs)
-	aws := options.AddFlags(fs)
-	if err := fs.Parse([]string{"--cluster-name=prod", "--log-level=debug", "--reserved-enis=1"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := errors.Join(core.Validate(), aws.Validate()); err != nil {
-		t.Fatal(err)
-	}
-	if aws.ClusterName != "prod" || aws.ReservedENIs != 1 || core.LogLevel != "debug" {
-		t.Errorf("parsed cluster %q, reserved ENIs %d, log level %q", aws.ClusterName, aws.ReservedENIs, core.LogLevel)
-	}
-}
