@@ -119,4 +119,3 @@ func TestInvalidOptions(t *testing.T) {
 		})
 	}
 }
-
