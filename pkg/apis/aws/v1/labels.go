@@ -71,9 +71,9 @@ const (
 	// AnnotationInstanceTagged is "true" once a NodeClaim's instance carries
 	// its Name and karpenter.sh/nodeclaim tags.
 	AnnotationInstanceTagged = Group + "/tagged"
-	// AnnotationClusterNameTaggedCompatability is "true" once the instance
+	// AnnotationClusterNameTaggedCompatibility is "true" once the instance
 	// carries the eks:eks-cluster-name tag.
-	AnnotationClusterNameTaggedCompatability = "compatibility." + Group + "/cluster-name-tagged"
+	AnnotationClusterNameTaggedCompatibility = "compatibility." + Group + "/cluster-name-tagged"
 )
 
 // TerminationFinalizer holds an EC2NodeClass until its NodeClaims are gone
