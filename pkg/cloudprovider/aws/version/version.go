@@ -16,10 +16,18 @@ import (
 
 	k8sversion "k8s.io/apimachinery/pkg/version"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // CacheTTL is how long a discovered version is reused.
 const CacheTTL = 5 * time.Minute
+
+// The Kubernetes minor versions the AWS provider supports (upstream's
+// range); others are used, with an error logged.
+const (
+	MinSupportedMinor = 26
+	MaxSupportedMinor = 36
+)
 
 // serverVersion is the slice of client-go's discovery client the provider
 // calls.
@@ -43,8 +51,9 @@ func NewProvider(discovery serverVersion, clk clock.PassiveClock) *Provider {
 	return &Provider{discovery: discovery, clock: clk}
 }
 
-// Get returns the version as "major.minor" (e.g. "1.31").
-func (p *Provider) Get(_ context.Context) (string, error) {
+// Get returns the version as "major.minor" (e.g. "1.31"). A new version is
+// logged, and one outside the supported range logged as an error.
+func (p *Provider) Get(ctx context.Context) (string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.version != "" && p.clock.Since(p.at) < CacheTTL {
@@ -58,8 +67,24 @@ func (p *Provider) Get(_ context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if v != p.version {
+		logger := log.FromContext(ctx)
+		logger.Info("discovered kubernetes version", "version", v)
+		if !Supported(v) {
+			logger.Error(nil, "kubernetes version outside the supported range, AMI aliases may resolve nothing",
+				"version", v, "supported", fmt.Sprintf("1.%d-1.%d", MinSupportedMinor, MaxSupportedMinor))
+		}
+	}
 	p.version, p.at = v, p.clock.Now()
 	return v, nil
+}
+
+// Supported reports whether version is 1.MinSupportedMinor through
+// 1.MaxSupportedMinor.
+func Supported(version string) bool {
+	major, _, _ := strings.Cut(version, ".")
+	minor, err := Minor(version)
+	return err == nil && major == "1" && minor >= MinSupportedMinor && minor <= MaxSupportedMinor
 }
 
 // Parse returns major.minor from the API server's answer; providers append

@@ -75,3 +75,11 @@ func TestGetCachesForFiveMinutes(t *testing.T) {
 		t.Error("Get succeeded while the API server was unreachable and the cache had expired")
 	}
 }
+
+func TestSupported(t *testing.T) {
+	for v, want := range map[string]bool{"1.25": false, "1.26": true, "1.31": true, "1.36": true, "1.37": false, "2.30": false, "1": false} {
+		if got := version.Supported(v); got != want {
+			t.Errorf("Supported(%q) = %v, want %v", v, got, want)
+		}
+	}
+}
