@@ -30,11 +30,13 @@ func TestControllerRejectsBadFlags(t *testing.T) {
 		args       []string
 		wantStderr string
 	}{
-		"fake provider":     {[]string{"controller", "--cloud-provider=fake"}, "--cloud-provider"},
-		"unknown log level": {[]string{"controller", "--log-level=chatty"}, "--log-level"},
-		"unknown flag":      {[]string{"controller", "--no-such-flag"}, "no-such-flag"},
+		"fake provider":              {[]string{"controller", "--cloud-provider=fake"}, "--cloud-provider"},
+		"unknown log level":          {[]string{"controller", "--log-level=chatty"}, "--log-level"},
+		"unknown flag":               {[]string{"controller", "--no-such-flag"}, "no-such-flag"},
+		"aws without a cluster name": {[]string{"controller", "--cloud-provider=aws"}, "--cluster-name (CLUSTER_NAME) is required"},
 	} {
 		t.Run(name, func(t *testing.T) {
+			t.Setenv("CLUSTER_NAME", "")
 			var stdout, stderr bytes.Buffer
 			if code := run(tc.args, &stdout, &stderr); code != 2 {
 				t.Fatalf("exit code = %d, want 2 (stderr %q)", code, stderr.String())

@@ -1,6 +1,7 @@
 // Command crdpatch adds to the CRDs controller-gen writes the validation
 // that kubebuilder markers cannot express because the Go types come from
-// k8s.io/api (corev1.Taint) or are map values (NodePool template labels).
+// k8s.io/api (corev1.Taint) or are map values (NodePool template labels,
+// EC2NodeClass kubelet thresholds).
 //
 // Usage: go run ./hack/crdpatch <dir>
 //
@@ -26,6 +27,19 @@ const (
 	labelValuePattern = `^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
 )
 
+// quantityPattern is a Kubernetes resource quantity, as upstream
+// Karpenter constrains kubeReserved and systemReserved values.
+const quantityPattern = `^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$`
+
+// evictionThresholdPattern is a percentage or a quantity, as upstream
+// constrains evictionHard and evictionSoft values (its empty alternative
+// included, so every manifest upstream accepts is accepted).
+const evictionThresholdPattern = `^((\d{1,2}(\.\d{1,2})?|100(\.0{1,2})?)%||(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?)$`
+
+// durationPattern is a Go duration as metav1.Duration decodes it; a value
+// the controller could not decode would make the whole object unreadable.
+const durationPattern = `^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
+
 // patch adds schema keywords to the schema node at path. A path is a
 // dot-separated list of property names; "[]" steps into array items and
 // "{}" into map values.
@@ -47,13 +61,26 @@ func taintPatches(prefix string) []patch {
 	return out
 }
 
+// validationsKey holds CEL rules; a patch appends its rules to the ones
+// the markers generated instead of replacing them.
+const validationsKey = "x-kubernetes-validations"
+
 // patches lists, per CRD file name, the additions.
 var patches = map[string][]patch{
-	"karpenter.sh_nodepools.yaml": append(
+	"karpenter.sh_nodepools.yaml": append(append(
 		taintPatches("spec.template.spec"),
-		patch{"spec.template.metadata.labels.{}", map[string]interface{}{"maxLength": 63, "pattern": labelValuePattern}},
+		patch{"spec.template.metadata.labels.{}", map[string]interface{}{"maxLength": 63, "pattern": labelValuePattern}}),
+		awsLabelPatches("spec.template.spec.requirements", "spec.template.metadata.labels")...,
 	),
-	"karpenter.sh_nodeclaims.yaml": taintPatches("spec"),
+	"karpenter.sh_nodeclaims.yaml": append(taintPatches("spec"), awsLabelPatches("spec.requirements", "")...),
+	// Map values of the EC2NodeClass kubelet settings.
+	"karpenter.k8s.aws_ec2nodeclasses.yaml": {
+		{"spec.kubelet.kubeReserved.{}", map[string]interface{}{"pattern": quantityPattern}},
+		{"spec.kubelet.systemReserved.{}", map[string]interface{}{"pattern": quantityPattern}},
+		{"spec.kubelet.evictionHard.{}", map[string]interface{}{"pattern": evictionThresholdPattern}},
+		{"spec.kubelet.evictionSoft.{}", map[string]interface{}{"pattern": evictionThresholdPattern}},
+		{"spec.kubelet.evictionSoftGracePeriod.{}", map[string]interface{}{"pattern": durationPattern}},
+	},
 }
 
 func main() {
@@ -100,6 +127,10 @@ func patchFile(path string, ps []patch) error {
 				return err
 			}
 			for k, val := range p.set {
+				if k == validationsKey {
+					existing, _ := node[k].([]interface{})
+					val = append(append([]interface{}(nil), existing...), val.([]interface{})...)
+				}
 				node[k] = val
 			}
 		}

@@ -31,6 +31,7 @@ var applyOrder = map[string]int{
 	"ConfigMap":                3,
 	"Secret":                   3,
 	"KWOKNodeClass":            4,
+	"EC2NodeClass":             4,
 	"NodePool":                 5,
 }
 

@@ -31,7 +31,15 @@ apiVersion: scheduling.k8s.io/v1
 kind: PriorityClass
 metadata: {name: high}
 `,
-		"c.json":     `{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}`,
+		"c.json": `{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}`,
+		"d.yaml": `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: aws}
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+`,
 		"ignored.md": "not a manifest",
 	}
 	for name, body := range files {
@@ -48,7 +56,7 @@ metadata: {name: high}
 	for _, o := range objs {
 		got = append(got, o.GetKind()+"/"+o.GetName())
 	}
-	want := []string{"Namespace/team", "PriorityClass/high", "KWOKNodeClass/default", "NodePool/default", "Deployment/web"}
+	want := []string{"Namespace/team", "PriorityClass/high", "KWOKNodeClass/default", "EC2NodeClass/default", "NodePool/default", "NodePool/aws", "Deployment/web"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("apply order (-want +got):\n%s", diff)
 	}

@@ -27,6 +27,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
@@ -87,6 +88,7 @@ func NewScheme() *runtime.Scheme {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(karpv1.AddToScheme(scheme))
 	utilruntime.Must(kwokv1alpha1.AddToScheme(scheme))
+	utilruntime.Must(awsv1.AddToScheme(scheme))
 	return scheme
 }
 

@@ -41,12 +41,13 @@ func Run(ctx context.Context, opts *options.Options) error {
 	if err != nil {
 		return err
 	}
-	cp, closeProvider, err := NewCloudProvider(opts, op.KubeClient)
+	provider, err := NewCloudProvider(ctx, opts, op, restConfig)
 	if err != nil {
 		return err
 	}
-	defer closeProvider()
-	if err := op.Register(ctx, controllers.NewControllers(op.Deps(cp))...); err != nil {
+	defer provider.Close()
+	cp := provider.CloudProvider
+	if err := op.Register(ctx, append(controllers.NewControllers(op.Deps(cp)), provider.Controllers...)...); err != nil {
 		return err
 	}
 	log.FromContext(ctx).Info("starting karp controller", "cloudProvider", cp.Name(), "host", restConfig.Host,

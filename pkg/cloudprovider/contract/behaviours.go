@@ -86,25 +86,32 @@ func hasOffering(it *cloudprovider.InstanceType, zone, capacityType string) bool
 }
 
 func createHonoursRequirements(t *testing.T, ctx context.Context, s Subject) {
-	types := mustInstanceTypes(t, ctx, s)
+	// The first type with an available on-demand offering: GetInstanceTypes
+	// also lists types the NodeClass cannot launch right now.
+	var it *cloudprovider.InstanceType
 	var zone string
-	for _, o := range types[0].Offerings {
-		if o.CapacityType == karpv1.CapacityTypeOnDemand {
-			zone = o.Zone
+	for _, candidate := range mustInstanceTypes(t, ctx, s) {
+		for _, o := range candidate.Offerings {
+			if o.CapacityType == karpv1.CapacityTypeOnDemand && o.Available {
+				it, zone = candidate, o.Zone
+			}
+		}
+		if it != nil {
+			break
 		}
 	}
-	if zone == "" {
-		t.Fatalf("%s has no on-demand offering to test with", types[0].Name)
+	if it == nil {
+		t.Fatal("no instance type has an available on-demand offering to test with")
 	}
 	nc := s.NodeClaim("honour")
 	withRequirement(nc, corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, zone)
 	withRequirement(nc, karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand)
-	withRequirement(nc, corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, types[0].Name)
+	withRequirement(nc, corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, it.Name)
 	created := mustCreate(t, ctx, s, nc)
 	want := map[string]string{
 		corev1.LabelTopologyZone:       zone,
 		karpv1.CapacityTypeLabelKey:    karpv1.CapacityTypeOnDemand,
-		corev1.LabelInstanceTypeStable: types[0].Name,
+		corev1.LabelInstanceTypeStable: it.Name,
 	}
 	for k, v := range want {
 		if created.Labels[k] != v {

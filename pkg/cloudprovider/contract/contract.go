@@ -19,6 +19,17 @@ type Subject struct {
 	// label karpenter.sh/nodepool=default, no requirements and a
 	// nodeClassRef to a NodeClass the provider can launch with.
 	NodeClaim func(name string) *karpv1.NodeClaim
+	// NodePool, when set, returns the NodePool GetInstanceTypes is asked
+	// about (providers whose instance types depend on the NodePool's
+	// NodeClass); nil means a NodePool named default without a nodeClassRef.
+	NodePool func() *karpv1.NodePool
+}
+
+func (s Subject) nodePool() *karpv1.NodePool {
+	if s.NodePool != nil {
+		return s.NodePool()
+	}
+	return &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
 }
 
 // Behaviour is one entry of the contract table.
@@ -70,10 +81,6 @@ func Run(t *testing.T, newSubject func(t *testing.T) Subject) {
 	}
 }
 
-func nodePool() *karpv1.NodePool {
-	return &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
-}
-
 func withRequests(nc *karpv1.NodeClaim, cpu, memory string) *karpv1.NodeClaim {
 	nc.Spec.Resources.Requests = corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse(cpu),
@@ -102,7 +109,7 @@ func mustCreate(t *testing.T, ctx context.Context, s Subject, nc *karpv1.NodeCla
 
 func mustInstanceTypes(t *testing.T, ctx context.Context, s Subject) []*cloudprovider.InstanceType {
 	t.Helper()
-	types, err := s.Provider.GetInstanceTypes(ctx, nodePool())
+	types, err := s.Provider.GetInstanceTypes(ctx, s.nodePool())
 	if err != nil {
 		t.Fatalf("GetInstanceTypes: %v", err)
 	}

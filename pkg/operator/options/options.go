@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	awsoptions "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/options"
 )
 
 // Preference policies (--preference-policy).
@@ -38,11 +40,12 @@ const (
 // Cloud providers a production controller may run (--cloud-provider).
 const (
 	CloudProviderKWOK = "kwok"
+	CloudProviderAWS  = "aws"
 )
 
 // SelectableCloudProviders are the values --cloud-provider accepts. The
 // in-memory fake provider is for tests only and is deliberately absent.
-var SelectableCloudProviders = []string{CloudProviderKWOK}
+var SelectableCloudProviders = []string{CloudProviderKWOK, CloudProviderAWS}
 
 // Options are the karp controller's settings.
 type Options struct {
@@ -90,6 +93,9 @@ type Options struct {
 	// policy tolerates an unhealthy node (kwok: 10 minutes).
 	NodeRepairToleration time.Duration
 	FeatureGates         FeatureGates
+	// AWS are the AWS provider's settings (--cluster-name, ...); they are
+	// validated only with --cloud-provider=aws.
+	AWS *awsoptions.Options
 }
 
 // AddFlags registers every option on fs, defaulting each from its
@@ -124,6 +130,7 @@ func AddFlags(fs *flag.FlagSet) *Options {
 	fs.DurationVar(&o.DisruptionValidationDelay, "disruption-validation-delay", envDuration("DISRUPTION_VALIDATION_DELAY", 15*time.Second), "How long a consolidation decision waits before it is re-checked and acted on.")
 	fs.DurationVar(&o.DisruptionPollPeriod, "disruption-poll-period", envDuration("DISRUPTION_POLL_PERIOD", 10*time.Second), "How often the disruption loop looks for nodes to disrupt when idle.")
 	fs.DurationVar(&o.NodeRepairToleration, "node-repair-toleration", envDuration("NODE_REPAIR_TOLERATION", 0), "With the NodeRepair gate: how long a node may be unhealthy before it is replaced; 0 uses the cloud provider's repair policies.")
+	o.AWS = awsoptions.AddFlags(fs)
 	o.FeatureGates = DefaultFeatureGates()
 	fs.Var(&o.FeatureGates, "feature-gates", "Optional features: comma-separated Name=true|false pairs.")
 	if v, ok := os.LookupEnv("FEATURE_GATES"); ok {
@@ -177,6 +184,11 @@ func (o *Options) Validate() error {
 	}
 	if _, err := ParseOfferings(o.InsufficientCapacity); err != nil {
 		errs = append(errs, fmt.Errorf("--kwok-insufficient-capacity: %w", err))
+	}
+	if o.CloudProvider == CloudProviderAWS && o.AWS != nil {
+		if err := o.AWS.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("--cloud-provider=aws: %w", err))
+		}
 	}
 	if o.FeatureGates.envErr != nil {
 		errs = append(errs, fmt.Errorf("FEATURE_GATES: %w", o.FeatureGates.envErr))

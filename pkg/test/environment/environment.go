@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	"github.com/karp-autoscaler/karp/pkg/apis/crds"
 	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
@@ -31,7 +32,7 @@ type Environment struct {
 	Config *rest.Config
 	// Client uses Scheme; it reads straight from the API server (no cache).
 	Client client.Client
-	// Scheme has client-go's built-in types, karp v1 and kwok v1alpha1.
+	// Scheme has client-go's built-in types, karp v1, kwok v1alpha1 and aws v1.
 	Scheme *runtime.Scheme
 
 	env     *envtest.Environment
@@ -39,12 +40,14 @@ type Environment struct {
 }
 
 // NewScheme returns a scheme with the built-in Kubernetes types,
-// karpenter.sh/v1 and karpenter.kwok.sh/v1alpha1 registered.
+// karpenter.sh/v1, karpenter.kwok.sh/v1alpha1 and karpenter.k8s.aws/v1
+// registered.
 func NewScheme() *runtime.Scheme {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(karpv1.AddToScheme(scheme))
 	utilruntime.Must(kwokv1alpha1.AddToScheme(scheme))
+	utilruntime.Must(awsv1.AddToScheme(scheme))
 	return scheme
 }
 

@@ -1,0 +1,30 @@
+package v1_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/karp-autoscaler/karp/pkg/test/environment"
+)
+
+// kubeClient talks to the real kube-apiserver (with karp's CRDs installed)
+// that TestMain starts once for the package's API validation tests.
+var kubeClient client.Client
+
+func TestMain(m *testing.M) {
+	env, err := environment.Start(context.Background())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting the API server:", err)
+		os.Exit(1)
+	}
+	kubeClient = env.Client
+	code := m.Run()
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the API server:", err)
+	}
+	os.Exit(code)
+}

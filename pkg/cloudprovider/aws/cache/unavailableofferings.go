@@ -1,0 +1,190 @@
+package cache
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// UnavailableOfferingsTTL is how long a refused offering, capacity type or
+// subnet stays unavailable; marking it again extends the TTL.
+const UnavailableOfferingsTTL = 3 * time.Minute
+
+// UnavailableOfferings remembers offerings, capacity types and subnets EC2
+// recently refused. It is safe for concurrent use.
+type UnavailableOfferings struct {
+	clock clock.PassiveClock
+	ttl   time.Duration
+
+	mu            sync.Mutex
+	offerings     map[offeringKey]time.Time
+	capacityTypes map[string]time.Time
+	subnets       map[string]time.Time
+	// typeSeq counts the changes to each instance type's offering entries;
+	// globalSeq counts the changes to capacity-type and subnet entries,
+	// which concern every instance type.
+	typeSeq   map[string]uint64
+	globalSeq uint64
+	// version counts every change, whatever it concerns.
+	version uint64
+	// nextExpiry is the earliest expiry among the entries (zero if none),
+	// so lookups scan for expired entries only when one is due.
+	nextExpiry time.Time
+}
+
+type offeringKey struct{ instanceType, zone, capacityType string }
+
+// NewUnavailableOfferings returns an empty cache with upstream's TTL.
+func NewUnavailableOfferings(clk clock.PassiveClock) *UnavailableOfferings {
+	return NewUnavailableOfferingsWithTTL(clk, UnavailableOfferingsTTL)
+}
+
+// NewUnavailableOfferingsWithTTL returns an empty cache whose entries live
+// for ttl.
+func NewUnavailableOfferingsWithTTL(clk clock.PassiveClock, ttl time.Duration) *UnavailableOfferings {
+	return &UnavailableOfferings{
+		clock:         clk,
+		ttl:           ttl,
+		offerings:     map[offeringKey]time.Time{},
+		capacityTypes: map[string]time.Time{},
+		subnets:       map[string]time.Time{},
+		typeSeq:       map[string]uint64{},
+	}
+}
+
+// MarkUnavailable makes one offering unavailable for the TTL; reason is the
+// EC2 error code (e.g. InsufficientInstanceCapacity) and is logged.
+func (u *UnavailableOfferings) MarkUnavailable(ctx context.Context, reason, instanceType, zone, capacityType string) {
+	log.FromContext(ctx).V(1).Info("marking offering unavailable", "reason", reason, "instanceType", instanceType, "zone", zone, "capacityType", capacityType, "ttl", u.ttl)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.offerings[offeringKey{instanceType, zone, capacityType}] = u.expiry()
+	u.typeSeq[instanceType]++
+	u.version++
+}
+
+// MarkCapacityTypeUnavailable makes every offering of a capacity type
+// unavailable for the TTL (spot when the spot service-linked role cannot be
+// created).
+func (u *UnavailableOfferings) MarkCapacityTypeUnavailable(ctx context.Context, reason, capacityType string) {
+	log.FromContext(ctx).V(1).Info("marking capacity type unavailable", "reason", reason, "capacityType", capacityType, "ttl", u.ttl)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.capacityTypes[capacityType] = u.expiry()
+	u.globalSeq++
+	u.version++
+}
+
+// MarkSubnetUnavailable makes a subnet unavailable for the TTL (no free
+// addresses); a zone whose subnets are all unavailable offers nothing.
+func (u *UnavailableOfferings) MarkSubnetUnavailable(ctx context.Context, reason, subnetID string) {
+	log.FromContext(ctx).V(1).Info("marking subnet unavailable", "reason", reason, "subnet", subnetID, "ttl", u.ttl)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.subnets[subnetID] = u.expiry()
+	u.globalSeq++
+	u.version++
+}
+
+// IsUnavailable reports whether the offering, or its whole capacity type,
+// is marked and not expired.
+func (u *UnavailableOfferings) IsUnavailable(instanceType, zone, capacityType string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.evictExpired()
+	_, offering := u.offerings[offeringKey{instanceType, zone, capacityType}]
+	_, wholeType := u.capacityTypes[capacityType]
+	return offering || wholeType
+}
+
+// IsSubnetUnavailable reports whether the subnet is marked and not expired.
+func (u *UnavailableOfferings) IsSubnetUnavailable(subnetID string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.evictExpired()
+	_, ok := u.subnets[subnetID]
+	return ok
+}
+
+// SeqNum changes whenever the answer of IsUnavailable for some offering of
+// instanceType (or IsSubnetUnavailable) may have changed: an entry was
+// marked, or expired. Callers caching offerings rebuild them when it moves.
+func (u *UnavailableOfferings) SeqNum(instanceType string) uint64 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.evictExpired()
+	return u.typeSeq[instanceType] + u.globalSeq
+}
+
+// Version changes whenever any entry is marked or expires: a cache of
+// everything derived from the entries is valid while it stays the same.
+func (u *UnavailableOfferings) Version() uint64 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.evictExpired()
+	return u.version
+}
+
+// Flush forgets every entry.
+func (u *UnavailableOfferings) Flush() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for key := range u.offerings {
+		u.typeSeq[key.instanceType]++
+	}
+	clear(u.offerings)
+	clear(u.capacityTypes)
+	clear(u.subnets)
+	u.globalSeq++
+	u.version++
+	u.nextExpiry = time.Time{}
+}
+
+// expiry returns when an entry marked now expires, keeping nextExpiry the
+// earliest one. Callers hold mu.
+func (u *UnavailableOfferings) expiry() time.Time {
+	at := u.clock.Now().Add(u.ttl)
+	if u.nextExpiry.IsZero() || at.Before(u.nextExpiry) {
+		u.nextExpiry = at
+	}
+	return at
+}
+
+// evictExpired drops the entries whose TTL ran out, bumping the sequence
+// numbers they affect. Callers hold mu.
+func (u *UnavailableOfferings) evictExpired() {
+	now := u.clock.Now()
+	if u.nextExpiry.IsZero() || now.Before(u.nextExpiry) {
+		return
+	}
+	var next time.Time
+	keep := func(at time.Time) bool {
+		if !now.Before(at) {
+			return false
+		}
+		if next.IsZero() || at.Before(next) {
+			next = at
+		}
+		return true
+	}
+	for key, at := range u.offerings {
+		if !keep(at) {
+			delete(u.offerings, key)
+			u.typeSeq[key.instanceType]++
+			u.version++
+		}
+	}
+	for _, m := range []map[string]time.Time{u.capacityTypes, u.subnets} {
+		for key, at := range m {
+			if !keep(at) {
+				delete(m, key)
+				u.globalSeq++
+				u.version++
+			}
+		}
+	}
+	u.nextExpiry = next
+}

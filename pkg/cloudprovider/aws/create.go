@@ -1,0 +1,181 @@
+package aws
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"regexp"
+
+	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instance"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/launchtemplate"
+)
+
+// Create launches the NodeClaim's instance through CreateFleet over its
+// cheapest compatible offerings, and returns the NodeClaim hydrated with
+// what was launched. A retry for the same NodeClaim returns the instance
+// already launched.
+func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
+	// 1. The EC2NodeClass must exist and be Ready for its current spec.
+	nodeClass, err := c.readyNodeClass(ctx, nodeClaim)
+	if err != nil {
+		return nil, err
+	}
+	tags, err := c.tags(nodeClass, nodeClaim)
+	if err != nil {
+		return nil, cloudprovider.NewNodeClassNotReadyError(err)
+	}
+	// 2. The candidates, cheapest first, as every provider ranks them.
+	types, err := c.instanceTypes.List(ctx, nodeClass)
+	if err != nil {
+		return nil, cloudprovider.NewCreateError(err, ReasonInstanceTypeResolutionFailed, err.Error())
+	}
+	candidates := cloudprovider.LaunchCandidates(types, nodeClaim, func(k cloudprovider.OfferingKey) bool {
+		// Capacity reservations are not launched into yet.
+		return k.CapacityType == karpv1.CapacityTypeReserved
+	})
+	if len(candidates) == 0 {
+		return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("no available offering satisfies nodeclaim %s", nodeClaim.Name))
+	}
+	// 3. Launch; a launch template EC2 lost is recreated once.
+	inst, err := c.launch(ctx, nodeClass, nodeClaim, candidates, tags)
+	if err != nil && isLaunchTemplateNotFound(err) {
+		inst, err = c.launch(ctx, nodeClass, nodeClaim, candidates, tags)
+	}
+	if err != nil {
+		return nil, err
+	}
+	// 4. Hydrate from the instance.
+	var it *cloudprovider.InstanceType
+	for _, t := range types {
+		if t.Name == inst.Type {
+			it = t
+		}
+	}
+	out := hydrate(nodeClaim, inst, it, nodeClaim, zoneID(nodeClass, inst.Zone), c.clock.Now())
+	if out.Annotations == nil {
+		out.Annotations = map[string]string{}
+	}
+	out.Annotations[awsv1.AnnotationEC2NodeClassHash] = nodeClass.Hash()
+	out.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] = awsv1.EC2NodeClassHashVersion
+	out.Annotations[awsv1.AnnotationInstanceProfile] = nodeClass.Status.InstanceProfile
+	return out, nil
+}
+
+// launch builds the fleet request from the candidates of the cheapest
+// candidate's capacity type and hands it to the instance provider.
+func (c *CloudProvider) launch(ctx context.Context, nodeClass *awsv1.EC2NodeClass, nodeClaim *karpv1.NodeClaim,
+	candidates []cloudprovider.Launch, tags map[string]string) (*instance.Instance, error) {
+	capacityType := candidates[0].Offering.CapacityType
+	// The cheapest types of that capacity type, each with its offerings.
+	var types []*cloudprovider.InstanceType
+	offerings := map[string][]*cloudprovider.Offering{}
+	for _, l := range candidates {
+		if l.Offering.CapacityType != capacityType {
+			continue
+		}
+		name := l.InstanceType.Name
+		if _, ok := offerings[name]; !ok {
+			if len(types) == maxInstanceTypes {
+				continue
+			}
+			types = append(types, l.InstanceType)
+		}
+		offerings[name] = append(offerings[name], l.Offering)
+	}
+	templates, err := c.launchTemplates.EnsureAll(ctx, launchtemplate.Request{
+		NodeClass: nodeClass, NodeClaim: nodeClaim, InstanceTypes: types, CapacityType: capacityType, Tags: tags,
+	})
+	if err != nil {
+		return nil, cloudprovider.NewCreateError(err, ReasonLaunchTemplateResolutionFailed, err.Error())
+	}
+	subnets := map[string]string{}
+	for _, z := range nodeClass.ZoneInfo() {
+		// status.subnets is sorted by free addresses: the first subnet of a
+		// zone has the most.
+		subnets[z.Zone] = z.SubnetIDs[0]
+	}
+	req := instance.LaunchRequest{
+		NodeClaimName: nodeClaim.Name,
+		NodeClaimUID:  nodeClaim.UID,
+		CapacityType:  capacityType,
+		Tags:          tags,
+	}
+	if nodeClass.Spec.Context != nil {
+		req.Context = *nodeClass.Spec.Context
+	}
+	for _, lt := range templates {
+		cfg := instance.LaunchTemplateConfig{Name: lt.Name}
+		for _, it := range lt.InstanceTypes {
+			for _, o := range offerings[it.Name] {
+				subnet, ok := subnets[o.Zone]
+				if !ok {
+					continue
+				}
+				cfg.Overrides = append(cfg.Overrides, instance.Override{
+					InstanceType: it.Name, Zone: o.Zone, SubnetID: subnet, ImageID: lt.ImageID, Price: o.Price,
+				})
+			}
+		}
+		req.LaunchTemplates = append(req.LaunchTemplates, cfg)
+	}
+	if !hasOverrides(req.LaunchTemplates) {
+		err := fmt.Errorf("no subnet of %s %s is in a zone nodeclaim %s can launch in", awsv1.Kind, nodeClass.Name, nodeClaim.Name)
+		return nil, cloudprovider.NewCreateError(err, ReasonSubnetResolutionFailed, err.Error())
+	}
+	inst, err := c.instances.Create(ctx, req)
+	if isLaunchTemplateNotFound(err) {
+		names := make([]string, len(templates))
+		for i, lt := range templates {
+			names[i] = lt.Name
+		}
+		c.launchTemplates.Invalidate(names...)
+	}
+	return inst, err
+}
+
+func hasOverrides(configs []instance.LaunchTemplateConfig) bool {
+	for _, cfg := range configs {
+		if len(cfg.Overrides) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func isLaunchTemplateNotFound(err error) bool {
+	return err != nil && instance.IsNotFound(err)
+}
+
+// restrictedTags are the tag keys spec.tags may not set.
+var restrictedTags = awsv1.RestrictedTagPatterns
+
+// tags are the tags of everything launched for the NodeClaim: the
+// EC2NodeClass's, overlaid with karp's own.
+func (c *CloudProvider) tags(nodeClass *awsv1.EC2NodeClass, nodeClaim *karpv1.NodeClaim) (map[string]string, error) {
+	for k := range nodeClass.Spec.Tags {
+		if matchesAny(restrictedTags, k) {
+			return nil, fmt.Errorf("%s %s has the restricted tag %q", awsv1.Kind, nodeClass.Name, k)
+		}
+	}
+	tags := maps.Clone(nodeClass.Spec.Tags)
+	if tags == nil {
+		tags = map[string]string{}
+	}
+	tags[awsv1.ClusterTagKey(c.clusterName)] = "owned"
+	tags[awsv1.TagEKSClusterName] = c.clusterName
+	tags[awsv1.TagNodePool] = nodeClaim.Labels[karpv1.NodePoolLabelKey]
+	tags[awsv1.TagNodeClass] = nodeClass.Name
+	return tags, nil
+}
+
+func matchesAny(patterns []*regexp.Regexp, s string) bool {
+	for _, p := range patterns {
+		if p.MatchString(s) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,336 @@
+package instance
+
+import (
+	"cmp"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+)
+
+// Override is one pool a launch may use: an instance type in a zone's
+// subnet, booting an AMI.
+type Override struct {
+	InstanceType string
+	Zone         string
+	SubnetID     string
+	ImageID      string
+	// Price is the offering's price; fleets with a prioritized strategy
+	// read it as the override's priority.
+	Price float64
+}
+
+// LaunchTemplateConfig is a launch template and the pools it launches into.
+type LaunchTemplateConfig struct {
+	Name      string
+	Overrides []Override
+}
+
+// LaunchRequest is what one NodeClaim's launch needs.
+type LaunchRequest struct {
+	NodeClaimName string
+	NodeClaimUID  types.UID
+	// CapacityType is on-demand or spot; it selects the fleet's strategy.
+	CapacityType    string
+	LaunchTemplates []LaunchTemplateConfig
+	// Tags go on the fleet, the instance and its volumes. The NodeClaim
+	// tag is added to the instance alone, once it is launched, so alike
+	// NodeClaims share one CreateFleet call.
+	Tags map[string]string
+	// Context is CreateFleet's reserved Context parameter, if any.
+	Context string
+}
+
+type fleetItem struct {
+	input *ec2.CreateFleetInput
+	uid   types.UID
+}
+
+// Create launches the NodeClaim's instance, unless one tagged with the
+// NodeClaim already exists (a retry, or a restart after the launch), and
+// tags it with the NodeClaim. Offerings EC2 refuses for lack of capacity
+// are marked unavailable; when nothing launched because of that, the
+// error is an InsufficientCapacityError.
+func (p *Provider) Create(ctx context.Context, req LaunchRequest) (*Instance, error) {
+	// 1. A retried Create finds the instance launched before.
+	if inst := p.remembered(req.NodeClaimUID); inst != nil {
+		return inst, nil
+	}
+	existing, err := p.lookups.Add(ctx, "nodeclaims", req.NodeClaimName)
+	if err != nil {
+		return nil, fmt.Errorf("looking up the instance of nodeclaim %s: %w", req.NodeClaimName, err)
+	}
+	if existing != nil {
+		p.remember(req.NodeClaimUID, existing)
+		return existing, nil
+	}
+	// 2. Launch through a fleet shared with alike requests.
+	in := fleetInput(req)
+	inst, err := p.fleets.Add(ctx, requestKey(in), fleetItem{input: in, uid: req.NodeClaimUID})
+	if err != nil {
+		return nil, err
+	}
+	// 3. Tie the instance to the NodeClaim before anyone records it.
+	if err := p.tagNodeClaim(ctx, inst, req.NodeClaimName); err != nil {
+		return nil, err
+	}
+	p.remember(req.NodeClaimUID, inst)
+	return inst, nil
+}
+
+func (p *Provider) remembered(uid types.UID) *Instance {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.launched[uid]
+}
+
+func (p *Provider) remember(uid types.UID, inst *Instance) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.launched[uid] = inst
+}
+
+// Forget drops what the provider remembers about a NodeClaim's launch.
+func (p *Provider) Forget(uid types.UID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.launched, uid)
+}
+
+// tagNodeClaim tags the instance with its NodeClaim. An instance that
+// cannot be tagged is terminated: untagged, a retried Create could not
+// find it and would launch a second one.
+func (p *Provider) tagNodeClaim(ctx context.Context, inst *Instance, name string) error {
+	in := &ec2.CreateTagsInput{Resources: []string{inst.ID}, Tags: []ec2types.Tag{{Key: aws.String(TagNodeClaim), Value: aws.String(name)}}}
+	var err error
+	for range 3 {
+		if _, err = p.ec2.CreateTags(ctx, in); err == nil {
+			inst.Tags[TagNodeClaim] = name
+			return nil
+		}
+	}
+	if _, terr := p.terminate.Add(ctx, "terminate", inst.ID); terr != nil {
+		err = errors.Join(err, fmt.Errorf("terminating the untagged instance %s: %w", inst.ID, terr))
+	}
+	return fmt.Errorf("tagging instance %s with nodeclaim %s: %w", inst.ID, name, err)
+}
+
+// fleetInput builds the CreateFleet request for one NodeClaim (target
+// capacity 1; the batcher raises it to the batch size).
+func fleetInput(req LaunchRequest) *ec2.CreateFleetInput {
+	in := &ec2.CreateFleetInput{
+		Type: ec2types.FleetTypeInstant,
+		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{
+			TotalTargetCapacity:       aws.Int32(1),
+			DefaultTargetCapacityType: ec2types.DefaultTargetCapacityType(req.CapacityType),
+		},
+		TagSpecifications: []ec2types.TagSpecification{
+			{ResourceType: ec2types.ResourceTypeInstance, Tags: ec2Tags(req.Tags)},
+			{ResourceType: ec2types.ResourceTypeVolume, Tags: ec2Tags(req.Tags)},
+			{ResourceType: ec2types.ResourceTypeFleet, Tags: ec2Tags(req.Tags)},
+		},
+	}
+	if req.CapacityType == karpv1.CapacityTypeSpot {
+		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
+	} else {
+		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
+	}
+	if req.Context != "" {
+		in.Context = aws.String(req.Context)
+	}
+	for _, lt := range req.LaunchTemplates {
+		cfg := ec2types.FleetLaunchTemplateConfigRequest{
+			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{
+				LaunchTemplateName: aws.String(lt.Name),
+				Version:            aws.String("$Latest"),
+			},
+		}
+		for _, o := range lt.Overrides {
+			cfg.Overrides = append(cfg.Overrides, ec2types.FleetLaunchTemplateOverridesRequest{
+				InstanceType:     ec2types.InstanceType(o.InstanceType),
+				SubnetId:         aws.String(o.SubnetID),
+				AvailabilityZone: aws.String(o.Zone),
+				ImageId:          aws.String(o.ImageID),
+				Priority:         aws.Float64(o.Price),
+			})
+		}
+		if len(cfg.Overrides) > 0 {
+			in.LaunchTemplateConfigs = append(in.LaunchTemplateConfigs, cfg)
+		}
+	}
+	return in
+}
+
+// ec2Tags converts tags, sorted by key so alike requests are equal.
+func ec2Tags(tags map[string]string) []ec2types.Tag {
+	out := make([]ec2types.Tag, 0, len(tags))
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
+		out = append(out, ec2types.Tag{Key: aws.String(k), Value: aws.String(tags[k])})
+	}
+	return out
+}
+
+// requestKey identifies a request by its content: identical requests
+// share a batch.
+func requestKey(in *ec2.CreateFleetInput) string {
+	raw, err := json.Marshal(in)
+	if err != nil {
+		// Every field is plain data; Marshal cannot fail on it.
+		panic(fmt.Sprintf("encoding a CreateFleet request: %v", err))
+	}
+	h := fnv.New128a()
+	_, _ = h.Write(raw)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// clientToken makes a batch's CreateFleet idempotent: the same NodeClaims
+// asking for the same thing again (a retry after a lost response) get the
+// fleet EC2 already launched instead of a second one.
+func clientToken(key string, items []fleetItem) string {
+	uids := make([]string, len(items))
+	for i, it := range items {
+		uids[i] = string(it.uid)
+	}
+	slices.Sort(uids)
+	h := fnv.New128a()
+	_, _ = h.Write([]byte(key + "/" + strings.Join(uids, ",")))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// createFleet executes one batch: one CreateFleet with the batch's size as
+// target capacity; instances are handed out one per caller in order.
+func (p *Provider) createFleet(ctx context.Context, items []fleetItem) []batchResult[*Instance] {
+	out := make([]batchResult[*Instance], len(items))
+	in := *items[0].input
+	target := *in.TargetCapacitySpecification
+	target.TotalTargetCapacity = aws.Int32(int32(len(items)))
+	in.TargetCapacitySpecification = &target
+	in.ClientToken = aws.String(clientToken(requestKey(items[0].input), items))
+	capacityType := string(target.DefaultTargetCapacityType)
+
+	resp, err := p.ec2.CreateFleet(ctx, &in)
+	if err != nil {
+		cerr := cloudprovider.NewCreateError(fmt.Errorf("creating fleet: %w", err), ReasonFor(err.Error()), err.Error())
+		for i := range out {
+			out[i].err = cerr
+		}
+		return out
+	}
+	refused := p.markUnavailable(ctx, resp, capacityType)
+	launched := p.fleetInstances(resp, &in, capacityType)
+	for i := range out {
+		if i < len(launched) {
+			out[i].value = launched[i]
+			continue
+		}
+		out[i].err = noInstanceError(resp.Errors, refused)
+	}
+	if extra := launched[min(len(launched), len(items)):]; len(extra) > 0 {
+		log.FromContext(ctx).Info("fleet launched more instances than requested, terminating the extras", "count", len(extra))
+		ids := make([]string, len(extra))
+		for i, inst := range extra {
+			ids[i] = inst.ID
+		}
+		if _, err := p.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: ids}); err != nil {
+			log.FromContext(ctx).Error(err, "terminating extra fleet instances", "instances", ids)
+		}
+	}
+	return out
+}
+
+// fleetInstances lists the instances a fleet launched, cheapest pools
+// first as EC2 reports them.
+func (p *Provider) fleetInstances(resp *ec2.CreateFleetOutput, in *ec2.CreateFleetInput, capacityType string) []*Instance {
+	var out []*Instance
+	now := p.clock.Now()
+	for _, fi := range resp.Instances {
+		var imageID string
+		if lto := fi.LaunchTemplateAndOverrides; lto != nil && lto.Overrides != nil {
+			imageID = aws.ToString(lto.Overrides.ImageId)
+		}
+		for _, id := range fi.InstanceIds {
+			inst := &Instance{
+				ID:           id,
+				Type:         string(fi.InstanceType),
+				Zone:         aws.ToString(fi.AvailabilityZone),
+				SubnetID:     aws.ToString(fi.SubnetId),
+				ImageID:      imageID,
+				CapacityType: capacityType,
+				State:        string(ec2types.InstanceStateNamePending),
+				LaunchTime:   now,
+				Tags:         map[string]string{},
+			}
+			for _, spec := range in.TagSpecifications {
+				if spec.ResourceType == ec2types.ResourceTypeInstance {
+					for _, t := range spec.Tags {
+						inst.Tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
+					}
+				}
+			}
+			out = append(out, inst)
+		}
+	}
+	return out
+}
+
+// markUnavailable puts every pool the fleet refused for lack of capacity
+// into the unavailable-offerings cache and returns their keys.
+func (p *Provider) markUnavailable(ctx context.Context, resp *ec2.CreateFleetOutput, capacityType string) []cloudprovider.OfferingKey {
+	var refused []cloudprovider.OfferingKey
+	for _, e := range resp.Errors {
+		code := aws.ToString(e.ErrorCode)
+		if !IsUnfulfillableCapacity(code) || e.LaunchTemplateAndOverrides == nil || e.LaunchTemplateAndOverrides.Overrides == nil {
+			continue
+		}
+		o := e.LaunchTemplateAndOverrides.Overrides
+		key := cloudprovider.OfferingKey{InstanceType: string(o.InstanceType), Zone: aws.ToString(o.AvailabilityZone), CapacityType: capacityType}
+		if slices.Contains(refused, key) {
+			continue
+		}
+		refused = append(refused, key)
+		if p.unavailable != nil {
+			p.unavailable.MarkUnavailable(ctx, code, key.InstanceType, key.Zone, key.CapacityType)
+		}
+	}
+	return refused
+}
+
+// noInstanceError explains why a caller got no instance: insufficient
+// capacity when every error says so, else the first other error.
+func noInstanceError(fleetErrors []ec2types.CreateFleetError, refused []cloudprovider.OfferingKey) error {
+	if len(fleetErrors) == 0 {
+		return cloudprovider.NewCreateError(errNoInstance, ReasonLaunchFailed, errNoInstance.Error())
+	}
+	var messages []string
+	allCapacity := true
+	for _, e := range fleetErrors {
+		code := aws.ToString(e.ErrorCode)
+		msg := code + ": " + aws.ToString(e.ErrorMessage)
+		if !slices.Contains(messages, msg) {
+			messages = append(messages, msg)
+		}
+		if !IsUnfulfillableCapacity(code) && code != serviceLinkedRoleCode {
+			allCapacity = false
+		}
+	}
+	slices.SortFunc(messages, func(a, b string) int { return cmp.Compare(a, b) })
+	err := fmt.Errorf("creating fleet: %s", strings.Join(messages, "; "))
+	if allCapacity {
+		return cloudprovider.NewInsufficientCapacityError(err, refused...)
+	}
+	return cloudprovider.NewCreateError(err, ReasonFor(err.Error()), err.Error())
+}

@@ -1,0 +1,17 @@
+// Package instance launches, finds and terminates the EC2 instances behind
+// karp's NodeClaims. Launches go through CreateFleet (type instant,
+// price-capacity-optimized for spot, lowest-price for on-demand) with one
+// override per instance type and zone; alike launches arriving together
+// share one call (TargetCapacity = the batch size). DescribeInstances and
+// TerminateInstances calls are batched too.
+//
+// Invariants: a NodeClaim never gets two instances. Before launching, the
+// provider looks for an instance tagged karpenter.sh/nodeclaim=<name>; a
+// launched instance is tagged before Create returns (or terminated if it
+// cannot be); a batch's CreateFleet carries a client token derived from the
+// request and its NodeClaims, so a repeated call returns the first fleet.
+//
+// The package imports the EC2 SDK only through the narrow EC2API interface
+// (fake.EC2 in tests); it knows nothing of EC2NodeClasses or launch
+// templates beyond their names.
+package instance

@@ -1,0 +1,230 @@
+package instance
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
+)
+
+type marks struct {
+	mu   sync.Mutex
+	keys []string
+}
+
+func (m *marks) MarkUnavailable(_ context.Context, reason, instanceType, zone, capacityType string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.keys = append(m.keys, fmt.Sprintf("%s/%s/%s:%s", instanceType, zone, capacityType, reason))
+}
+
+func newFakeEC2(t *testing.T) *fake.EC2 {
+	t.Helper()
+	e := fake.NewEC2()
+	if _, err := e.CreateLaunchTemplate(context.Background(), &ec2.CreateLaunchTemplateInput{
+		LaunchTemplateName: aws.String("karpenter.k8s.aws/1"),
+		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: aws.String("ami-1")},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, zone := range []string{"zone-a", "zone-b"} {
+		e.SetPrice(fake.CapacityPool{InstanceType: "c5.large", Zone: zone, CapacityType: "on-demand"}, 0.085)
+		e.SetPrice(fake.CapacityPool{InstanceType: "m5.large", Zone: zone, CapacityType: "on-demand"}, 0.096)
+	}
+	return e
+}
+
+func request(name string, capacityType string) LaunchRequest {
+	var overrides []Override
+	for _, it := range []string{"c5.large", "m5.large"} {
+		for _, zone := range []string{"zone-a", "zone-b"} {
+			overrides = append(overrides, Override{InstanceType: it, Zone: zone, SubnetID: "subnet-" + zone, ImageID: "ami-1"})
+		}
+	}
+	return LaunchRequest{
+		NodeClaimName:   name,
+		NodeClaimUID:    types.UID("uid-" + name),
+		CapacityType:    capacityType,
+		LaunchTemplates: []LaunchTemplateConfig{{Name: "karpenter.k8s.aws/1", Overrides: overrides}},
+		Tags: map[string]string{
+			TagNodePool: "default", TagNodeClass: "default", TagEKSClusterName: "test-cluster",
+			ClusterTagKey("test-cluster"): "owned",
+		},
+	}
+}
+
+func TestCreateBatchesABurstIntoOneFleet(t *testing.T) {
+	e := newFakeEC2(t)
+	p := NewProvider(e, clock.RealClock{}, "test-cluster", nil)
+	const n = 20
+	ids := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			inst, err := p.Create(context.Background(), request(fmt.Sprintf("nc-%d", i), "on-demand"))
+			errs[i] = err
+			if err == nil {
+				ids[i] = inst.ID
+			}
+		})
+	}
+	wg.Wait()
+	seen := map[string]bool{}
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("create %d: %v", i, errs[i])
+		}
+		if seen[ids[i]] {
+			t.Errorf("instance %s handed to two NodeClaims", ids[i])
+		}
+		seen[ids[i]] = true
+	}
+	// Windows may split a burst on a loaded machine, but never into one
+	// call per NodeClaim.
+	if calls := e.Calls("CreateFleet"); calls < 1 || calls > n/5 {
+		t.Errorf("%d NodeClaims made %d CreateFleet calls, want at most n/5", n, calls)
+	}
+	total := int32(0)
+	for _, in := range e.CreateFleetInputs() {
+		total += aws.ToInt32(in.TargetCapacitySpecification.TotalTargetCapacity)
+		if in.OnDemandOptions == nil || in.OnDemandOptions.AllocationStrategy != ec2types.FleetOnDemandAllocationStrategyLowestPrice {
+			t.Errorf("on-demand fleet without lowest-price: %+v", in.OnDemandOptions)
+		}
+		if aws.ToString(in.ClientToken) == "" {
+			t.Error("fleet request without a client token")
+		}
+	}
+	if total != n {
+		t.Errorf("fleets asked for %d instances, want %d", total, n)
+	}
+	for _, inst := range e.Instances() {
+		tags := map[string]string{}
+		for _, tag := range inst.Tags {
+			tags[aws.ToString(tag.Key)] = aws.ToString(tag.Value)
+		}
+		if tags[TagNodeClaim] == "" || tags[TagNodePool] != "default" || tags[ClusterTagKey("test-cluster")] != "owned" {
+			t.Errorf("instance %s tags %v lack the nodeclaim, nodepool or cluster tag", aws.ToString(inst.InstanceId), tags)
+		}
+	}
+}
+
+func TestCreateMarksRefusedOfferingsAndFallsBack(t *testing.T) {
+	e := newFakeEC2(t)
+	m := &marks{}
+	p := NewProvider(e, clock.RealClock{}, "test-cluster", m)
+	e.SetCapacity(fake.CapacityPool{InstanceType: "c5.large", Zone: "zone-a", CapacityType: "on-demand"}, 0, "")
+	inst, err := p.Create(context.Background(), request("fallback", "on-demand"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inst.Type != "c5.large" || inst.Zone != "zone-b" {
+		t.Errorf("launched %s in %s, want the next cheapest c5.large in zone-b", inst.Type, inst.Zone)
+	}
+	if len(m.keys) != 1 || m.keys[0] != "c5.large/zone-a/on-demand:InsufficientInstanceCapacity" {
+		t.Errorf("marked %v, want c5.large/zone-a/on-demand", m.keys)
+	}
+
+	for _, it := range []string{"c5.large", "m5.large"} {
+		for _, zone := range []string{"zone-a", "zone-b"} {
+			e.SetCapacity(fake.CapacityPool{InstanceType: it, Zone: zone, CapacityType: "on-demand"}, 0, fake.CodeUnfulfillableCapacity)
+		}
+	}
+	_, err = p.Create(context.Background(), request("none-left", "on-demand"))
+	if !cloudprovider.IsInsufficientCapacityError(err) {
+		t.Fatalf("with every pool exhausted Create returned %v, want an InsufficientCapacityError", err)
+	}
+}
+
+func TestCreateAfterRestartFindsTheInstance(t *testing.T) {
+	e := newFakeEC2(t)
+	first, err := NewProvider(e, clock.RealClock{}, "test-cluster", nil).Create(context.Background(), request("restart", "on-demand"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A new process (nothing remembered) retries the same NodeClaim.
+	again, err := NewProvider(e, clock.RealClock{}, "test-cluster", nil).Create(context.Background(), request("restart", "on-demand"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.ID != first.ID || e.Calls("CreateFleet") != 1 {
+		t.Errorf("after a restart Create launched %s (first %s) with %d CreateFleet calls, want the same instance and one call",
+			again.ID, first.ID, e.Calls("CreateFleet"))
+	}
+}
+
+func TestCreateTerminatesAnInstanceItCannotTag(t *testing.T) {
+	e := newFakeEC2(t)
+	p := NewProvider(e, clock.RealClock{}, "test-cluster", nil)
+	e.FailNext("CreateTags", 3, fake.Throttling("CreateTags"))
+	if _, err := p.Create(context.Background(), request("untagged", "on-demand")); err == nil {
+		t.Fatal("Create succeeded without tagging the instance")
+	}
+	if got, err := p.List(context.Background()); err != nil || len(got) != 0 {
+		t.Errorf("List shows %d live instances (err %v), want the untagged one terminated", len(got), err)
+	}
+}
+
+func TestGetListDelete(t *testing.T) {
+	ctx := context.Background()
+	e := newFakeEC2(t)
+	p := NewProvider(e, clock.RealClock{}, "test-cluster", nil)
+	a, err := p.Create(ctx, request("a", "on-demand"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := p.Create(ctx, request("b", "on-demand"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed, err := p.List(ctx)
+	if err != nil || len(listed) != 2 {
+		t.Fatalf("List = %d instances, %v; want 2", len(listed), err)
+	}
+	got, err := p.Get(ctx, a.ID)
+	if err != nil || got.Tags[TagNodeClaim] != "a" || got.ProviderID() != a.ProviderID() {
+		t.Fatalf("Get(%s) = %+v, %v", a.ID, got, err)
+	}
+	if _, err := p.Get(ctx, "i-unknown"); !cloudprovider.IsNodeClaimNotFoundError(err) {
+		t.Errorf("Get of an unknown ID returned %v, want NodeClaimNotFound", err)
+	}
+	if err := p.Delete(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Delete(ctx, a.ID); !cloudprovider.IsNodeClaimNotFoundError(err) {
+		t.Errorf("second Delete returned %v, want NodeClaimNotFound", err)
+	}
+	if listed, _ := p.List(ctx); len(listed) != 1 || listed[0].ID != b.ID {
+		t.Errorf("after deleting a, List = %v, want only %s", listed, b.ID)
+	}
+}
+
+func TestParseProviderID(t *testing.T) {
+	tests := map[string]struct {
+		in   string
+		want string
+	}{
+		"zonal":      {"aws:///us-west-2a/i-0123456789abcdef0", "i-0123456789abcdef0"},
+		"not aws":    {"kwok://node-1", ""},
+		"no id":      {"aws:///us-west-2a/", ""},
+		"not an ID":  {"aws:///us-west-2a/node", ""},
+		"round trip": {ProviderID("zone-a", "i-1"), "i-1"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := ParseProviderID(tc.in)
+			if got != tc.want || (err == nil) != (tc.want != "") {
+				t.Errorf("ParseProviderID(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,341 @@
+package aws_test
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	corev1 "k8s.io/api/core/v1"
+
+	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
+)
+
+func tagMap(tags []ec2types.Tag) map[string]string {
+	out := map[string]string{}
+	for _, t := range tags {
+		out[awssdk.ToString(t.Key)] = awssdk.ToString(t.Value)
+	}
+	return out
+}
+
+func withRequirement(nc *karpv1.NodeClaim, key string, values ...string) *karpv1.NodeClaim {
+	nc.Spec.Requirements = append(nc.Spec.Requirements, karpv1.NodeSelectorRequirementWithMinValues{Key: key, Operator: corev1.NodeSelectorOpIn, Values: values})
+	return nc
+}
+
+func TestCreateFleetRequest(t *testing.T) {
+	ctx := context.Background()
+	nodeClass := createNodeClass(t, newNodeClass(nil), true)
+	tests := map[string]struct {
+		capacityType string
+	}{
+		karpv1.CapacityTypeSpot:     {capacityType: karpv1.CapacityTypeSpot},
+		karpv1.CapacityTypeOnDemand: {capacityType: karpv1.CapacityTypeOnDemand},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t)
+			nc := withRequirement(newNodeClaim("fleet", nodeClass.Name), karpv1.CapacityTypeLabelKey, tc.capacityType)
+			types, err := w.provider.GetInstanceTypes(ctx, nodePool(nodeClass.Name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			candidates := cloudprovider.LaunchCandidates(types, nc, nil)
+			created, err := w.provider.Create(ctx, nc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			inputs := w.ec2.CreateFleetInputs()
+			if len(inputs) != 1 {
+				t.Fatalf("%d CreateFleet calls, want 1", len(inputs))
+			}
+			in := inputs[0]
+			// 1. Type, capacity type and allocation strategy.
+			if in.Type != ec2types.FleetTypeInstant || string(in.TargetCapacitySpecification.DefaultTargetCapacityType) != tc.capacityType {
+				t.Errorf("fleet type %s capacity %s, want instant %s", in.Type, in.TargetCapacitySpecification.DefaultTargetCapacityType, tc.capacityType)
+			}
+			switch tc.capacityType {
+			case karpv1.CapacityTypeSpot:
+				if in.SpotOptions == nil || in.SpotOptions.AllocationStrategy != ec2types.SpotAllocationStrategyPriceCapacityOptimized || in.OnDemandOptions != nil {
+					t.Errorf("spot fleet options %+v / %+v, want price-capacity-optimized only", in.SpotOptions, in.OnDemandOptions)
+				}
+			default:
+				if in.OnDemandOptions == nil || in.OnDemandOptions.AllocationStrategy != ec2types.FleetOnDemandAllocationStrategyLowestPrice || in.SpotOptions != nil {
+					t.Errorf("on-demand fleet options %+v / %+v, want lowest-price only", in.OnDemandOptions, in.SpotOptions)
+				}
+			}
+			// 2. Overrides: candidate offerings, each zone with its subnet,
+			// at most 60 types, the cheapest candidate among them.
+			allowed := map[string]bool{}
+			for _, c := range candidates {
+				allowed[c.InstanceType.Name+"/"+c.Offering.Zone] = true
+			}
+			subnets := map[string]string{}
+			for _, s := range nodeClass.Status.Subnets {
+				subnets[s.Zone] = s.ID
+			}
+			distinct := map[string]bool{}
+			for _, cfg := range in.LaunchTemplateConfigs {
+				if !strings.HasPrefix(awssdk.ToString(cfg.LaunchTemplateSpecification.LaunchTemplateName), "karpenter.k8s.aws/") {
+					t.Errorf("launch template %s is not named karpenter.k8s.aws/<hash>", awssdk.ToString(cfg.LaunchTemplateSpecification.LaunchTemplateName))
+				}
+				for _, o := range cfg.Overrides {
+					key := string(o.InstanceType) + "/" + awssdk.ToString(o.AvailabilityZone)
+					if !allowed[key] {
+						t.Errorf("override %s is not a candidate", key)
+					}
+					if awssdk.ToString(o.SubnetId) != subnets[awssdk.ToString(o.AvailabilityZone)] {
+						t.Errorf("override %s uses subnet %s, want the zone's %s", key, awssdk.ToString(o.SubnetId), subnets[awssdk.ToString(o.AvailabilityZone)])
+					}
+					distinct[string(o.InstanceType)] = true
+				}
+			}
+			if len(distinct) == 0 || len(distinct) > 60 {
+				t.Errorf("fleet offers %d instance types, want 1..60", len(distinct))
+			}
+			if !distinct[candidates[0].InstanceType.Name] {
+				t.Errorf("the cheapest candidate %s is not offered", candidates[0].Key())
+			}
+			if created.Labels[corev1.LabelInstanceTypeStable] != candidates[0].InstanceType.Name || created.Labels[corev1.LabelTopologyZone] != candidates[0].Offering.Zone {
+				t.Errorf("launched %s/%s, want the cheapest candidate %s", created.Labels[corev1.LabelInstanceTypeStable], created.Labels[corev1.LabelTopologyZone], candidates[0].Key())
+			}
+			// 3. Tags on the instance, its volumes and the fleet.
+			want := map[string]string{
+				"kubernetes.io/cluster/" + clusterName: "owned",
+				awsv1.TagEKSClusterName:                clusterName,
+				awsv1.TagNodePool:                      "default",
+				awsv1.TagNodeClass:                     nodeClass.Name,
+				"team":                                 "platform",
+			}
+			kinds := map[ec2types.ResourceType]bool{}
+			for _, spec := range in.TagSpecifications {
+				kinds[spec.ResourceType] = true
+				got := tagMap(spec.Tags)
+				for k, v := range want {
+					if got[k] != v {
+						t.Errorf("%s tag %s = %q, want %q", spec.ResourceType, k, got[k], v)
+					}
+				}
+			}
+			for _, kind := range []ec2types.ResourceType{ec2types.ResourceTypeInstance, ec2types.ResourceTypeVolume, ec2types.ResourceTypeFleet} {
+				if !kinds[kind] {
+					t.Errorf("no tags for %s", kind)
+				}
+			}
+			instances := w.ec2.Instances()
+			if len(instances) != 1 || tagMap(instances[0].Tags)[awsv1.TagNodeClaim] != nc.Name {
+				t.Errorf("the instance is not tagged %s=%s: %v", awsv1.TagNodeClaim, nc.Name, instances)
+			}
+			// 4. The launch template: AMI, security groups, user data, IMDS.
+			name := awssdk.ToString(in.LaunchTemplateConfigs[0].LaunchTemplateSpecification.LaunchTemplateName)
+			data, ok := w.ec2.LaunchTemplateData(name)
+			if !ok {
+				t.Fatalf("launch template %s does not exist", name)
+			}
+			userData, err := base64.StdEncoding.DecodeString(awssdk.ToString(data.UserData))
+			if err != nil || !strings.Contains(string(userData), "apiServerEndpoint: https://test-cluster.example") {
+				t.Errorf("user data is not the AL2023 NodeConfig for the cluster (%v):\n%s", err, userData)
+			}
+			if groups := data.NetworkInterfaces[0].Groups; len(groups) != 1 || groups[0] != "sg-test1" {
+				t.Errorf("ENI security groups %v, want [sg-test1]", groups)
+			}
+			if md := data.MetadataOptions; md.HttpTokens != "required" || awssdk.ToInt32(md.HttpPutResponseHopLimit) != 1 {
+				t.Errorf("metadata options %+v, want IMDSv2 required with hop limit 1", md)
+			}
+			if awssdk.ToString(data.IamInstanceProfile.Name) != "test-profile" {
+				t.Errorf("instance profile %v, want test-profile", data.IamInstanceProfile)
+			}
+			if created.Annotations[awsv1.AnnotationEC2NodeClassHash] != nodeClass.Hash() || created.Annotations[awsv1.AnnotationInstanceProfile] != "test-profile" {
+				t.Errorf("annotations %v lack the EC2NodeClass hash or instance profile", created.Annotations)
+			}
+			if !strings.HasPrefix(created.Status.ProviderID, "aws:///"+created.Labels[corev1.LabelTopologyZone]+"/i-") {
+				t.Errorf("providerID %q is not aws:///<zone>/<instance-id>", created.Status.ProviderID)
+			}
+		})
+	}
+}
+
+func TestCreateBatchesABurst(t *testing.T) {
+	ctx := context.Background()
+	nodeClass := createNodeClass(t, newNodeClass(nil), true)
+	w := newWorld(t)
+	// Warm-up: the instance types are read once at start.
+	if _, err := w.provider.GetInstanceTypes(ctx, nodePool(nodeClass.Name)); err != nil {
+		t.Fatal(err)
+	}
+	w.ec2.ResetCalls()
+	const n = 30
+	errs := make([]error, n)
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			created, err := w.provider.Create(ctx, newNodeClaim(fmt.Sprintf("burst-%d", i), nodeClass.Name))
+			errs[i] = err
+			if err == nil {
+				ids[i] = created.Status.ProviderID
+			}
+		})
+	}
+	wg.Wait()
+	seen := map[string]bool{}
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("create %d: %v", i, errs[i])
+		}
+		if seen[ids[i]] {
+			t.Errorf("%s launched for two NodeClaims", ids[i])
+		}
+		seen[ids[i]] = true
+	}
+	// Alike requests share a call; the 35 ms window may split a burst on a
+	// loaded machine, but never anywhere near one call per NodeClaim.
+	total := int32(0)
+	for _, in := range w.ec2.CreateFleetInputs() {
+		total += awssdk.ToInt32(in.TargetCapacitySpecification.TotalTargetCapacity)
+	}
+	if calls := w.ec2.Calls("CreateFleet"); calls < 1 || calls > n/5 || total != n {
+		t.Errorf("%d alike NodeClaims made %d CreateFleet calls for %d instances, want at most %d calls for %d", n, calls, total, n/5, n)
+	}
+	if calls := w.ec2.Calls("DescribeInstanceTypes"); calls != 0 {
+		t.Errorf("%d DescribeInstanceTypes calls after warm-up, want 0", calls)
+	}
+}
+
+func TestCreateFallsBackAfterCapacityErrors(t *testing.T) {
+	ctx := context.Background()
+	nodeClass := createNodeClass(t, newNodeClass(nil), true)
+	w := newWorld(t)
+	nc := withRequirement(newNodeClaim("fallback", nodeClass.Name), karpv1.CapacityTypeLabelKey, karpv1.CapacityTypeOnDemand)
+	types, err := w.provider.GetInstanceTypes(ctx, nodePool(nodeClass.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cheapest := cloudprovider.LaunchCandidates(types, nc, nil)[0]
+	pool := fake.CapacityPool{InstanceType: cheapest.InstanceType.Name, Zone: cheapest.Offering.Zone, CapacityType: karpv1.CapacityTypeOnDemand}
+	w.ec2.SetCapacity(pool, 0, fake.CodeInsufficientInstanceCapacity)
+
+	created, err := w.provider.Create(ctx, nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := cloudprovider.OfferingKey{InstanceType: created.Labels[corev1.LabelInstanceTypeStable], Zone: created.Labels[corev1.LabelTopologyZone], CapacityType: karpv1.CapacityTypeOnDemand}
+	if got == cheapest.Key() {
+		t.Fatalf("launched the exhausted pool %s", got)
+	}
+	// The refused offering is unavailable now, and the next best is what
+	// the core ranks first.
+	types, err = w.provider.GetInstanceTypes(ctx, nodePool(nodeClass.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := cloudprovider.LaunchCandidates(types, nc, nil)
+	if next[0].Key() == cheapest.Key() {
+		t.Errorf("%s is still offered after EC2 refused it", cheapest.Key())
+	}
+	if next[0].Key() != got {
+		t.Errorf("launched %s, want the next cheapest %s", got, next[0].Key())
+	}
+
+	// With no on-demand capacity anywhere, Create says insufficient capacity.
+	for _, it := range types {
+		for _, z := range zones {
+			w.ec2.SetCapacity(fake.CapacityPool{InstanceType: it.Name, Zone: z.Name, CapacityType: karpv1.CapacityTypeOnDemand}, 0, fake.CodeUnfulfillableCapacity)
+		}
+	}
+	_, err = w.provider.Create(ctx, withRequirement(newNodeClaim("exhausted", nodeClass.Name), karpv1.CapacityTypeLabelKey, karpv1.CapacityTypeOnDemand))
+	if !cloudprovider.IsInsufficientCapacityError(err) {
+		t.Errorf("Create with every pool exhausted returned %v, want an InsufficientCapacityError", err)
+	}
+}
+
+func TestNoSecondInstanceAfterRestart(t *testing.T) {
+	ctx := context.Background()
+	nodeClass := createNodeClass(t, newNodeClass(nil), true)
+	w := newWorld(t)
+	nc := newNodeClaim("restart", nodeClass.Name)
+	first, err := w.provider.Create(ctx, nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The process restarts before the NodeClaim records the providerID;
+	// the new process retries Create for the same NodeClaim.
+	again, err := w.restart(t).Create(ctx, nc.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Status.ProviderID != first.Status.ProviderID {
+		t.Errorf("after a restart Create returned %s, want %s", again.Status.ProviderID, first.Status.ProviderID)
+	}
+	if calls, n := w.ec2.Calls("CreateFleet"), len(w.ec2.Instances()); calls != 1 || n != 1 {
+		t.Errorf("%d CreateFleet calls and %d instances, want 1 and 1", calls, n)
+	}
+}
+
+func TestCreateNeedsAReadyNodeClass(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t)
+	notReady := createNodeClass(t, newNodeClass(nil), false)
+	if _, err := w.provider.Create(ctx, newNodeClaim("not-ready", notReady.Name)); !cloudprovider.IsNodeClassNotReadyError(err) {
+		t.Errorf("Create on a not-ready EC2NodeClass returned %v, want a NodeClassNotReadyError", err)
+	}
+	if _, err := w.provider.Create(ctx, newNodeClaim("missing", "no-such-class")); !cloudprovider.IsInsufficientCapacityError(err) {
+		t.Errorf("Create on a missing EC2NodeClass returned %v, want an InsufficientCapacityError", err)
+	}
+	if w.ec2.Calls("CreateFleet") != 0 {
+		t.Error("CreateFleet was called without a ready EC2NodeClass")
+	}
+}
+
+func TestListAndDelete(t *testing.T) {
+	ctx := context.Background()
+	nodeClass := createNodeClass(t, newNodeClass(nil), true)
+	w := newWorld(t)
+	a, err := w.provider.Create(ctx, newNodeClaim("a", nodeClass.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := w.provider.Create(ctx, newNodeClaim("b", nodeClass.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A fresh process lists both, hydrated from their tags.
+	listed, err := w.restart(t).List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]*karpv1.NodeClaim{}
+	for _, nc := range listed {
+		byID[nc.Status.ProviderID] = nc
+	}
+	for _, want := range []*karpv1.NodeClaim{a, b} {
+		got := byID[want.Status.ProviderID]
+		if got == nil {
+			t.Fatalf("List does not show %s", want.Status.ProviderID)
+		}
+		if got.Name != want.Name || got.Labels[karpv1.NodePoolLabelKey] != "default" || got.Labels[corev1.LabelInstanceTypeStable] != want.Labels[corev1.LabelInstanceTypeStable] {
+			t.Errorf("List hydrated %s as %s %v, want %s with its nodepool and type", want.Status.ProviderID, got.Name, got.Labels, want.Name)
+		}
+		if got.Status.Allocatable.Cpu().IsZero() {
+			t.Errorf("List gave %s no allocatable", want.Status.ProviderID)
+		}
+	}
+	if err := w.provider.Delete(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.provider.Delete(ctx, a); !cloudprovider.IsNodeClaimNotFoundError(err) {
+		t.Errorf("Delete of a terminated instance returned %v, want NodeClaimNotFound", err)
+	}
+	listed, err = w.provider.List(ctx)
+	if err != nil || len(listed) != 1 || listed[0].Status.ProviderID != b.Status.ProviderID {
+		t.Errorf("after deleting a, List = %d NodeClaims (%v), want only b", len(listed), err)
+	}
+}

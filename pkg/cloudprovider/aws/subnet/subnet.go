@@ -1,0 +1,158 @@
+package subnet
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	utilcache "k8s.io/apimachinery/pkg/util/cache"
+	"k8s.io/utils/clock"
+
+	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/selector"
+)
+
+// DefaultRefreshInterval is how long a NodeClass's subnets are reused
+// before EC2 is asked again (upstream's --subnet-refresh-interval default).
+const DefaultRefreshInterval = time.Minute
+
+// maxResults is the page size of each DescribeSubnets call.
+const maxResults = 500
+
+// ec2API is the slice of the EC2 API the provider calls.
+type ec2API interface {
+	DescribeSubnets(ctx context.Context, in *ec2.DescribeSubnetsInput, opts ...func(*ec2.Options)) (*ec2.DescribeSubnetsOutput, error)
+}
+
+// Provider lists the subnets of EC2NodeClasses. It is safe for concurrent use.
+type Provider struct {
+	ec2     ec2API
+	clock   clock.PassiveClock
+	refresh time.Duration
+	cache   *utilcache.LRUExpireCache
+
+	mu           sync.Mutex
+	availableIPs map[string]availableIPs
+	// inflight is the addresses launches are predicted to have taken from
+	// each subnet since its last listing (ZonalSubnetsForLaunch).
+	inflight map[string]int32
+}
+
+type availableIPs struct {
+	count int32
+	at    time.Time
+}
+
+// NewProvider returns a provider whose answers live for refresh (at least
+// one minute, as upstream enforces).
+func NewProvider(api ec2API, clk clock.PassiveClock, refresh time.Duration) *Provider {
+	return &Provider{
+		ec2:          api,
+		clock:        clk,
+		refresh:      max(refresh, time.Minute),
+		cache:        utilcache.NewLRUExpireCacheWithClock(1000, clk),
+		availableIPs: map[string]availableIPs{},
+		inflight:     map[string]int32{},
+	}
+}
+
+// List returns the subnets nodeClass selects, sorted by ID. An empty result
+// with no error means the selectors matched nothing.
+func (p *Provider) List(ctx context.Context, nodeClass *awsv1.EC2NodeClass) ([]ec2types.Subnet, error) {
+	key := fmt.Sprintf("%s-%d", nodeClass.UID, nodeClass.Generation)
+	if cached, ok := p.cache.Get(key); ok {
+		return slices.Clone(cached.([]ec2types.Subnet)), nil
+	}
+	byID := map[string]ec2types.Subnet{}
+	for _, in := range Queries(nodeClass.Spec.SubnetSelectorTerms) {
+		pages := ec2.NewDescribeSubnetsPaginator(p.ec2, in)
+		for pages.HasMorePages() {
+			out, err := pages.NextPage(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("describing subnets: %w", err)
+			}
+			for _, s := range out.Subnets {
+				byID[aws.ToString(s.SubnetId)] = s
+			}
+		}
+	}
+	subnets := make([]ec2types.Subnet, 0, len(byID))
+	for _, s := range byID {
+		subnets = append(subnets, s)
+	}
+	slices.SortFunc(subnets, func(a, b ec2types.Subnet) int {
+		return strings.Compare(aws.ToString(a.SubnetId), aws.ToString(b.SubnetId))
+	})
+	p.cache.Add(key, subnets, p.refresh)
+	p.recordAvailableIPs(subnets)
+	return slices.Clone(subnets), nil
+}
+
+// AvailableIPs returns a subnet's available IP address count as last
+// listed; ok is false when no listing within max(5m, refresh+4m) saw it.
+func (p *Provider) AvailableIPs(subnetID string) (count int32, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	seen, ok := p.availableIPs[subnetID]
+	if !ok || p.clock.Since(seen.at) > max(5*time.Minute, p.refresh+4*time.Minute) {
+		return 0, false
+	}
+	return seen.count, true
+}
+
+func (p *Provider) recordAvailableIPs(subnets []ec2types.Subnet) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.clock.Now()
+	ids := make([]string, 0, len(subnets))
+	for _, s := range subnets {
+		ids = append(ids, aws.ToString(s.SubnetId))
+		p.availableIPs[aws.ToString(s.SubnetId)] = availableIPs{count: aws.ToInt32(s.AvailableIpAddressCount), at: now}
+	}
+	p.forgetInflight(ids)
+}
+
+// Queries builds the DescribeSubnets requests for terms: one for all id
+// terms together, one per tags term.
+func Queries(terms []awsv1.SubnetSelectorTerm) []*ec2.DescribeSubnetsInput {
+	var ids []string
+	var out []*ec2.DescribeSubnetsInput
+	for _, term := range terms {
+		if term.ID != "" {
+			ids = append(ids, term.ID)
+			continue
+		}
+		if len(term.Tags) > 0 {
+			out = append(out, &ec2.DescribeSubnetsInput{Filters: selector.TagFilters(term.Tags), MaxResults: aws.Int32(maxResults)})
+		}
+	}
+	if len(ids) > 0 {
+		in := &ec2.DescribeSubnetsInput{Filters: []ec2types.Filter{{Name: aws.String("subnet-id"), Values: ids}}, MaxResults: aws.Int32(maxResults)}
+		out = append([]*ec2.DescribeSubnetsInput{in}, out...)
+	}
+	return out
+}
+
+// Status converts subnets into the EC2NodeClass status form: most available
+// IP addresses first, then by ID.
+func Status(subnets []ec2types.Subnet) []awsv1.Subnet {
+	sorted := slices.Clone(subnets)
+	slices.SortFunc(sorted, func(a, b ec2types.Subnet) int {
+		if c := cmp.Compare(aws.ToInt32(b.AvailableIpAddressCount), aws.ToInt32(a.AvailableIpAddressCount)); c != 0 {
+			return c
+		}
+		return strings.Compare(aws.ToString(a.SubnetId), aws.ToString(b.SubnetId))
+	})
+	out := make([]awsv1.Subnet, 0, len(sorted))
+	for _, s := range sorted {
+		out = append(out, awsv1.Subnet{ID: aws.ToString(s.SubnetId), Zone: aws.ToString(s.AvailabilityZone), ZoneID: aws.ToString(s.AvailabilityZoneId)})
+	}
+	return out
+}

@@ -1,0 +1,188 @@
+package operator
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
+	pricingapi "github.com/aws/aws-sdk-go-v2/service/pricing"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	awscloudprovider "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/ami"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/cache"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/capacityreservation"
+	awsnodeclass "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/nodeclass"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/providers/refresh"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instance"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instancetype"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/launchtemplate"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/pricing"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/securitygroup"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/subnet"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/version"
+	"github.com/karp-autoscaler/karp/pkg/controllers"
+	"github.com/karp-autoscaler/karp/pkg/operator/options"
+)
+
+// newAWSProvider builds the AWS provider: SDK clients from the default
+// credential chain and region (the SDK's AWS_ENDPOINT_URL* variables
+// apply), the cluster facts user data needs, the providers with their
+// caches, and the AWS controllers. Instance types must load (as upstream,
+// the process stops otherwise); prices fall back to the embedded ones.
+func newAWSProvider(ctx context.Context, opts *options.Options, op *Operator, restConfig *rest.Config) (*Provider, error) {
+	awsOpts := opts.AWS
+	logger := log.FromContext(ctx)
+	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("loading AWS SDK config: %w", err)
+	}
+	if cfg.Region == "" {
+		return nil, errors.New("no AWS region: set AWS_REGION (or the region of the AWS profile in use)")
+	}
+	ec2Client := ec2.NewFromConfig(cfg)
+	pricingClient := pricingapi.NewFromConfig(cfg, func(o *pricingapi.Options) { o.Region = pricing.PricingRegion(cfg.Region) })
+	clk := op.Clock
+	ticker, ok := clk.(clock.WithTicker)
+	if !ok {
+		ticker = clock.RealClock{}
+	}
+
+	facts, err := clusterFacts(ctx, awsOpts.ClusterEndpoint, awsOpts.ClusterCABundle, restConfig, op.Manager.GetAPIReader())
+	if err != nil {
+		return nil, err
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(restConfig)
+	if err != nil {
+		return nil, fmt.Errorf("building discovery client: %w", err)
+	}
+	versions := version.NewProvider(disco, clk)
+
+	prices, err := pricing.NewProvider(ec2Client, pricingClient, cfg.Region, awsOpts.IsolatedVPC, clk)
+	if err != nil {
+		return nil, fmt.Errorf("building pricing provider: %w", err)
+	}
+	if err := prices.Update(ctx); err != nil {
+		logger.Error(err, "updating prices, using the embedded prices until the next refresh")
+	}
+	unavailable := cache.NewUnavailableOfferings(clk)
+	var reservations *capacityreservation.Provider
+	var counter interface{ AvailableInstanceCount(string) (int, bool) }
+	if opts.FeatureGates.Enabled(options.FeatureReservedCapacity) {
+		reservations = capacityreservation.NewProvider(ec2Client, clk)
+		counter = reservations
+	}
+	types := instancetype.NewProvider(ec2Client, prices, unavailable, counter, instancetype.Options{
+		Region: cfg.Region, VMMemoryOverheadPercent: awsOpts.VMMemoryOverheadPercent, ReservedENIs: awsOpts.ReservedENIs,
+	}, clk)
+	if err := types.Update(ctx); err != nil {
+		return nil, fmt.Errorf("loading instance types from EC2: %w", err)
+	}
+	launchTemplates := launchtemplate.NewProvider(ec2Client, clk, launchtemplate.Options{
+		ClusterName:     awsOpts.ClusterName,
+		ClusterEndpoint: facts.endpoint,
+		CABundle:        facts.caBundle,
+		ClusterCIDR:     facts.serviceCIDR,
+		ClusterDNSIP:    facts.dnsIP,
+	})
+	instances := instance.NewProvider(ec2Client, ticker, awsOpts.ClusterName, unavailable)
+	cp := awscloudprovider.New(op.KubeClient, clk, awsOpts.ClusterName, types, instances, launchTemplates, unavailable)
+
+	providers := awsnodeclass.Providers{
+		AMIs:           ami.NewProvider(ec2Client, ssm.NewFromConfig(cfg), versions, clk, awsOpts.AMIRefreshInterval),
+		Subnets:        subnet.NewProvider(ec2Client, clk, awsOpts.SubnetRefreshInterval),
+		SecurityGroups: securitygroup.NewProvider(ec2Client, clk),
+		Version:        versions,
+		IAM:            iam.NewFromConfig(cfg),
+	}
+	if reservations != nil {
+		providers.CapacityReservations = reservations
+	}
+	logger.Info("built the AWS cloud provider", "region", cfg.Region, "clusterName", awsOpts.ClusterName,
+		"clusterEndpoint", facts.endpoint, "serviceCIDR", facts.serviceCIDR, "clusterDNS", facts.dnsIP)
+	return &Provider{
+		CloudProvider: cp,
+		Controllers: []controllers.Controller{
+			// Resolves each EC2NodeClass's subnets, security groups, AMIs,
+			// instance profile and Ready condition.
+			awsnodeclass.NewController(op.KubeClient, op.Recorder, clk, providers),
+			// Re-reads instance types and offerings every 12 hours.
+			refresh.NewInstanceTypeController(types),
+			// Re-reads on-demand and spot prices every 12 hours.
+			refresh.NewPricingController(prices),
+			// Deletes launch templates no launch used for a minute.
+			&runnable{name: "launchtemplate.garbagecollection", run: func(ctx context.Context) error { return launchTemplates.Run(ctx, ticker) }},
+		},
+		Close: func() {},
+	}, nil
+}
+
+// cluster are the facts about the cluster that go into user data.
+type cluster struct {
+	endpoint    string
+	caBundle    string
+	serviceCIDR string
+	dnsIP       string
+}
+
+// clusterFacts resolves the API server endpoint and CA (flags, else the
+// controller's own rest config), kube-dns's ClusterIP and the service CIDR
+// (from the cluster's ServiceCIDR object). The last two are only logged
+// when missing: custom DNS setups have no kube-dns, and AL2023 launches
+// report the missing CIDR themselves.
+func clusterFacts(ctx context.Context, endpoint, caBundle string, restConfig *rest.Config, reader client.Reader) (cluster, error) {
+	logger := log.FromContext(ctx)
+	c := cluster{endpoint: endpoint, caBundle: caBundle}
+	if c.endpoint == "" {
+		c.endpoint = restConfig.Host
+	}
+	if c.caBundle == "" {
+		ca := restConfig.CAData
+		if len(ca) == 0 && restConfig.CAFile != "" {
+			raw, err := os.ReadFile(restConfig.CAFile)
+			if err != nil {
+				return cluster{}, fmt.Errorf("reading the API server CA for --cluster-ca-bundle: %w", err)
+			}
+			ca = raw
+		}
+		c.caBundle = base64.StdEncoding.EncodeToString(ca)
+	}
+	dns := &corev1.Service{}
+	if err := reader.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "kube-dns"}, dns); err != nil {
+		logger.Error(err, "looking up kube-dns; nodes use their AMI's default cluster DNS")
+	} else {
+		c.dnsIP = dns.Spec.ClusterIP
+	}
+	cidr := &networkingv1.ServiceCIDR{}
+	if err := reader.Get(ctx, client.ObjectKey{Name: "kubernetes"}, cidr); err != nil || len(cidr.Spec.CIDRs) == 0 {
+		logger.Error(err, "looking up the service CIDR (ServiceCIDR kubernetes); AL2023 launches need it")
+	} else {
+		c.serviceCIDR = cidr.Spec.CIDRs[0]
+	}
+	return c, nil
+}
+
+// runnable is a controller that is a background loop on the leader.
+type runnable struct {
+	name string
+	run  func(ctx context.Context) error
+}
+
+func (r *runnable) Name() string { return r.name }
+
+func (r *runnable) Register(_ context.Context, mgr manager.Manager) error {
+	return mgr.Add(manager.RunnableFunc(r.run))
+}
