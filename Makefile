@@ -59,8 +59,9 @@ generate: ## regenerate deepcopy functions and CRDs from pkg/apis (controller-ge
 	hack/generate.sh
 
 .PHONY: verify
-verify: ## go vet and the generated files under pkg/apis up to date
+verify: ## go vet, golangci-lint (.golangci.yml) and the generated files under pkg/apis up to date
 	$(GO) vet ./...
+	hack/lint.sh
 	hack/verify.sh
 
 .PHONY: lint

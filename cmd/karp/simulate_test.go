@@ -7,31 +7,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/karp-autoscaler/karp/pkg/test/fixtures"
 )
 
-// sharedDir finds ../shared from the repository root (the directory
-// holding go.mod).
-func sharedDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the working directory")
-		}
-		dir = parent
-	}
-}
-
 func TestSimulateCommand(t *testing.T) {
-	seeds := filepath.Join(sharedDir(t), "examples", "seeds")
-	bench := filepath.Join(sharedDir(t), "bench")
+	seeds := fixtures.Example(t, "")
+	bench := fixtures.Bench(t, "")
 	badPool := filepath.Join(t.TempDir(), "pool.yaml")
 	if err := os.WriteFile(badPool, []byte("apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: x}\nspec:\n  weight: 0\n  template:\n    spec:\n      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}\n      requirements: []\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -95,7 +77,7 @@ func TestSimulateCommand(t *testing.T) {
 }
 
 func TestSimulateJSON(t *testing.T) {
-	seeds := filepath.Join(sharedDir(t), "examples", "seeds")
+	seeds := fixtures.Example(t, "")
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"simulate", "-o", "json", "-f", seeds, "-f", filepath.Join("..", "..", "pkg", "simulate", "testdata", "oversized-pod.yaml")}, &stdout, &stderr)
 	if code != 3 {
@@ -136,7 +118,7 @@ func TestSimulateJSON(t *testing.T) {
 }
 
 func TestSimulateReadsStdin(t *testing.T) {
-	seeds := filepath.Join(sharedDir(t), "examples", "seeds")
+	seeds := fixtures.Example(t, "")
 	in, err := os.Open(filepath.Join(seeds, "deployment-inflate-gpu.yaml"))
 	if err != nil {
 		t.Fatal(err)

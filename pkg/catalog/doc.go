@@ -1,5 +1,8 @@
-// Package catalog parses karp's instance-type catalog JSON (the format of
-// ../shared/catalog/README.md) into scheduling.InstanceType values.
+// Package catalog parses karp's instance-type catalog JSON into
+// scheduling.InstanceType values. A catalog is one object: a "description"
+// or "source", an optional "region", and "instanceTypes", each with a
+// name, labels, and optionally capacity, kubeReserved, allocatable,
+// onDemandPricePerHour and offerings (zone, capacityType, price, available).
 //
 // Allocatable is the catalog's allocatable when present, else capacity minus
 // kubeReserved; a type with neither capacity nor allocatable is rejected.

@@ -143,7 +143,7 @@ func managerOptions(opts *options.Options, leader LeaderElectionTimings) manager
 		LeaderElectionNamespace:       leaseNamespace(opts.LeaderElectionNamespace),
 		LeaderElectionResourceLock:    "leases",
 		LeaderElectionReleaseOnCancel: true,
-		BaseContext:                   context.Background,
+		BaseContext:                   context.Background, //nolint:forbidigo // the manager's base context: the process root the operator owns
 	}
 	if leader.LeaseDuration > 0 {
 		mo.LeaseDuration = &leader.LeaseDuration

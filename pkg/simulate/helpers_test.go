@@ -2,34 +2,14 @@ package simulate
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok"
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
+	"github.com/karp-autoscaler/karp/pkg/test/fixtures"
 )
-
-// sharedDir finds ../shared from the repository root (the directory
-// holding go.mod).
-func sharedDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the working directory")
-		}
-		dir = parent
-	}
-}
 
 var (
 	ec2Once  sync.Once
@@ -51,7 +31,7 @@ func ec2Catalog(t testing.TB) []*scheduling.InstanceType {
 }
 
 func seed(t testing.TB, name string) string {
-	return filepath.Join(sharedDir(t), "examples", "seeds", name)
+	return fixtures.Example(t, name)
 }
 
 func testdata(name string) string { return filepath.Join("testdata", name) }

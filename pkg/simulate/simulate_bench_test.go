@@ -6,12 +6,13 @@ import (
 	"testing"
 
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok"
+	"github.com/karp-autoscaler/karp/pkg/test/fixtures"
 )
 
 // BenchmarkRun is `karp simulate` on the scheduling benchmark (400
 // instance types, one NodePool, diverse pods), parsing included.
 func BenchmarkRun(b *testing.B) {
-	dir := filepath.Join(sharedDir(b), "bench")
+	dir := fixtures.Bench(b, "")
 	for _, n := range []string{"1000", "20000"} {
 		b.Run(n, func(b *testing.B) {
 			var rep *Report

@@ -12,35 +12,14 @@ import (
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/catalog"
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
+	"github.com/karp-autoscaler/karp/pkg/test/fixtures"
 )
-
-// repoRoot is the directory holding go.mod.
-func repoRoot(tb testing.TB) string {
-	tb.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			tb.Fatal("go.mod not found above the working directory")
-		}
-		dir = parent
-	}
-}
-
-// sharedDir is ../shared from the repository root.
-func sharedDir(tb testing.TB) string { return filepath.Join(repoRoot(tb), "..", "shared") }
 
 // benchInput loads the scheduling benchmark: 400 instance types, one
 // NodePool, n diverse pods.
 func benchInput(tb testing.TB, n string) Input {
 	tb.Helper()
-	dir := filepath.Join(sharedDir(tb), "bench")
+	dir := fixtures.Bench(tb, "")
 	types, err := catalog.LoadFile(filepath.Join(dir, "instance-types-400.json"), catalog.DefaultOptions())
 	if err != nil {
 		tb.Fatal(err)

@@ -11,14 +11,15 @@ import (
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/catalog"
+	"github.com/karp-autoscaler/karp/pkg/test/fixtures"
 )
 
 // exampleInput loads the user manifests from examples/ (single-document
 // files) against the EC2 catalog.
 func exampleInput(t *testing.T, nodePools []string, deployment string, daemonSets ...string) Input {
 	t.Helper()
-	examples := filepath.Join(repoRoot(t), "examples")
-	its, err := catalog.LoadFile(filepath.Join(sharedDir(t), "catalog", "aws-instance-types.json"), catalog.DefaultOptions())
+	examples := fixtures.Example(t, "")
+	its, err := catalog.LoadFile(fixtures.EC2Catalog(t), catalog.DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

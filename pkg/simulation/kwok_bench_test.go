@@ -3,7 +3,6 @@ package simulation
 import (
 	"fmt"
 	"math"
-	"path/filepath"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +11,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/catalog"
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
 	"github.com/karp-autoscaler/karp/pkg/test"
+	"github.com/karp-autoscaler/karp/pkg/test/fixtures"
 )
 
 // Upstream Karpenter's result on the kwok "basic" performance workload:
@@ -30,7 +30,7 @@ const (
 // with upstream kwok's 144 instance types.
 func kwokBasicInput(tb testing.TB) Input {
 	tb.Helper()
-	types, err := catalog.LoadFile(filepath.Join(sharedDir(tb), "bench", "kwok-instance-types.json"), catalog.DefaultOptions())
+	types, err := catalog.LoadFile(fixtures.Bench(tb, "kwok-instance-types.json"), catalog.DefaultOptions())
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package simulation
 import (
 	"math"
 	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -72,13 +71,6 @@ type bitset []uint64
 func newBitset(n int) bitset    { return make(bitset, (n+63)/64) }
 func (b bitset) set(i int)      { b[i/64] |= 1 << (uint(i) % 64) }
 func (b bitset) has(i int) bool { return b[i/64]&(1<<(uint(i)%64)) != 0 }
-func (b bitset) and(o bitset) bitset {
-	out := make(bitset, len(b))
-	for i := range b {
-		out[i] = b[i] & o[i]
-	}
-	return out
-}
 
 // newPool prepares a NodePool; types incompatible with its requirements are
 // dropped up front.
@@ -279,23 +271,4 @@ func (s *solver) limitReason(p *pool, extra scheduling.Vector) string {
 		}
 	}
 	return ""
-}
-
-// withinLimits reports whether the pool can take delta more capacity.
-func (p *pool) withinLimits(delta scheduling.Vector) bool {
-	if !p.hasLimits {
-		return true
-	}
-	for i, l := range p.limits {
-		if l >= 0 && p.used[i]+delta[i] > l {
-			return false
-		}
-	}
-	return true
-}
-
-func joinSorted(vals []string) string {
-	out := append([]string(nil), vals...)
-	sort.Strings(out)
-	return strings.Join(out, ",")
 }

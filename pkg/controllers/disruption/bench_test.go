@@ -20,6 +20,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/simulation"
 	"github.com/karp-autoscaler/karp/pkg/state"
 	"github.com/karp-autoscaler/karp/pkg/test"
+	"github.com/karp-autoscaler/karp/pkg/test/fixtures"
 )
 
 // BenchmarkConsolidationPass measures one consolidation decision (the
@@ -63,8 +64,7 @@ func benchPass(b *testing.B, c *Controller, w *world) {
 // into a cluster state as running nodes.
 func benchCluster(b *testing.B) (*Controller, *world) {
 	b.Helper()
-	root := repoRoot(b)
-	dir := filepath.Join(root, "..", "shared", "bench")
+	dir := fixtures.Bench(b, "")
 	all, err := catalog.LoadFile(filepath.Join(dir, "instance-types-400.json"), catalog.DefaultOptions())
 	if err != nil {
 		b.Fatal(err)
@@ -135,23 +135,6 @@ func loadNode(cluster *state.Cluster, name string, nc *simulation.NodeClaim, ini
 		}
 		pod.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "rs", UID: "rs"}}
 		cluster.UpdatePod(pod)
-	}
-}
-
-func repoRoot(b *testing.B) string {
-	dir, err := os.Getwd()
-	if err != nil {
-		b.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			b.Fatal("go.mod not found")
-		}
-		dir = parent
 	}
 }
 

@@ -6,8 +6,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/karp-autoscaler/karp/pkg/controllers/volumetopology"
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
+	"github.com/karp-autoscaler/karp/pkg/volumetopology"
 )
 
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims;persistentvolumes,verbs=get;list;watch

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok"
 	"github.com/karp-autoscaler/karp/pkg/manifest"
 	"github.com/karp-autoscaler/karp/pkg/simulate"
+	"github.com/karp-autoscaler/karp/pkg/test/controllertest"
 	"github.com/karp-autoscaler/karp/pkg/test/fixtures"
 )
 
@@ -36,12 +38,14 @@ func TestSimulatePrintsWhatTheProvisionerCreates(t *testing.T) {
 		"nginx-demo replicas apart":               {"nodepools-default-stable.yaml", "nginx-demo.yaml"},
 		"do-not-disrupt pod on spot":              {"nodepool-spot.yaml", "nginx-do-not-disrupt.yaml"},
 		"do-not-disrupt pod with a PriorityClass": {"nodepools-default-stable.yaml", "nginx-do-not-disrupt.yaml", "priorityclass.yaml"},
+		"DaemonSet overhead on every node":        {"nodepools-default-stable.yaml", "daemonset-all-nodes.yaml", "nginx-demo.yaml"},
+		"every seed manifest at once":             {""},
 	}
 	for name, files := range tests {
 		t.Run(name, func(t *testing.T) {
 			paths := make([]string, 0, len(files))
 			for _, f := range files {
-				paths = append(paths, fixtures.Example(t, f))
+				paths = append(paths, fixtures.Example(t, f)) // "" is the whole directory
 			}
 			set, err := manifest.Load(paths...)
 			if err != nil {
@@ -62,6 +66,7 @@ func TestSimulatePrintsWhatTheProvisionerCreates(t *testing.T) {
 
 			h := newHarness(t)
 			h.provider.SetInstanceTypes(catalog...)
+			h.applyAround(set)
 			for _, np := range set.NodePools {
 				np = np.DeepCopy()
 				np.UID, np.ResourceVersion = "", ""
@@ -87,6 +92,33 @@ func TestSimulatePrintsWhatTheProvisionerCreates(t *testing.T) {
 			}
 		})
 	}
+}
+
+// applyAround creates what the manifests hold besides NodePools and pods
+// that the provisioner reads: PriorityClasses (kept when they exist),
+// LimitRanges and DaemonSets (in the test namespace, which the harness
+// cleans up; where a DaemonSet runs does not change its overhead), and
+// waits until state has the DaemonSets.
+func (h *harness) applyAround(set *manifest.Set) {
+	h.t.Helper()
+	for _, pc := range set.PriorityClasses {
+		pc = pc.DeepCopy()
+		pc.UID, pc.ResourceVersion = "", ""
+		if err := h.client.Create(h.ctx, pc); err != nil && !apierrors.IsAlreadyExists(err) {
+			h.t.Fatalf("creating PriorityClass %s: %v", pc.Name, err)
+		}
+	}
+	for _, lr := range set.LimitRanges {
+		lr = lr.DeepCopy()
+		lr.UID, lr.ResourceVersion, lr.Namespace = "", "", controllertest.Namespace
+		h.create(lr)
+	}
+	for _, ds := range set.DaemonSets {
+		ds = ds.DeepCopy()
+		ds.UID, ds.ResourceVersion, ds.Namespace = "", "", controllertest.Namespace
+		h.create(ds)
+	}
+	h.eventually("DaemonSets in state", func() bool { return len(h.cluster.DaemonSets()) == len(set.DaemonSets) })
 }
 
 // quantities compares resource quantities by value (the API server

@@ -7,9 +7,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/karp-autoscaler/karp/pkg/controllers/volumetopology"
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
+	"github.com/karp-autoscaler/karp/pkg/volumetopology"
 )
 
 // volumeRequirements resolves where each pod's volumes let it run (see

@@ -2,6 +2,7 @@ package termination
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -187,13 +188,21 @@ func (f *fixture) reconcileUntil(t *testing.T, node, what string, cond func() bo
 }
 
 // passes reconciles the node n times, 100 ms apart, so the queue gets
-// several tries.
+// several tries. Only the eviction backoff check uses it: a test that
+// asserts nothing happened first waits for the sync point that shows the
+// controller tried (eventSeen, a refused-eviction count).
 func (f *fixture) passes(t *testing.T, node string, n int) {
 	t.Helper()
 	for range n {
 		f.reconcile(t, node)
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// eventSeen reports whether kind/name has an event with reason: the sync
+// point that the controller reached a decision and was turned down.
+func eventSeen(t *testing.T, kind, name, reason string) func() bool {
+	return func() bool { return slices.Contains(h.EventReasons(t, kind, name), reason) }
 }
 
 func gone(t *testing.T, obj client.Object) func() bool {
@@ -344,7 +353,8 @@ func TestPodsLeaveGroupByGroup(t *testing.T) {
 	}
 	deleteNode(t, node)
 	for i := range pods {
-		f.passes(t, node.Name, 3)
+		// Sync point: the current group's eviction was tried and refused.
+		f.reconcileUntil(t, node.Name, pods[i].Name+"'s eviction is refused", eventSeen(t, "Pod", pods[i].Name, ReasonFailedDraining))
 		for j := i; j < len(pods); j++ {
 			if !exists(t, pods[j]) {
 				t.Fatalf("%s left before %s", pods[j].Name, pods[i].Name)
@@ -377,11 +387,10 @@ func TestAPodUnderTwoPDBsIsRetriedUntilOneGoes(t *testing.T) {
 	setPDBAllowed(t, second, 1)
 	deleteNode(t, node)
 
-	f.passes(t, node.Name, 5)
+	f.reconcileUntil(t, node.Name, "the eviction is refused", eventSeen(t, "Pod", pod.Name, ReasonFailedDraining))
 	if !exists(t, pod) {
 		t.Fatal("pod evicted although two PDBs select it (the API refuses such evictions)")
 	}
-	h.WaitForEvent(t, "Pod", pod.Name, ReasonFailedDraining)
 	// The user fixes the budgets: the retried eviction goes through.
 	if err := h.Env.Client.Delete(t.Context(), second); err != nil {
 		t.Fatal(err)
@@ -430,16 +439,17 @@ func TestDoNotDisruptBlocksTheDrainUntilTheTerminationGracePeriodForcesIt(t *tes
 	blockingPDB(t, pod.Name, 0)
 	deleteNode(t, node)
 
-	f.passes(t, node.Name, 5)
+	f.reconcileUntil(t, node.Name, "the drain is blocked", eventSeen(t, "Node", node.Name, ReasonFailedDraining))
 	got := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: pod.Name}}
 	if !h.Get(t, got) || got.DeletionTimestamp != nil {
 		t.Fatal("do-not-disrupt pod disrupted before the deadline")
 	}
-	h.WaitForEvent(t, "Node", node.Name, ReasonFailedDraining)
 
 	// 31 s before the deadline the pod's 30 s grace period still fits.
+	// The deletion at the deadline is decided in the reconcile itself, so
+	// one reconcile after the fake clock step is the sync point.
 	h.Clock.SetTime(deadline.Add(-31 * time.Second))
-	f.passes(t, node.Name, 2)
+	f.reconcile(t, node.Name)
 	if !h.Get(t, got) || got.DeletionTimestamp != nil {
 		t.Fatal("pod deleted before the deadline minus its grace period")
 	}
@@ -472,7 +482,7 @@ func TestVolumeAttachmentsAreAwaitedBeforeTheInstanceIsDeleted(t *testing.T) {
 	h.Create(t, va)
 	deleteNode(t, node)
 
-	f.passes(t, node.Name, 3)
+	f.reconcileUntil(t, node.Name, "the controller awaits the volume", eventSeen(t, "Node", node.Name, ReasonAwaitingVolumeDetachment))
 	if !exists(t, node) {
 		t.Fatal("node released while a volume was attached")
 	}
@@ -482,7 +492,6 @@ func TestVolumeAttachmentsAreAwaitedBeforeTheInstanceIsDeleted(t *testing.T) {
 	if c := nodeClaimCondition(t, nc.Name, karpv1.ConditionTypeVolumesDetached); c == nil || c.Status != metav1.ConditionFalse {
 		t.Errorf("VolumesDetached = %+v, want False", c)
 	}
-	h.WaitForEvent(t, "Node", node.Name, ReasonAwaitingVolumeDetachment)
 
 	if err := h.Env.Client.Delete(t.Context(), va); err != nil {
 		t.Fatal(err)

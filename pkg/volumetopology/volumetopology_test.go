@@ -14,8 +14,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/karp-autoscaler/karp/pkg/controllers/volumetopology"
 	"github.com/karp-autoscaler/karp/pkg/test/environment"
+	"github.com/karp-autoscaler/karp/pkg/volumetopology"
 )
 
 var env *environment.Environment
