@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,6 +48,8 @@ type installed struct {
 	Config *rest.Config
 	// Env is the controller's environment, resolved from the Deployment.
 	Env []string
+	// Kubeconfig holds only the ServiceAccount's token.
+	Kubeconfig string
 	// HealthPort serves /healthz and /readyz, MetricsPort /metrics.
 	HealthPort, MetricsPort int
 	cmd                     *exec.Cmd
@@ -135,8 +138,8 @@ func doInstall(f *framework.Framework) (*installed, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := &installed{Config: cfg, Env: env, HealthPort: healthPort, MetricsPort: metricsPort, exited: make(chan struct{})}
-	if err := in.start(kubeconfig); err != nil {
+	in := &installed{Config: cfg, Env: env, Kubeconfig: kubeconfig, HealthPort: healthPort, MetricsPort: metricsPort, exited: make(chan struct{})}
+	if err := in.start(); err != nil {
 		return nil, err
 	}
 	return in, nil
@@ -220,7 +223,7 @@ func serviceAccountConfig(ctx context.Context, f *framework.Framework) (*rest.Co
 // start runs karp-controller with the chart's environment (and nothing
 // of this process's but PATH, HOME and TMPDIR) and the ServiceAccount's
 // kubeconfig, and waits until /readyz answers 200.
-func (in *installed) start(kubeconfig string) error {
+func (in *installed) start() error {
 	bin, err := buildController()
 	if err != nil {
 		return err
@@ -230,7 +233,7 @@ func (in *installed) start(kubeconfig string) error {
 		return err
 	}
 	in.log = logFile.Name()
-	in.cmd = exec.Command(bin, "--kubeconfig", kubeconfig)
+	in.cmd = exec.Command(bin, "--kubeconfig", in.Kubeconfig)
 	in.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + os.TempDir()}, in.Env...)
 	in.cmd.Stdout, in.cmd.Stderr = logFile, logFile
 	if err := in.cmd.Start(); err != nil {
@@ -259,8 +262,55 @@ func (in *installed) start(kubeconfig string) error {
 	}
 }
 
-// buildController builds cmd/karp-controller into a temporary directory.
+// replica starts a second controller as the Deployment's second replica
+// would run: the same identity and environment, on its own ports.
+func (in *installed) replica() (*installed, error) {
+	metricsPort, err := operator.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	healthPort, err := operator.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	// exec keeps the last value of a repeated variable.
+	env := append(slices.Clone(in.Env), "METRICS_PORT="+strconv.Itoa(metricsPort), "HEALTH_PROBE_PORT="+strconv.Itoa(healthPort))
+	r := &installed{Config: in.Config, Env: env, Kubeconfig: in.Kubeconfig, HealthPort: healthPort, MetricsPort: metricsPort,
+		exited: make(chan struct{})}
+	return r, r.start()
+}
+
+// stop interrupts the controller and waits for it to release its Lease
+// and exit, killing it after 30 seconds.
+func (in *installed) stop() {
+	select {
+	case <-in.exited:
+		return
+	default:
+	}
+	_ = in.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-in.exited:
+	case <-time.After(30 * time.Second):
+		_ = in.cmd.Process.Kill()
+		<-in.exited
+	}
+}
+
+var (
+	buildOnce sync.Once
+	built     string
+	buildErr  error
+)
+
+// buildController builds cmd/karp-controller once into a temporary
+// directory.
 func buildController() (string, error) {
+	buildOnce.Do(func() { built, buildErr = goBuild() })
+	return built, buildErr
+}
+
+func goBuild() (string, error) {
 	root, err := environment.RepoRoot()
 	if err != nil {
 		return "", err
@@ -281,20 +331,8 @@ func buildController() (string, error) {
 // stopController interrupts the controller and waits for it to release
 // its Lease and exit (killing it after 30 seconds).
 func stopController() {
-	if current == nil || current.cmd == nil {
-		return
-	}
-	select {
-	case <-current.exited:
-		return
-	default:
-	}
-	_ = current.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-current.exited:
-	case <-time.After(30 * time.Second):
-		_ = current.cmd.Process.Kill()
-		<-current.exited
+	if current != nil && current.cmd != nil {
+		current.stop()
 	}
 }
 
