@@ -233,6 +233,7 @@ func (in *installed) start() error {
 		return err
 	}
 	in.log = logFile.Name()
+	logs = append(logs, in.log)
 	in.cmd = exec.Command(bin, "--kubeconfig", in.Kubeconfig)
 	in.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + os.TempDir()}, in.Env...)
 	in.cmd.Stdout, in.cmd.Stderr = logFile, logFile
@@ -301,7 +302,24 @@ var (
 	buildOnce sync.Once
 	built     string
 	buildErr  error
+	// logs are the controllers' log files, removed when every test passed.
+	logs []string
 )
+
+// cleanUp removes the built binary, and the controllers' logs unless the
+// run failed or KARP_E2E_KEEP_LOGS is set (then it names them).
+func cleanUp(failed bool) {
+	if built != "" {
+		_ = os.RemoveAll(filepath.Dir(built))
+	}
+	for _, log := range logs {
+		if failed || os.Getenv("KARP_E2E_KEEP_LOGS") != "" {
+			fmt.Fprintf(os.Stderr, "e2e: karp-controller log kept in %s\n", log)
+			continue
+		}
+		_ = os.Remove(log)
+	}
+}
 
 // buildController builds cmd/karp-controller once into a temporary
 // directory.

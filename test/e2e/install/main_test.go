@@ -10,5 +10,6 @@ import (
 func TestMain(m *testing.M) {
 	code := framework.Run(m)
 	stopController()
+	cleanUp(code != 0)
 	os.Exit(code)
 }
