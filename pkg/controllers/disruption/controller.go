@@ -161,6 +161,11 @@ func (c *Controller) decide(ctx context.Context, w *world) (bool, error) {
 	if err != nil || cmd.Empty() {
 		return false, err
 	}
+	if needsValidation(method) {
+		for _, cand := range cmd.Candidates {
+			c.events.candidate(cand, cmd)
+		}
+	}
 	if needsValidation(method) && c.opts.ValidationDelay > 0 {
 		c.pending = &pending{cmd: cmd, method: method, at: c.clock.Now().Add(c.opts.ValidationDelay)}
 		log.FromContext(ctx).V(1).Info("validating disruption", "command", cmd.String(), "delay", c.opts.ValidationDelay)
