@@ -1,6 +1,7 @@
 package charts_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -38,7 +39,9 @@ func nonDefault() map[string]any {
 			"enabled":          true,
 			"additionalLabels": map[string]any{"release": "prometheus"},
 			"endpointConfig":   map[string]any{"interval": "15s"},
+			"sampleLimit":      5000,
 		},
+		"initContainers":                []any{map[string]any{"name": "wait", "image": "busybox"}},
 		"podAnnotations":                map[string]any{"prometheus.io/scrape": "true"},
 		"podDisruptionBudget":           map[string]any{"name": "karp-pdb", "maxUnavailable": 2},
 		"priorityClassName":             "high",
@@ -333,6 +336,12 @@ func TestNonDefault(t *testing.T) {
 	endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
 	if len(endpoints) != 1 || endpoints[0].(map[string]any)["interval"] != "15s" || endpoints[0].(map[string]any)["port"] != "http-metrics" {
 		t.Errorf("ServiceMonitor endpoints = %v", endpoints)
+	}
+	if limit, _, _ := unstructured.NestedFieldNoCopy(sm.Object, "spec", "sampleLimit"); fmt.Sprint(limit) != "5000" {
+		t.Errorf("ServiceMonitor sampleLimit = %v, want 5000", limit)
+	}
+	if len(spec.InitContainers) != 1 || spec.InitContainers[0].Name != "wait" {
+		t.Errorf("initContainers = %+v, want the wait container", spec.InitContainers)
 	}
 	if sm.GetLabels()["release"] != "prometheus" {
 		t.Errorf("ServiceMonitor labels = %v", sm.GetLabels())
