@@ -87,7 +87,7 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 }
 
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;create;delete;patch
-// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims/status,verbs=patch;update
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=limitranges;namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
