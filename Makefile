@@ -40,11 +40,11 @@ test: tools ## run every test: unit, controller (envtest) and end-to-end
 	$(GO) test -count=1 -timeout 40m ./...
 
 .PHONY: generate
-generate: ## regenerate deepcopy functions and CRDs from pkg/apis (controller-gen v0.21.0)
+generate: ## regenerate deepcopy functions and CRDs from pkg/apis, the charts' CRD copies and RBAC rules from the code's markers (controller-gen v0.21.0)
 	hack/generate.sh
 
 .PHONY: verify
-verify: ## fail when generated files under pkg/apis are stale
+verify: ## fail when generated files (pkg/apis, the charts' CRDs and RBAC rules) are stale
 	hack/verify.sh
 
 .PHONY: image
