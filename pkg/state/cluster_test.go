@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -458,4 +459,70 @@ func TestOvercommittedNodeReleasesTheFillFirst(t *testing.T) {
 				cluster.IsNominated(fill), cluster.IsNominated(large[0]), cluster.IsNominated(large[1]))
 		}
 	}
+}
+
+func TestPodBindingTimeMetrics(t *testing.T) {
+	cleanup(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	cluster := state.NewCluster(clk, env.Client)
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(state.NewCollector(cluster)); err != nil {
+		t.Fatal(err)
+	}
+	created := clk.Now().Add(-10 * time.Second)
+	cluster.UpdatePod(test.MakePod("waiting").Created(created).Obj())
+	want := `
+# HELP karpenter_pods_unbound_time_seconds The time from pod creation until the pod is bound.
+# TYPE karpenter_pods_unbound_time_seconds gauge
+karpenter_pods_unbound_time_seconds{dynamic_resources="false",name="waiting",namespace="default"} 10
+# HELP karpenter_pods_unstarted_time_seconds The time from pod creation until the pod is running.
+# TYPE karpenter_pods_unstarted_time_seconds gauge
+karpenter_pods_unstarted_time_seconds{name="waiting",namespace="default"} 10
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "karpenter_pods_unbound_time_seconds", "karpenter_pods_unstarted_time_seconds"); err != nil {
+		t.Error(err)
+	}
+
+	// Bound 4s after its creation: observed once, and no longer unbound.
+	before := testutil.CollectAndCount(state.PodBoundDuration)
+	var sumBefore float64
+	if m := histogram(t, "false"); m != nil {
+		sumBefore = m.GetSampleSum()
+	}
+	bound := test.MakePod("waiting").Created(created).NodeName("n").Obj()
+	bound.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue,
+		LastTransitionTime: metav1.NewTime(created.Add(4 * time.Second))}}
+	cluster.UpdatePod(bound)
+	cluster.UpdatePod(bound)
+	m := histogram(t, "false")
+	if m == nil || m.GetSampleSum()-sumBefore != 4 {
+		t.Errorf("bound duration sum grew by %v, want 4 (series before: %d)", m.GetSampleSum()-sumBefore, before)
+	}
+	if got := testutil.CollectAndCount(state.NewCollector(cluster), "karpenter_pods_unbound_time_seconds"); got != 0 {
+		t.Errorf("%d unbound series after binding, want 0", got)
+	}
+}
+
+// histogram returns the bound-duration histogram of the dynamic_resources
+// value, or nil.
+func histogram(t *testing.T, dynamic string) *dto.Histogram {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(state.PodBoundDuration); err != nil {
+		t.Fatal(err)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		for _, m := range f.Metric {
+			for _, l := range m.Label {
+				if l.GetName() == "dynamic_resources" && l.GetValue() == dynamic {
+					return m.Histogram
+				}
+			}
+		}
+	}
+	return nil
 }

@@ -85,13 +85,13 @@ func offeringPrice(instanceType, capacityType, zone string) (float64, bool) {
 // Register registers the view's metrics with reg: the node and pod
 // gauges (computed at scrape time) and the pod startup summary.
 func Register(reg prometheus.Registerer, cluster *Cluster) error {
-	return errors.Join(reg.Register(NewCollector(cluster)), reg.Register(PodStartupDuration))
+	return errors.Join(reg.Register(NewCollector(cluster)), reg.Register(PodStartupDuration), reg.Register(PodBoundDuration))
 }
 
 // Describe implements prometheus.Collector.
 func (m *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{nodeAllocatableDesc, nodePodRequestsDesc, nodeDaemonRequestsDesc, nodeCountDesc, syncedDesc, podStateDesc,
-		clusterUtilizationDesc, nodePoolCostDesc} {
+		clusterUtilizationDesc, nodePoolCostDesc, podUnboundDesc, podUnstartedDesc} {
 		ch <- d
 	}
 }
