@@ -90,12 +90,17 @@ func doInstall(f *framework.Framework) (*installed, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Ports the machine has free; a validation delay that keeps the
+	// Ports the machine has free; resources, which the chart turns into
+	// CPU_REQUESTS and MEMORY_LIMIT; a validation delay that keeps the
 	// consolidation scenario short. Everything else is the chart's default.
 	values := map[string]any{
 		"controller": map[string]any{
 			"metrics":     map[string]any{"port": metricsPort},
 			"healthProbe": map[string]any{"port": healthPort},
+			"resources": map[string]any{
+				"requests": map[string]any{"cpu": "1", "memory": "512Mi"},
+				"limits":   map[string]any{"memory": "2Gi"},
+			},
 		},
 		"settings": map[string]any{"disruptionValidationDelay": "1s"},
 	}
@@ -133,6 +138,11 @@ func doInstall(f *framework.Framework) (*installed, error) {
 	env, err := containerEnv(deployment)
 	if err != nil {
 		return nil, err
+	}
+	for _, want := range []string{"CPU_REQUESTS=1000", "MEMORY_LIMIT=2147483648", "LEADER_ELECTION_NAMESPACE=" + namespace} {
+		if !slices.Contains(env, want) {
+			return nil, fmt.Errorf("the Deployment's environment %v lacks %s", env, want)
+		}
 	}
 	cfg, kubeconfig, err := serviceAccountConfig(ctx, f)
 	if err != nil {
