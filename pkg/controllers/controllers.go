@@ -18,6 +18,7 @@ import (
 
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 	"github.com/karp-autoscaler/karp/pkg/controllers/disruption"
+	"github.com/karp-autoscaler/karp/pkg/controllers/metrics/status"
 	"github.com/karp-autoscaler/karp/pkg/controllers/interruption"
 	"github.com/karp-autoscaler/karp/pkg/controllers/node/health"
 	nodetermination "github.com/karp-autoscaler/karp/pkg/controllers/node/termination"
@@ -111,6 +112,8 @@ func NewControllers(deps Deps) []Controller {
 			provisioningOptions(deps.Options).NominationTTL()).WithAPIReader(deps.APIReader),
 		// Registers the scheduler, node and pod metrics.
 		provisioning.NewMetricsRegistrar(crmetrics.Registry, cluster),
+		// Registers the NodeClaim and NodePool status-condition metrics.
+		status.NewRegistrar(crmetrics.Registry, deps.Clock, deps.CloudProvider),
 		// Deletes or replaces empty, drifted and underutilized nodes
 		// within budgets (singleton), and says why the others stay.
 		disruption.NewController(deps.KubeClient, deps.CloudProvider, cluster, deps.Recorder, deps.Clock,

@@ -1,21 +1,35 @@
-package operator_test
+// Package scrape_test runs the full controller list against a real API
+// server, scrapes /metrics and checks the series upstream Karpenter's
+// dashboards and documentation query. It is its own test binary because
+// controller-runtime allows each controller name once per process.
+package scrape_test
 
 import (
+	"context"
+	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/fake"
+	"github.com/karp-autoscaler/karp/pkg/controllers"
+	"github.com/karp-autoscaler/karp/pkg/operator"
+	"github.com/karp-autoscaler/karp/pkg/operator/options"
 	"github.com/karp-autoscaler/karp/pkg/test"
 	"github.com/karp-autoscaler/karp/pkg/test/environment"
 )
@@ -44,8 +58,8 @@ func TestMetricsUpstreamQueriesRead(t *testing.T) {
 
 	env := environment.New(t)
 	healthPort, metricsPort := freePort(t), freePort(t)
-	r := startWithControllers(t, env, healthPort, metricsPort)
-	waitReady(t, r)
+	startWithControllers(t, env, healthPort, metricsPort)
+	waitReady(t, healthPort)
 	h := env.Client
 	ctx := t.Context()
 
@@ -207,3 +221,66 @@ func liftNotReadyTaint(t *testing.T, h client.Client, name string) {
 		return h.Update(t.Context(), current) == nil
 	})
 }
+
+// startWithControllers runs karp's operator with the full controller list
+// and the fake provider against env until the test ends.
+func startWithControllers(t *testing.T, env *environment.Environment, healthPort, metricsPort int) {
+	t.Helper()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	opts, err := options.Parse(fs, []string{fmt.Sprintf("--health-probe-port=%d", healthPort),
+		fmt.Sprintf("--metrics-port=%d", metricsPort), "--disable-leader-election"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := operator.New(t.Context(), env.Config, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := op.Register(t.Context(), controllers.NewControllers(op.Deps(fake.New()))...); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- op.Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	port, err := operator.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
+func get(url string) (int, string, error) {
+	resp, err := http.Get(url) //nolint:gosec,noctx // test-local URL
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}
+
+// waitReady polls /readyz until it answers 200.
+func waitReady(t *testing.T, healthPort int) {
+	t.Helper()
+	poll(t, "/readyz to answer 200", func() bool {
+		code, _, err := get(fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort))
+		return err == nil && code == http.StatusOK
+	})
+}
+
+func poll(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return cond(), nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+func keyOf(name string) client.ObjectKey { return client.ObjectKey{Name: name} }

@@ -1,0 +1,18 @@
+// Package status exports the status-condition metrics upstream Karpenter
+// publishes (through operatorpkg) for NodeClaims and NodePools, with its
+// names and labels:
+//
+//   - operator_<kind>_status_condition_count and
+//     operator_<kind>_status_condition_current_status_seconds, labelled
+//     namespace, name, type, status, reason, plus for NodeClaims their
+//     NodeClass and NodePool labels (karpenter_kwok_sh_kwoknodeclass,
+//     karpenter_sh_nodepool);
+//   - the deprecated operator_status_condition_count and
+//     operator_status_condition_current_status_seconds, labelled namespace,
+//     name, type, status, reason, group and kind, which upstream still emits.
+//
+// The values are computed when /metrics is scraped, from the manager's
+// cache, so deleted objects and past conditions have no series. The
+// transition counters and histograms upstream also keeps are not exported.
+// It imports no controller package and acts on nothing.
+package status
