@@ -526,3 +526,40 @@ func histogram(t *testing.T, dynamic string) *dto.Histogram {
 	}
 	return nil
 }
+
+func TestNodeLimitsOverheadAndLifetime(t *testing.T) {
+	cleanup(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	cluster := state.NewCluster(clk, env.Client)
+	node := test.MakeNode("n").Label(karpv1.NodePoolLabelKey, "pool").
+		Capacity("cpu", "2", "memory", "8Gi").Allocatable("cpu", "1900m", "memory", "7Gi").Obj()
+	node.CreationTimestamp = metav1.NewTime(clk.Now().Add(-time.Hour))
+	cluster.UpdateNode(node)
+	cluster.UpdatePod(test.MakePod("a").NodeName("n").Limits("cpu", "1").Obj())
+	cluster.UpdatePod(test.MakePod("d").NodeName("n").Limits("cpu", "200m").Owner("DaemonSet", "ds", "u").Obj())
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(state.NewCollector(cluster)); err != nil {
+		t.Fatal(err)
+	}
+	labels := `arch="",capacity_type="",instance_type="",node_name="n",nodepool="pool",os="",region="",`
+	tail := `windows_build="",zone=""`
+	want := `
+# HELP karpenter_nodes_current_lifetime_seconds Node age in seconds
+# TYPE karpenter_nodes_current_lifetime_seconds gauge
+karpenter_nodes_current_lifetime_seconds{` + labels + tail + `} 3600
+# HELP karpenter_nodes_system_overhead Node system daemon overhead are the resources reserved for system overhead, the difference between the node's capacity and allocatable values are reported by the status.
+# TYPE karpenter_nodes_system_overhead gauge
+karpenter_nodes_system_overhead{` + labels + `resource_type="cpu",` + tail + `} 0.1
+karpenter_nodes_system_overhead{` + labels + `resource_type="memory",` + tail + `} 1.073741824e+09
+# HELP karpenter_nodes_total_daemon_limits Node total daemon limits are the resources specified by DaemonSet pod limits.
+# TYPE karpenter_nodes_total_daemon_limits gauge
+karpenter_nodes_total_daemon_limits{` + labels + `resource_type="cpu",` + tail + `} 0.2
+# HELP karpenter_nodes_total_pod_limits Node total pod limits are the resources specified by pod limits, including the DaemonSet pods.
+# TYPE karpenter_nodes_total_pod_limits gauge
+karpenter_nodes_total_pod_limits{` + labels + `resource_type="cpu",` + tail + `} 1.2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "karpenter_nodes_current_lifetime_seconds",
+		"karpenter_nodes_system_overhead", "karpenter_nodes_total_daemon_limits", "karpenter_nodes_total_pod_limits"); err != nil {
+		t.Error(err)
+	}
+}
