@@ -117,7 +117,7 @@ func NewControllers(deps Deps) []Controller {
 		// Registers the scheduler, node and pod metrics.
 		provisioning.NewMetricsRegistrar(crmetrics.Registry, cluster),
 		// Registers the NodeClaim and NodePool status-condition metrics.
-		status.NewRegistrar(crmetrics.Registry, deps.Clock, deps.CloudProvider),
+		status.NewRegistrar(crmetrics.Registry, deps.Clock, deps.CloudProvider, deps.Recorder),
 		// Deletes or replaces empty, drifted and underutilized nodes
 		// within budgets (singleton), and says why the others stay.
 		disruption.NewController(deps.KubeClient, deps.CloudProvider, cluster, deps.Recorder, deps.Clock,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -120,27 +121,31 @@ func (c *Collector) emit(ch chan<- prometheus.Metric, now time.Time, d kindDescs
 	}
 }
 
-// Registrar registers the collector over the manager's cache when the
-// controller list is registered.
+// Registrar registers the status-condition metrics: the scrape-time
+// gauges over the manager's cache and the transition controllers of
+// NodeClaims and NodePools.
 type Registrar struct {
 	reg           prometheus.Registerer
 	clock         clock.PassiveClock
 	cloudProvider cloudprovider.CloudProvider
+	recorder      events.EventRecorder
 }
 
-// NewRegistrar returns the registrar for reg.
-func NewRegistrar(reg prometheus.Registerer, clk clock.PassiveClock, cloudProvider cloudprovider.CloudProvider) *Registrar {
-	return &Registrar{reg: reg, clock: clk, cloudProvider: cloudProvider}
+// NewRegistrar returns the registrar for reg; recorder receives the
+// condition transition events.
+func NewRegistrar(reg prometheus.Registerer, clk clock.PassiveClock, cloudProvider cloudprovider.CloudProvider, recorder events.EventRecorder) *Registrar {
+	return &Registrar{reg: reg, clock: clk, cloudProvider: cloudProvider, recorder: recorder}
 }
 
 // Name names the registrar in the controller list.
 func (r *Registrar) Name() string { return "metrics.status" }
 
-// Register registers the collector; the NodeClaim labels are the NodeClass
-// label of each kind the provider supports (group/lower-case kind) and
-// the NodePool label, as upstream's. A second registration in the same
-// process (tests that build several operators) keeps the first.
-func (r *Registrar) Register(_ context.Context, mgr manager.Manager) error {
+// Register registers the collector and the transition controllers. The
+// NodeClaim labels are the NodeClass label of each kind the provider
+// supports (group/lower-case kind) and the NodePool label, as upstream's.
+// Metrics registered already in the process (tests that build several
+// operators) are kept.
+func (r *Registrar) Register(ctx context.Context, mgr manager.Manager) error {
 	var labels []string
 	for _, nc := range r.cloudProvider.GetSupportedNodeClasses() {
 		gvk, err := apiutil.GVKForObject(nc, mgr.GetScheme())
@@ -150,10 +155,51 @@ func (r *Registrar) Register(_ context.Context, mgr manager.Manager) error {
 		labels = append(labels, gvk.Group+"/"+strings.ToLower(gvk.Kind))
 	}
 	labels = append(labels, karpv1.NodePoolLabelKey)
-	err := r.reg.Register(NewCollector(mgr.GetClient(), r.clock, labels))
-	var already prometheus.AlreadyRegisteredError
-	if errors.As(err, &already) {
-		return nil
+	extra := make([]string, 0, len(labels))
+	for _, k := range labels {
+		extra = append(extra, prometheusLabel(k))
 	}
-	return err
+	nodeClaims := &transitionController[*karpv1.NodeClaim]{kind: "NodeClaim", labelKeys: labels,
+		newObject:  func() *karpv1.NodeClaim { return &karpv1.NodeClaim{} },
+		conditions: func(nc *karpv1.NodeClaim) []metav1.Condition { return nc.Status.Conditions },
+		metrics:    newTransitionMetrics("nodeclaim", extra), recorder: r.recorder, lastObserve: map[string][]metav1.Condition{}}
+	nodePools := &transitionController[*karpv1.NodePool]{kind: "NodePool",
+		newObject:  func() *karpv1.NodePool { return &karpv1.NodePool{} },
+		conditions: func(np *karpv1.NodePool) []metav1.Condition { return np.Status.Conditions },
+		metrics:    newTransitionMetrics("nodepool", nil), recorder: r.recorder, lastObserve: map[string][]metav1.Condition{}}
+
+	collectors := append([]prometheus.Collector{NewCollector(mgr.GetClient(), r.clock, labels)}, nodeClaims.metrics.collectors()...)
+	collectors = append(collectors, nodePools.metrics.total, nodePools.metrics.duration)
+	for _, c := range collectors {
+		if err := r.reg.Register(c); err != nil {
+			var already prometheus.AlreadyRegisteredError
+			if !errors.As(err, &already) {
+				return err
+			}
+			// Keep the registered one: a second operator in the process
+			// reports into it.
+			adopt(already.ExistingCollector, nodeClaims.metrics, nodePools.metrics)
+		}
+	}
+	return errors.Join(nodeClaims.Register(ctx, mgr), nodePools.Register(ctx, mgr))
+}
+
+// adopt points the transition metrics at an already registered collector
+// of the same name.
+func adopt(existing prometheus.Collector, metrics ...*transitionMetrics) {
+	for _, m := range metrics {
+		if cv, ok := existing.(*prometheus.CounterVec); ok && sameDesc(cv, m.total) {
+			m.total = cv
+		}
+		if hv, ok := existing.(*prometheus.HistogramVec); ok && sameDesc(hv, m.duration) {
+			m.duration = hv
+		}
+	}
+}
+
+func sameDesc(a, b prometheus.Collector) bool {
+	da, db := make(chan *prometheus.Desc, 1), make(chan *prometheus.Desc, 1)
+	a.Describe(da)
+	b.Describe(db)
+	return (<-da).String() == (<-db).String()
 }

@@ -15,34 +15,30 @@ import (
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/controllers/metrics/status"
 	"github.com/karp-autoscaler/karp/pkg/test"
-	"github.com/karp-autoscaler/karp/pkg/test/environment"
 )
 
-var env *environment.Environment
-
-func TestMain(m *testing.M) { environment.Main(m, &env) }
-
 func TestStatusConditionMetricsHaveUpstreamNamesAndLabels(t *testing.T) {
+	h.Reset(t)
 	ctx := t.Context()
 	since := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakeClock(since.Add(90 * time.Second))
 
 	nc := test.MakeNodeClaim("c1").NodePool("p").Label("karpenter.kwok.sh/kwoknodeclass", "default").Obj()
-	if err := env.Client.Create(ctx, nc); err != nil {
+	if err := h.Env.Client.Create(ctx, nc); err != nil {
 		t.Fatal(err)
 	}
 	nc.Status.Conditions = []metav1.Condition{{Type: karpv1.ConditionTypeLaunched, Status: metav1.ConditionTrue, Reason: "Launched",
 		LastTransitionTime: metav1.NewTime(since), ObservedGeneration: nc.Generation}}
-	if err := env.Client.Status().Update(ctx, nc); err != nil {
+	if err := h.Env.Client.Status().Update(ctx, nc); err != nil {
 		t.Fatal(err)
 	}
-	if err := env.Client.Create(ctx, test.MakeNodePool("p").Obj()); err != nil {
+	if err := h.Env.Client.Create(ctx, test.MakeNodePool("p").Obj()); err != nil {
 		t.Fatal(err)
 	}
 
 	reg := prometheus.NewPedanticRegistry()
 	labels := []string{kwokv1alpha1.Group + "/kwoknodeclass", karpv1.NodePoolLabelKey}
-	if err := reg.Register(status.NewCollector(env.Client, clk, labels)); err != nil {
+	if err := reg.Register(status.NewCollector(h.Env.Client, clk, labels)); err != nil {
 		t.Fatal(err)
 	}
 	want := `
@@ -61,16 +57,16 @@ operator_status_condition_count{group="karpenter.sh",kind="NodeClaim",name="c1",
 		t.Error(err)
 	}
 	// A NodePool without conditions has no series; one with a condition does.
-	if n := testutil.CollectAndCount(status.NewCollector(env.Client, clk, labels), "operator_nodepool_status_condition_count"); n != 0 {
+	if n := testutil.CollectAndCount(status.NewCollector(h.Env.Client, clk, labels), "operator_nodepool_status_condition_count"); n != 0 {
 		t.Errorf("%d NodePool series before any condition, want 0", n)
 	}
 	pool := &karpv1.NodePool{}
-	if err := env.Client.Get(ctx, keyOf("p"), pool); err != nil {
+	if err := h.Env.Client.Get(ctx, keyOf("p"), pool); err != nil {
 		t.Fatal(err)
 	}
 	pool.Status.Conditions = []metav1.Condition{{Type: karpv1.ConditionTypeReady, Status: metav1.ConditionFalse, Reason: "NodeClassNotFound",
 		LastTransitionTime: metav1.NewTime(since)}}
-	if err := env.Client.Status().Update(ctx, pool); err != nil {
+	if err := h.Env.Client.Status().Update(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
 	wantPool := `
@@ -78,7 +74,7 @@ operator_status_condition_count{group="karpenter.sh",kind="NodeClaim",name="c1",
 # TYPE operator_nodepool_status_condition_count gauge
 operator_nodepool_status_condition_count{name="p",namespace="",reason="NodeClassNotFound",status="False",type="Ready"} 1
 `
-	if err := testutil.CollectAndCompare(status.NewCollector(env.Client, clk, labels), strings.NewReader(wantPool), "operator_nodepool_status_condition_count"); err != nil {
+	if err := testutil.CollectAndCompare(status.NewCollector(h.Env.Client, clk, labels), strings.NewReader(wantPool), "operator_nodepool_status_condition_count"); err != nil {
 		t.Error(err)
 	}
 }
