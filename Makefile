@@ -55,11 +55,11 @@ tiers: ## print each package's test tier
 	@hack/test-tiers.sh all
 
 .PHONY: generate
-generate: ## regenerate deepcopy functions and CRDs from pkg/apis (controller-gen v0.21.0)
+generate: ## regenerate deepcopy functions and CRDs from pkg/apis, the charts' CRD copies and RBAC rules from the code's markers (controller-gen v0.21.0)
 	hack/generate.sh
 
 .PHONY: verify
-verify: ## go vet, golangci-lint (.golangci.yml) and the generated files under pkg/apis up to date
+verify: ## go vet, golangci-lint (.golangci.yml), and the generated files (pkg/apis, the charts' CRDs and RBAC rules) up to date
 	$(GO) vet ./...
 	hack/lint.sh
 	hack/verify.sh

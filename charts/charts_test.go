@@ -1,6 +1,7 @@
 package charts_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -38,7 +39,9 @@ func nonDefault() map[string]any {
 			"enabled":          true,
 			"additionalLabels": map[string]any{"release": "prometheus"},
 			"endpointConfig":   map[string]any{"interval": "15s"},
+			"sampleLimit":      5000,
 		},
+		"initContainers":                []any{map[string]any{"name": "wait", "image": "busybox"}},
 		"podAnnotations":                map[string]any{"prometheus.io/scrape": "true"},
 		"podDisruptionBudget":           map[string]any{"name": "karp-pdb", "maxUnavailable": 2},
 		"priorityClassName":             "high",
@@ -334,6 +337,12 @@ func TestNonDefault(t *testing.T) {
 	if len(endpoints) != 1 || endpoints[0].(map[string]any)["interval"] != "15s" || endpoints[0].(map[string]any)["port"] != "http-metrics" {
 		t.Errorf("ServiceMonitor endpoints = %v", endpoints)
 	}
+	if limit, _, _ := unstructured.NestedFieldNoCopy(sm.Object, "spec", "sampleLimit"); fmt.Sprint(limit) != "5000" {
+		t.Errorf("ServiceMonitor sampleLimit = %v, want 5000", limit)
+	}
+	if len(spec.InitContainers) != 1 || spec.InitContainers[0].Name != "wait" {
+		t.Errorf("initContainers = %+v, want the wait container", spec.InitContainers)
+	}
 	if sm.GetLabels()["release"] != "prometheus" {
 		t.Errorf("ServiceMonitor labels = %v", sm.GetLabels())
 	}
@@ -448,4 +457,42 @@ func appVersion(t *testing.T) string {
 		t.Fatalf("Chart.yaml appVersion: %q, %v", meta.AppVersion, err)
 	}
 	return meta.AppVersion
+}
+
+// TestUpstreamValuesCarryOver renders a values file written for upstream
+// Karpenter's chart (plus settings.cloudProvider, karp's own): the schema
+// accepts every key, and the settings reach the environment under
+// upstream's names.
+func TestUpstreamValuesCarryOver(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "upstream-values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := map[string]any{}
+	if err := yaml.Unmarshal(raw, &values); err != nil {
+		t.Fatal(err)
+	}
+	values["settings"].(map[string]any)["cloudProvider"] = "aws"
+	if err := charts.Lint(charts.Karp, namespace, values); err != nil {
+		t.Fatal(err)
+	}
+	objs := render(t, charts.Karp, charts.Release{Values: values})
+	deploy := convert[appsv1.Deployment](t, objs["Deployment/karpenter"])
+	c := deploy.Spec.Template.Spec.Containers[0]
+	env := envOf(c)
+	for name, value := range map[string]string{"CLUSTER_NAME": "prod", "INTERRUPTION_QUEUE": "Karpenter-prod", "AWS_REGION": "eu-west-1"} {
+		if env[name].Value != value {
+			t.Errorf("env %s = %q, want %q", name, env[name].Value, value)
+		}
+	}
+	if _, ok := env["CPU_REQUESTS"]; !ok {
+		t.Error("no CPU_REQUESTS although controller.resources.requests.cpu is set")
+	}
+	sa := convert[corev1.ServiceAccount](t, objs["ServiceAccount/karpenter"])
+	if sa.Annotations["eks.amazonaws.com/role-arn"] == "" {
+		t.Error("the IRSA annotation did not reach the ServiceAccount")
+	}
+	if _, ok := objs["PodDisruptionBudget/karpenter"]; !ok {
+		t.Errorf("no PodDisruptionBudget karpenter; rendered %v", keys(objs))
+	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 	"github.com/karp-autoscaler/karp/pkg/controllers/disruption"
 	"github.com/karp-autoscaler/karp/pkg/controllers/interruption"
+	"github.com/karp-autoscaler/karp/pkg/controllers/metrics/status"
 	"github.com/karp-autoscaler/karp/pkg/controllers/node/health"
 	nodetermination "github.com/karp-autoscaler/karp/pkg/controllers/node/termination"
 	nodeclaimdisruption "github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/disruption"
@@ -28,6 +29,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/podevents"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/termination"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclass"
+	nodeclasshash "github.com/karp-autoscaler/karp/pkg/controllers/nodeclass/hash"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodepool/counter"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodepool/hash"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodepool/readiness"
@@ -92,6 +94,9 @@ func NewControllers(deps Deps) []Controller {
 		counter.NewController(deps.KubeClient),
 		// Sets each KWOKNodeClass's Ready condition.
 		nodeclass.NewController(deps.KubeClient, deps.Clock),
+		// Re-stamps NodeClaims whose KWOKNodeClass hash is of an older
+		// algorithm version, so the change is not read as drift.
+		nodeclasshash.NewController(deps.KubeClient),
 		// Mirrors the NodeClass's readiness into NodeClassReady.
 		readiness.NewController(deps.KubeClient, deps.CloudProvider, deps.Clock),
 		// Runs the runtime validation into ValidationSucceeded.
@@ -113,6 +118,8 @@ func NewControllers(deps Deps) []Controller {
 			provisioningOptions(deps.Options).NominationTTL()).WithAPIReader(deps.APIReader),
 		// Registers the scheduler, node and pod metrics.
 		provisioning.NewMetricsRegistrar(crmetrics.Registry, cluster),
+		// Registers the NodeClaim and NodePool status-condition metrics.
+		status.NewRegistrar(crmetrics.Registry, deps.Clock, deps.CloudProvider, deps.Recorder),
 		// Deletes or replaces empty, drifted and underutilized nodes
 		// within budgets (singleton), and says why the others stay.
 		disruption.NewController(deps.KubeClient, deps.CloudProvider, cluster, deps.Recorder, deps.Clock,

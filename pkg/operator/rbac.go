@@ -14,3 +14,7 @@ package operator
 // create cannot be limited to a name, so it has its own marker.
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=karp,resources=leases,verbs=get;update;patch,resourceNames=karpenter-leader-election
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=karp,resources=leases,verbs=create
+//
+// The leader elector records "became leader" as a core/v1 Event on the
+// Lease, in the Lease's namespace.
+// +kubebuilder:rbac:groups="",namespace=karp,resources=events,verbs=create;patch

@@ -129,6 +129,7 @@ func (c *Cluster) UpdatePod(pod *corev1.Pod) {
 	if old, ok := c.pods[key]; ok && old.Spec.NodeName == "" && pod.Spec.NodeName != "" {
 		// The pod just got bound: its nomination has done its job.
 		delete(c.nominations, key)
+		c.observeBound(pod)
 	}
 	c.unbind(key)
 	c.pods[key] = pod

@@ -2,9 +2,11 @@ package state
 
 import (
 	"math"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 )
@@ -77,4 +79,60 @@ func addInto(into, add corev1.ResourceList) {
 		sum.Add(q)
 		into[name] = sum
 	}
+}
+
+var (
+	nodePodLimitsDesc = prometheus.NewDesc(metricsNamespace+"_nodes_total_pod_limits",
+		"Node total pod limits are the resources specified by pod limits, including the DaemonSet pods.", nodeLabelNames, nil)
+	nodeDaemonLimitsDesc = prometheus.NewDesc(metricsNamespace+"_nodes_total_daemon_limits",
+		"Node total daemon limits are the resources specified by DaemonSet pod limits.", nodeLabelNames, nil)
+	nodeSystemOverheadDesc = prometheus.NewDesc(metricsNamespace+"_nodes_system_overhead",
+		"Node system daemon overhead are the resources reserved for system overhead, the difference between the node's capacity and allocatable values are reported by the status.",
+		nodeLabelNames, nil)
+	// nodeLifetimeDesc has the node labels without resource_type.
+	nodeLifetimeDesc = prometheus.NewDesc(metricsNamespace+"_nodes_current_lifetime_seconds",
+		"Node age in seconds", nodeLabelNamesWithoutResource(), nil)
+)
+
+func nodeLabelNamesWithoutResource() []string {
+	out := make([]string, 0, len(nodeLabelNames)-1)
+	for _, n := range nodeLabelNames {
+		if n != "resource_type" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// emitNodeLimitsAndAge sends a registered node's pod and daemon limits,
+// its system overhead (capacity minus allocatable) and its age.
+func emitNodeLimitsAndAge(ch chan<- prometheus.Metric, sn *StateNode, now time.Time) {
+	emit(ch, nodePodLimitsDesc, sn, sumLimits(sn.Pods, func(*corev1.Pod) bool { return true }))
+	emit(ch, nodeDaemonLimitsDesc, sn, sumLimits(sn.Pods, func(p *corev1.Pod) bool { return IsOwnedBy(p, "DaemonSet") }))
+	overhead := corev1.ResourceList{}
+	for name, capacity := range sn.Node.Status.Capacity {
+		q := capacity.DeepCopy()
+		if alloc, ok := sn.Node.Status.Allocatable[name]; ok {
+			q.Sub(alloc)
+		}
+		overhead[name] = q
+	}
+	emit(ch, nodeSystemOverheadDesc, sn, overhead)
+	values := []string{sn.Node.Name}
+	for _, k := range nodeLabelKeys {
+		values = append(values, sn.Node.Labels[k])
+	}
+	ch <- prometheus.MustNewConstMetric(nodeLifetimeDesc, prometheus.GaugeValue,
+		max(0, now.Sub(sn.Node.CreationTimestamp.Time).Seconds()), values...)
+}
+
+func sumLimits(pods []*corev1.Pod, include func(*corev1.Pod) bool) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil || !include(p) {
+			continue
+		}
+		addInto(out, resourcehelper.PodLimits(p, resourcehelper.PodResourcesOptions{}))
+	}
+	return out
 }

@@ -85,13 +85,14 @@ func offeringPrice(instanceType, capacityType, zone string) (float64, bool) {
 // Register registers the view's metrics with reg: the node and pod
 // gauges (computed at scrape time) and the pod startup summary.
 func Register(reg prometheus.Registerer, cluster *Cluster) error {
-	return errors.Join(reg.Register(NewCollector(cluster)), reg.Register(PodStartupDuration))
+	return errors.Join(reg.Register(NewCollector(cluster)), reg.Register(PodStartupDuration), reg.Register(PodBoundDuration))
 }
 
 // Describe implements prometheus.Collector.
 func (m *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{nodeAllocatableDesc, nodePodRequestsDesc, nodeDaemonRequestsDesc, nodeCountDesc, syncedDesc, podStateDesc,
-		clusterUtilizationDesc, nodePoolCostDesc} {
+		clusterUtilizationDesc, nodePoolCostDesc, podUnboundDesc, podUnstartedDesc,
+		nodePodLimitsDesc, nodeDaemonLimitsDesc, nodeSystemOverheadDesc, nodeLifetimeDesc} {
 		ch <- d
 	}
 }
@@ -99,6 +100,7 @@ func (m *Collector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (m *Collector) Collect(ch chan<- prometheus.Metric) {
 	nodes := m.cluster.Nodes()
+	now := m.cluster.Clock().Now()
 	registered := 0
 	for _, sn := range nodes {
 		if sn.Node == nil {
@@ -108,6 +110,7 @@ func (m *Collector) Collect(ch chan<- prometheus.Metric) {
 		emit(ch, nodeAllocatableDesc, sn, sn.Allocatable())
 		emit(ch, nodePodRequestsDesc, sn, sn.PodRequests())
 		emit(ch, nodeDaemonRequestsDesc, sn, sn.DaemonRequests())
+		emitNodeLimitsAndAge(ch, sn, now)
 	}
 	ch <- prometheus.MustNewConstMetric(nodeCountDesc, prometheus.GaugeValue, float64(registered))
 	emitClusterUtilization(ch, nodes)

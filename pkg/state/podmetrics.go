@@ -25,6 +25,44 @@ var PodStartupDuration = prometheus.NewSummary(prometheus.SummaryOpts{
 	Objectives: map[float64]float64{0.0: 0.01, 0.5: 0.05, 0.9: 0.01, 0.99: 0.001, 1: 0.001},
 })
 
+// dynamicResourcesLabels names whether a pod asks for DRA resource claims.
+var dynamicResourcesLabels = []string{"dynamic_resources"}
+
+// PodBoundDuration observes, once per pod the view saw unbound, the time
+// from its creation until it was bound to a node.
+var PodBoundDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	Namespace: metricsNamespace, Subsystem: "pods", Name: "bound_duration_seconds",
+	Help:    "The time from pod creation until the pod is bound.",
+	Buckets: prometheus.ExponentialBuckets(0.5, 2, 12),
+}, dynamicResourcesLabels)
+
+var (
+	podUnboundDesc = prometheus.NewDesc(metricsNamespace+"_pods_unbound_time_seconds",
+		"The time from pod creation until the pod is bound.", []string{"name", "namespace", "dynamic_resources"}, nil)
+	podUnstartedDesc = prometheus.NewDesc(metricsNamespace+"_pods_unstarted_time_seconds",
+		"The time from pod creation until the pod is running.", []string{"name", "namespace"}, nil)
+)
+
+func dynamicResources(pod *corev1.Pod) string {
+	if len(pod.Spec.ResourceClaims) > 0 {
+		return "true"
+	}
+	return "false"
+}
+
+// observeBound records how long the pod waited to be bound: until its
+// PodScheduled condition turned True, else until now. Called with c.mu
+// held, when the view sees the pod go from unbound to bound.
+func (c *Cluster) observeBound(pod *corev1.Pod) {
+	at := c.clock.Now()
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionTrue && !cond.LastTransitionTime.IsZero() {
+			at = cond.LastTransitionTime.Time
+		}
+	}
+	PodBoundDuration.WithLabelValues(dynamicResources(pod)).Observe(max(0, at.Sub(pod.CreationTimestamp.Time).Seconds()))
+}
+
 // observeStartup records the pod's startup duration the first time the
 // view sees it Ready. Called with c.mu held.
 func (c *Cluster) observeStartup(pod *corev1.Pod) {
@@ -48,11 +86,19 @@ func (c *Cluster) observeStartup(pod *corev1.Pod) {
 func (c *Cluster) collectPods(ch chan<- prometheus.Metric) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	now := c.clock.Now()
 	// No order: the registry sorts what it gathers.
 	for _, pod := range c.pods {
 		var labels map[string]string
 		if node, ok := c.nodes[pod.Spec.NodeName]; ok {
 			labels = node.Labels
+		}
+		age := max(0, now.Sub(pod.CreationTimestamp.Time).Seconds())
+		if pod.Spec.NodeName == "" {
+			ch <- prometheus.MustNewConstMetric(podUnboundDesc, prometheus.GaugeValue, age, pod.Name, pod.Namespace, dynamicResources(pod))
+		}
+		if !c.started[pod.UID] && pod.Status.Phase != corev1.PodRunning {
+			ch <- prometheus.MustNewConstMetric(podUnstartedDesc, prometheus.GaugeValue, age, pod.Name, pod.Namespace)
 		}
 		ch <- prometheus.MustNewConstMetric(podStateDesc, prometheus.GaugeValue, 1,
 			pod.Name, pod.Namespace, owner(pod), pod.Spec.NodeName, labels[karpv1.NodePoolLabelKey],

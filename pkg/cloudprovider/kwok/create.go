@@ -32,8 +32,9 @@ const (
 	// hashes of other versions are never compared.
 	NodeClassHashVersionAnnotationKey = kwokv1alpha1.Group + "/kwoknodeclass-hash-version"
 	// NodeClassHashVersion is the current hash algorithm version. v2:
-	// hashstructure (see NodeClassHash) instead of FNV-1a of the JSON; v1
-	// hashes are never compared, so a version change never reads as drift.
+	// hashstructure (see NodeClassHash) instead of FNV-1a of the JSON.
+	// Hashes of another version are never compared; the nodeclass hash
+	// controller re-stamps them, so a version change never reads as drift.
 	NodeClassHashVersion = "v2"
 )
 

@@ -61,6 +61,16 @@ type world struct {
 	// poolCost and poolDisruption sum the price and disruption cost of
 	// each NodePool's initialized nodes (Balanced scoring).
 	poolCost, poolDisruption map[string]float64
+	// approvals are the Balanced NodePools' acceptances of moves found
+	// this pass; the controller turns them into events.
+	approvals []approval
+}
+
+// approval is a Balanced NodePool accepting a move with its score.
+type approval struct {
+	cmd      Command
+	nodePool *karpv1.NodePool
+	score    balancedScore
 }
 
 // block records why the node stays, unless the pass has a reason already
@@ -154,7 +164,9 @@ func (c *Controller) newCandidate(w *world, sn *state.StateNode, pdbs *pdbIndex)
 		return nil
 	}
 	for _, pod := range cand.ReschedulablePods {
-		if doNotDisrupt(pod, w.now) {
+		dnd := doNotDisrupt(pod, w.now)
+		c.events.doNotDisrupt(pod, dnd)
+		if dnd.active {
 			w.block(name, BlockedDoNotDisrupt, "pod %s/%s has the %s annotation", pod.Namespace, pod.Name,
 				karpv1.DoNotDisruptAnnotationKey)
 			return nil
@@ -212,26 +224,43 @@ func lifetimeRemaining(np *karpv1.NodePool, nc *karpv1.NodeClaim, now time.Time)
 	return min(1, max(0, 1-float64(age)/float64(*expire)))
 }
 
-// doNotDisrupt reports whether the pod's do-not-disrupt annotation is
-// active: "true", or a duration that has not elapsed since the pod started.
-// Other values are ignored, as upstream does.
-func doNotDisrupt(pod *corev1.Pod, now time.Time) bool {
+// doNotDisruptStatus is what a pod's karpenter.sh/do-not-disrupt
+// annotation means at a time.
+type doNotDisruptStatus struct {
+	// active: the pod blocks voluntary disruption of its node.
+	active bool
+	// until is when a duration-valued annotation elapses (zero for "true"
+	// or no annotation).
+	until time.Time
+	// invalid says why a value is ignored (neither "true" nor a positive
+	// duration), as upstream ignores it.
+	invalid string
+}
+
+// doNotDisrupt reads the pod's do-not-disrupt annotation: "true", or a
+// positive duration counted from the pod's start (its creation before it
+// started). Other values are ignored, as upstream does.
+func doNotDisrupt(pod *corev1.Pod, now time.Time) doNotDisruptStatus {
 	v, ok := pod.Annotations[karpv1.DoNotDisruptAnnotationKey]
 	if !ok {
-		return false
+		return doNotDisruptStatus{}
 	}
 	if v == "true" {
-		return true
+		return doNotDisruptStatus{active: true}
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil {
-		return false
+		return doNotDisruptStatus{invalid: fmt.Sprintf("%q is not a duration", v)}
+	}
+	if d <= 0 {
+		return doNotDisruptStatus{invalid: fmt.Sprintf("duration %q must be positive", v)}
 	}
 	start := pod.CreationTimestamp.Time
 	if pod.Status.StartTime != nil {
 		start = pod.Status.StartTime.Time
 	}
-	return now.Before(start.Add(d))
+	until := start.Add(d)
+	return doNotDisruptStatus{active: now.Before(until), until: until}
 }
 
 // pdbIndex finds the PDBs that cover a pod.

@@ -97,7 +97,10 @@ func balanced(w *world, cmd Command) string {
 		}
 		score, ok := simulation.BalancedApproves(savings[np.Name], w.poolCost[np.Name], disruption[np.Name], w.poolDisruption[np.Name])
 		decision := moveApproved
-		if !ok {
+		if ok {
+			w.approvals = append(w.approvals, approval{cmd: cmd, nodePool: np, score: balancedScore{score: score,
+				savingsPct: percent(savings[np.Name], w.poolCost[np.Name]), disruptionPct: percent(disruption[np.Name], w.poolDisruption[np.Name])}})
+		} else {
 			decision = moveRejected
 			if why == "" {
 				why = fmt.Sprintf("NodePool %s is Balanced and the saving ($%.4f/h) is not worth the disruption (score %.2f < 0.5)",
@@ -108,6 +111,26 @@ func balanced(w *world, cmd Command) string {
 		consolidationScore.WithLabelValues(decision, np.Name, policy).Observe(score)
 	}
 	return why
+}
+
+// Upstream's Balanced parameters, as simulation.BalancedApproves applies
+// them: a move passes at score >= 1/k.
+const (
+	balancedK         = 2
+	balancedThreshold = 1.0 / balancedK
+)
+
+// balancedScore is a Balanced NodePool's view of a move: the score and the
+// shares of the pool's cost saved and disruption caused, in percent.
+type balancedScore struct {
+	score, savingsPct, disruptionPct float64
+}
+
+func percent(part, whole float64) float64 {
+	if whole <= 0 {
+		return 0
+	}
+	return 100 * part / whole
 }
 
 // MultiNodeConsolidation looks for the largest prefix of the candidates

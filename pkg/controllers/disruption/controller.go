@@ -86,7 +86,7 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 }
 
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;create;delete;patch
-// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims/status,verbs=patch;update
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=limitranges;namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -156,8 +156,16 @@ func (c *Controller) decide(ctx context.Context, w *world) (bool, error) {
 		return true, c.start(ctx, cmd)
 	}
 	cmd, err := c.compute(ctx, w)
+	for _, a := range w.approvals {
+		c.events.approved(a.cmd, a.nodePool, a.score)
+	}
 	if err != nil || cmd.Empty() {
 		return false, err
+	}
+	if cmd.Method.NeedsValidation() {
+		for _, cand := range cmd.Candidates {
+			c.events.candidate(cand, cmd)
+		}
 	}
 	if cmd.Method.NeedsValidation() && c.opts.ValidationDelay > 0 {
 		c.pending = &pending{cmd: cmd, at: c.clock.Now().Add(c.opts.ValidationDelay)}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -19,6 +20,12 @@ const (
 	ReasonDisruptionWaitingReadiness = "DisruptionWaitingReadiness"
 	ReasonDisruptionTerminating      = "DisruptionTerminating"
 	ReasonConsolidationRejected      = "ConsolidationRejected"
+	ReasonConsolidationCandidate     = "ConsolidationCandidate"
+	ReasonConsolidationApproved      = "ConsolidationApproved"
+	// Pod events about the karpenter.sh/do-not-disrupt annotation.
+	ReasonInvalidDoNotDisruptAnnotation  = "InvalidDoNotDisruptAnnotation"
+	ReasonDoNotDisruptUntil              = "DoNotDisruptUntil"
+	ReasonDoNotDisruptGracePeriodElapsed = "DoNotDisruptGracePeriodElapsed"
 )
 
 // maxMessageLength caps event messages (the API limit is 1kB).
@@ -104,6 +111,53 @@ func (r *recorder) terminating(c *Candidate, cmd Command) {
 
 func (r *recorder) rejected(c *Candidate, why string) {
 	r.publish(c.StateNode.Node, string(c.StateNode.Node.UID), corev1.EventTypeNormal, ReasonConsolidationRejected, why)
+}
+
+// candidate announces, on the node and its NodeClaim, a consolidation
+// command computed for it (before validation), with the command and the
+// estimated hourly savings.
+func (r *recorder) candidate(c *Candidate, cmd Command) {
+	what := cmd.String()
+	if len(cmd.Candidates) > 1 {
+		what = fmt.Sprintf("%s: [%s] (part of %d-node consolidation)", cmd.Decision(), c.Name(), len(cmd.Candidates))
+	}
+	msg := fmt.Sprintf("Consolidation candidate: %s (savings: $%.2f)", what, cmd.Savings)
+	r.publish(c.StateNode.Node, string(c.StateNode.Node.UID), corev1.EventTypeNormal, ReasonConsolidationCandidate, msg)
+	if nc := c.StateNode.NodeClaim; nc != nil {
+		r.publish(nc, string(nc.UID), corev1.EventTypeNormal, ReasonConsolidationCandidate, msg)
+	}
+}
+
+// approved records that a Balanced NodePool accepted a move: on the node
+// and its NodeClaim for a single-node move, on the NodePool otherwise.
+func (r *recorder) approved(cmd Command, nodePool *karpv1.NodePool, s balancedScore) {
+	msg := fmt.Sprintf("score %.2f >= threshold %.2f (k: %d, savings %.1f%%, disruption %.1f%%)",
+		s.score, balancedThreshold, balancedK, s.savingsPct, s.disruptionPct)
+	if len(cmd.Candidates) != 1 {
+		r.publish(nodePool, string(nodePool.UID), corev1.EventTypeNormal, ReasonConsolidationApproved, msg)
+		return
+	}
+	c := cmd.Candidates[0]
+	r.publish(c.StateNode.Node, string(c.StateNode.Node.UID), corev1.EventTypeNormal, ReasonConsolidationApproved, msg)
+	if nc := c.StateNode.NodeClaim; nc != nil {
+		r.publish(nc, string(nc.UID), corev1.EventTypeNormal, ReasonConsolidationApproved, msg)
+	}
+}
+
+// doNotDisrupt reports on the pod what its duration-valued
+// karpenter.sh/do-not-disrupt annotation means now.
+func (r *recorder) doNotDisrupt(pod *corev1.Pod, dnd doNotDisruptStatus) {
+	switch {
+	case dnd.invalid != "":
+		r.publish(pod, string(pod.UID), corev1.EventTypeWarning, ReasonInvalidDoNotDisruptAnnotation,
+			fmt.Sprintf("Invalid %s annotation: %s, ignoring annotation", karpv1.DoNotDisruptAnnotationKey, dnd.invalid))
+	case !dnd.until.IsZero() && dnd.active:
+		r.publish(pod, string(pod.UID), corev1.EventTypeNormal, ReasonDoNotDisruptUntil,
+			fmt.Sprintf("The %s grace period will elapse at %s", karpv1.DoNotDisruptAnnotationKey, dnd.until.UTC().Format(time.RFC3339)))
+	case !dnd.until.IsZero():
+		r.publish(pod, string(pod.UID), corev1.EventTypeNormal, ReasonDoNotDisruptGracePeriodElapsed,
+			fmt.Sprintf("The %s grace period has elapsed, pod is now disruptable", karpv1.DoNotDisruptAnnotationKey))
+	}
 }
 
 func hasDisruptedTaint(taints []corev1.Taint) bool {

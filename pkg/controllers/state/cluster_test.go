@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -444,5 +445,108 @@ func TestOvercommittedNodeReleasesTheFillFirst(t *testing.T) {
 			t.Fatalf("round %d: fill nominated=%v, large nominated=%v/%v; want only the fill released", round,
 				cluster.IsNominated(fill), cluster.IsNominated(large[0]), cluster.IsNominated(large[1]))
 		}
+	}
+}
+
+func TestPodBindingTimeMetrics(t *testing.T) {
+	cleanup(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	cluster := state.NewCluster(clk, env.Client)
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(state.NewCollector(cluster)); err != nil {
+		t.Fatal(err)
+	}
+	created := clk.Now().Add(-10 * time.Second)
+	cluster.UpdatePod(test.MakePod("waiting").Created(created).Obj())
+	want := `
+# HELP karpenter_pods_unbound_time_seconds The time from pod creation until the pod is bound.
+# TYPE karpenter_pods_unbound_time_seconds gauge
+karpenter_pods_unbound_time_seconds{dynamic_resources="false",name="waiting",namespace="default"} 10
+# HELP karpenter_pods_unstarted_time_seconds The time from pod creation until the pod is running.
+# TYPE karpenter_pods_unstarted_time_seconds gauge
+karpenter_pods_unstarted_time_seconds{name="waiting",namespace="default"} 10
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "karpenter_pods_unbound_time_seconds", "karpenter_pods_unstarted_time_seconds"); err != nil {
+		t.Error(err)
+	}
+
+	// Bound 4s after its creation: observed once, and no longer unbound.
+	before := testutil.CollectAndCount(state.PodBoundDuration)
+	var sumBefore float64
+	if m := histogram(t, "false"); m != nil {
+		sumBefore = m.GetSampleSum()
+	}
+	bound := test.MakePod("waiting").Created(created).NodeName("n").Obj()
+	bound.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue,
+		LastTransitionTime: metav1.NewTime(created.Add(4 * time.Second))}}
+	cluster.UpdatePod(bound)
+	cluster.UpdatePod(bound)
+	m := histogram(t, "false")
+	if m == nil || m.GetSampleSum()-sumBefore != 4 {
+		t.Errorf("bound duration sum grew by %v, want 4 (series before: %d)", m.GetSampleSum()-sumBefore, before)
+	}
+	if got := testutil.CollectAndCount(state.NewCollector(cluster), "karpenter_pods_unbound_time_seconds"); got != 0 {
+		t.Errorf("%d unbound series after binding, want 0", got)
+	}
+}
+
+// histogram returns the bound-duration histogram of the dynamic_resources
+// value, or nil.
+func histogram(t *testing.T, dynamic string) *dto.Histogram {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(state.PodBoundDuration); err != nil {
+		t.Fatal(err)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		for _, m := range f.Metric {
+			for _, l := range m.Label {
+				if l.GetName() == "dynamic_resources" && l.GetValue() == dynamic {
+					return m.Histogram
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func TestNodeLimitsOverheadAndLifetime(t *testing.T) {
+	cleanup(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	cluster := state.NewCluster(clk, env.Client)
+	node := test.MakeNode("n").Label(karpv1.NodePoolLabelKey, "pool").
+		Capacity("cpu", "2", "memory", "8Gi").Allocatable("cpu", "1900m", "memory", "7Gi").Obj()
+	node.CreationTimestamp = metav1.NewTime(clk.Now().Add(-time.Hour))
+	cluster.UpdateNode(node)
+	cluster.UpdatePod(test.MakePod("a").NodeName("n").Limits("cpu", "1").Obj())
+	cluster.UpdatePod(test.MakePod("d").NodeName("n").Limits("cpu", "200m").Owner("DaemonSet", "ds", "u").Obj())
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(state.NewCollector(cluster)); err != nil {
+		t.Fatal(err)
+	}
+	labels := `arch="",capacity_type="",instance_type="",node_name="n",nodepool="pool",os="",region="",`
+	tail := `windows_build="",zone=""`
+	want := `
+# HELP karpenter_nodes_current_lifetime_seconds Node age in seconds
+# TYPE karpenter_nodes_current_lifetime_seconds gauge
+karpenter_nodes_current_lifetime_seconds{` + labels + tail + `} 3600
+# HELP karpenter_nodes_system_overhead Node system daemon overhead are the resources reserved for system overhead, the difference between the node's capacity and allocatable values are reported by the status.
+# TYPE karpenter_nodes_system_overhead gauge
+karpenter_nodes_system_overhead{` + labels + `resource_type="cpu",` + tail + `} 0.1
+karpenter_nodes_system_overhead{` + labels + `resource_type="memory",` + tail + `} 1.073741824e+09
+# HELP karpenter_nodes_total_daemon_limits Node total daemon limits are the resources specified by DaemonSet pod limits.
+# TYPE karpenter_nodes_total_daemon_limits gauge
+karpenter_nodes_total_daemon_limits{` + labels + `resource_type="cpu",` + tail + `} 0.2
+# HELP karpenter_nodes_total_pod_limits Node total pod limits are the resources specified by pod limits, including the DaemonSet pods.
+# TYPE karpenter_nodes_total_pod_limits gauge
+karpenter_nodes_total_pod_limits{` + labels + `resource_type="cpu",` + tail + `} 1.2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "karpenter_nodes_current_lifetime_seconds",
+		"karpenter_nodes_system_overhead", "karpenter_nodes_total_daemon_limits", "karpenter_nodes_total_pod_limits"); err != nil {
+		t.Error(err)
 	}
 }

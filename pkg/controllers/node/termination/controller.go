@@ -78,12 +78,13 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
 }
 
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch;update
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=volumeattachments,verbs=list
-// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims;nodeclaims/status,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims/status,verbs=patch
 
 // Reconcile moves a deleting Node through drain, volume detachment and
 // instance termination, then releases it.

@@ -54,7 +54,8 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 	return b.Complete(reconcile.AsReconciler(mgr.GetClient(), c))
 }
 
-// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims;nodeclaims/status,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims/status,verbs=patch
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch
 
 // Reconcile recomputes both conditions from the NodeClaim, its NodePool

@@ -119,8 +119,9 @@ func retryLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
 // maxRetryDelay is the longest a failing NodeClaim waits to be retried.
 const maxRetryDelay = time.Minute
 
-// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims;nodeclaims/status,verbs=get;list;watch;patch;update;delete
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch;update
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
 
 // Reconcile adds the finalizer, then runs the phases and patches the result.
 func (c *Controller) Reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim) (reconcile.Result, error) {

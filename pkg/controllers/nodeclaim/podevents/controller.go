@@ -77,7 +77,8 @@ func isTerminal(pod *corev1.Pod) bool {
 }
 
 // +kubebuilder:rbac:groups="",resources=pods;nodes,verbs=get;list;watch
-// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims;nodeclaims/status,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims/status,verbs=patch
 
 // Reconcile moves the pod's NodeClaim's lastPodEventTime forward to the
 // pod's latest event, when that is more than Dedupe after the stored one.

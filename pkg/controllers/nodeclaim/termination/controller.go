@@ -92,8 +92,9 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
 }
 
-// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims;nodeclaims/status,verbs=get;list;watch;patch;update;delete
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch;update;delete
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;delete
 
 // Reconcile finalizes a deleting NodeClaim, or deletes a live one whose
 // Node is being deleted.

@@ -90,7 +90,8 @@ func byPoolLabel(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
 }
 
-// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools;nodepools/status,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools/status,verbs=patch
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 

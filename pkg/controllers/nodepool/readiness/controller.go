@@ -68,7 +68,8 @@ func (c *Controller) nodePoolsFor(ctx context.Context, o client.Object) []reconc
 	return out
 }
 
-// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools;nodepools/status,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools/status,verbs=patch
 // +kubebuilder:rbac:groups=karpenter.kwok.sh,resources=kwoknodeclasses,verbs=get;list;watch
 
 // Reconcile sets NodeClassReady.

@@ -47,7 +47,8 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
 }
 
-// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools;nodepools/status,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools/status,verbs=patch
 
 // Reconcile sets ValidationSucceeded.
 func (c *Controller) Reconcile(ctx context.Context, nodePool *karpv1.NodePool) (reconcile.Result, error) {
