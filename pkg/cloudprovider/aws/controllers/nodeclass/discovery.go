@@ -30,7 +30,7 @@ const (
 )
 
 type amiProvider interface {
-	List(ctx context.Context, nodeClass *awsv1.EC2NodeClass) ([]ami.AMI, error)
+	Resolve(ctx context.Context, nodeClass *awsv1.EC2NodeClass) (ami.Resolution, error)
 }
 
 type subnetProvider interface {
@@ -57,7 +57,8 @@ type amiStep struct {
 }
 
 func (s *amiStep) reconcile(ctx context.Context, nodeClass *awsv1.EC2NodeClass) (reconcile.Result, error) {
-	amis, err := s.amis.List(ctx, nodeClass)
+	resolved, err := s.amis.Resolve(ctx, nodeClass)
+	amis := resolved.AMIs
 	if unsupported, ok := errors.AsType[*ami.UnsupportedAliasError](err); ok {
 		// The cluster's version rules the alias out; it may change, so look
 		// again later rather than giving up.
@@ -80,7 +81,8 @@ func (s *amiStep) reconcile(ctx context.Context, nodeClass *awsv1.EC2NodeClass) 
 		return reconcile.Result{RequeueAfter: requeueNotFound}, nil
 	}
 	nodeClass.Status.AMIs = ami.Status(amis)
-	s.report.conditions(nodeClass).SetTrue(awsv1.ConditionTypeAMIsReady)
+	s.report.ready(nodeClass, awsv1.ConditionTypeAMIsReady, ReasonAMITermsUnmatched,
+		unmatchedMessage("amiSelectorTerms", "AMI", nodeClass.Spec.AMISelectorTerms, resolved.Unmatched))
 	return reconcile.Result{RequeueAfter: requeueAMIs}, nil
 }
 

@@ -25,6 +25,7 @@ const (
 	// condition stays True and says which; a Warning event too.
 	ReasonSubnetTermsUnmatched        = "SubnetSelectorTermsUnmatched"
 	ReasonSecurityGroupTermsUnmatched = "SecurityGroupSelectorTermsUnmatched"
+	ReasonAMITermsUnmatched           = "AMISelectorTermsUnmatched"
 )
 
 // maxEventNote is the longest note events.k8s.io/v1 accepts.
