@@ -64,6 +64,7 @@ type CloudProvider struct {
 	instances       *instance.Provider
 	launchTemplates *launchtemplate.Provider
 	unavailable     offeringMarker
+	candidates      candidateCache
 }
 
 // New assembles the provider from its parts. unavailable may be nil.

@@ -2,9 +2,13 @@ package aws
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"regexp"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
@@ -32,10 +36,7 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	if err != nil {
 		return nil, cloudprovider.NewCreateError(err, ReasonInstanceTypeResolutionFailed, err.Error())
 	}
-	candidates := cloudprovider.LaunchCandidates(types, nodeClaim, func(k cloudprovider.OfferingKey) bool {
-		// Capacity reservations are not launched into yet.
-		return k.CapacityType == karpv1.CapacityTypeReserved
-	})
+	candidates := c.candidates.get(types, nodeClaim)
 	if len(candidates) == 0 {
 		return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("no available offering satisfies nodeclaim %s", nodeClaim.Name))
 	}
@@ -178,4 +179,57 @@ func matchesAny(patterns []*regexp.Regexp, s string) bool {
 		}
 	}
 	return false
+}
+
+// candidateCache remembers the launch candidates of NodeClaim shapes (spec
+// requirements and requests) per instance-type list: a burst of alike
+// NodeClaims ranks the catalog once, so their launches reach the fleet
+// batcher together.
+type candidateCache struct {
+	mu      sync.Mutex
+	entries map[candidateKey][]cloudprovider.Launch
+}
+
+type candidateKey struct {
+	// types is the list's backing array: the instance-type provider
+	// returns a new list whenever anything in it changes.
+	types *(*cloudprovider.InstanceType)
+	n     int
+	shape string
+}
+
+// maxCandidateEntries bounds the cache; it is emptied when full.
+const maxCandidateEntries = 256
+
+func (c *candidateCache) get(types []*cloudprovider.InstanceType, nodeClaim *karpv1.NodeClaim) []cloudprovider.Launch {
+	shape, err := json.Marshal(struct {
+		Requirements []karpv1.NodeSelectorRequirementWithMinValues
+		Requests     corev1.ResourceList
+	}{nodeClaim.Spec.Requirements, nodeClaim.Spec.Resources.Requests})
+	if err != nil || len(types) == 0 {
+		return launchCandidates(types, nodeClaim)
+	}
+	key := candidateKey{types: &types[0], n: len(types), shape: string(shape)}
+	c.mu.Lock()
+	if got, ok := c.entries[key]; ok {
+		c.mu.Unlock()
+		return got
+	}
+	c.mu.Unlock()
+	got := launchCandidates(types, nodeClaim)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil || len(c.entries) >= maxCandidateEntries {
+		c.entries = map[candidateKey][]cloudprovider.Launch{}
+	}
+	c.entries[key] = got
+	return got
+}
+
+// launchCandidates ranks the offerings as every provider does; capacity
+// reservations are not launched into yet.
+func launchCandidates(types []*cloudprovider.InstanceType, nodeClaim *karpv1.NodeClaim) []cloudprovider.Launch {
+	return cloudprovider.LaunchCandidates(types, nodeClaim, func(k cloudprovider.OfferingKey) bool {
+		return k.CapacityType == karpv1.CapacityTypeReserved
+	})
 }

@@ -3,6 +3,7 @@ package awsprovisioning_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -23,6 +24,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/manifest"
 	"github.com/karp-autoscaler/karp/pkg/simulate"
 	"github.com/karp-autoscaler/karp/pkg/state"
+	"github.com/karp-autoscaler/karp/pkg/test"
 	"github.com/karp-autoscaler/karp/pkg/test/controllertest"
 	"github.com/karp-autoscaler/karp/pkg/test/environment"
 )
@@ -209,4 +211,87 @@ func fleetRequestKey(t *testing.T, in *ec2.CreateFleetInput) string {
 		t.Fatal(err)
 	}
 	return string(raw)
+}
+
+// ec2Operations are the EC2 calls the scale-out counts.
+var ec2Operations = []string{
+	"CreateFleet", "CreateTags", "DescribeInstances", "CreateLaunchTemplate", "DescribeLaunchTemplates",
+	"DescribeInstanceTypes", "DescribeInstanceTypeOfferings", "DescribeSpotPriceHistory", "TerminateInstances",
+}
+
+// TestScaleOutEC2CallsPerNode provisions 1,000 pending pods at once and
+// counts the EC2 calls per launched node after warm-up (instance types and
+// prices read once at start). Its log lines are the numbers
+// docs/performance.md records.
+func TestScaleOutEC2CallsPerNode(t *testing.T) {
+	const pods = 1000
+	r := newRun(t)
+	set := r.load(t, "nodepools-default-stable.yaml")
+	// Warm-up, as at process start.
+	if _, err := r.world.Provider.GetInstanceTypes(context.Background(), awstest.NodePool(r.nodeClass.Name)); err != nil {
+		t.Fatal(err)
+	}
+	r.world.EC2.ResetCalls()
+
+	var pending []*corev1.Pod
+	for i := range pods {
+		// Three sizes, as a mixed scale-out.
+		sizes := [][2]string{{"250m", "256Mi"}, {"500m", "1Gi"}, {"1", "2Gi"}}
+		size := sizes[i%len(sizes)]
+		pod := test.MakePod(fmt.Sprintf("scale-%04d", i)).Namespace(controllertest.Namespace).
+			Requests("cpu", size[0], "memory", size[1]).Obj()
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
+		pending = append(pending, pod)
+	}
+	for _, np := range set.NodePools {
+		r.h.ReadyNodePool(np.DeepCopy())
+	}
+	r.pending(t, pending)
+	provisioner := provisioning.NewProvisioner(r.h.Manager.GetClient(), r.world.Provider, r.h.Cluster,
+		r.h.Manager.GetEventRecorder("karp"), r.h.Clock, provisioning.DefaultOptions())
+	r.h.StateSynced()
+	res, err := provisioner.Schedule(r.h.Ctx)
+	if err != nil {
+		t.Fatalf("provisioning: %v", err)
+	}
+	nodes := len(res.Created)
+	if nodes == 0 {
+		t.Fatal("no NodeClaim created for 1,000 pending pods")
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, nodes)
+	for i, name := range res.Created {
+		wg.Go(func() {
+			nc := &karpv1.NodeClaim{}
+			if errs[i] = r.h.Client.Get(context.Background(), client.ObjectKey{Name: name}, nc); errs[i] == nil {
+				_, errs[i] = r.world.Provider.Create(context.Background(), nc)
+			}
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("launching %s: %v", res.Created[i], err)
+		}
+	}
+
+	requests := map[string]bool{}
+	for _, in := range r.world.EC2.CreateFleetInputs() {
+		requests[fleetRequestKey(t, in)] = true
+	}
+	t.Logf("%d pods -> %d NodeClaims, %d distinct launch requests", pods, nodes, len(requests))
+	for _, op := range ec2Operations {
+		n := r.world.EC2.Calls(op)
+		t.Logf("%-30s %5d calls  %.3f per node", op, n, float64(n)/float64(nodes))
+	}
+	if n := r.world.EC2.Calls("DescribeInstanceTypes"); n != 0 {
+		t.Errorf("%d DescribeInstanceTypes calls after warm-up, want 0", n)
+	}
+	// Alike launches share calls: never near one CreateFleet per node.
+	if fleets := r.world.EC2.Calls("CreateFleet"); fleets > len(requests)+nodes/4 {
+		t.Errorf("%d CreateFleet calls for %d nodes and %d distinct requests, want close to one per distinct request", fleets, nodes, len(requests))
+	}
+	if launched := len(r.world.EC2.Instances()); launched != nodes {
+		t.Errorf("%d instances for %d NodeClaims", launched, nodes)
+	}
 }
