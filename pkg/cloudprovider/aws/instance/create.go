@@ -291,12 +291,25 @@ func (p *Provider) fleetInstances(resp *ec2.CreateFleetOutput, in *ec2.CreateFle
 // into the unavailable-offerings cache and returns their keys.
 func (p *Provider) markUnavailable(ctx context.Context, resp *ec2.CreateFleetOutput, capacityType string) []cloudprovider.OfferingKey {
 	var refused []cloudprovider.OfferingKey
+	markedType := false
 	for _, e := range resp.Errors {
 		code := aws.ToString(e.ErrorCode)
+		if code == serviceLinkedRoleCode {
+			// Without the spot service-linked role no spot launch can
+			// succeed: the whole capacity type is unavailable for a while.
+			if m, ok := p.unavailable.(capacityTypeMarker); ok && !markedType {
+				m.MarkCapacityTypeUnavailable(ctx, code, capacityType)
+				markedType = true
+			}
+			continue
+		}
 		if !IsUnfulfillableCapacity(code) || e.LaunchTemplateAndOverrides == nil || e.LaunchTemplateAndOverrides.Overrides == nil {
 			continue
 		}
 		o := e.LaunchTemplateAndOverrides.Overrides
+		if m, ok := p.unavailable.(subnetMarker); ok && code == "InsufficientFreeAddressesInSubnet" && aws.ToString(o.SubnetId) != "" {
+			m.MarkSubnetUnavailable(ctx, code, aws.ToString(o.SubnetId))
+		}
 		key := cloudprovider.OfferingKey{InstanceType: string(o.InstanceType), Zone: aws.ToString(o.AvailabilityZone), CapacityType: capacityType}
 		if slices.Contains(refused, key) {
 			continue

@@ -246,7 +246,9 @@ func (p *Provider) lookupNodeClaims(ctx context.Context, names []string) []batch
 			continue
 		}
 		for _, inst := range found {
-			if inst.Tags[TagNodeClaim] == name {
+			// A shutting-down instance is an earlier NodeClaim's of the
+			// same name on its way out, not this one's.
+			if inst.Tags[TagNodeClaim] == name && inst.State != string(ec2types.InstanceStateNameShuttingDown) {
 				out[i].value = inst
 			}
 		}

@@ -27,6 +27,18 @@ func (m *marks) MarkUnavailable(_ context.Context, reason, instanceType, zone, c
 	m.keys = append(m.keys, fmt.Sprintf("%s/%s/%s:%s", instanceType, zone, capacityType, reason))
 }
 
+func (m *marks) MarkCapacityTypeUnavailable(_ context.Context, reason, capacityType string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.keys = append(m.keys, fmt.Sprintf("%s:%s", capacityType, reason))
+}
+
+func (m *marks) MarkSubnetUnavailable(_ context.Context, reason, subnetID string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.keys = append(m.keys, fmt.Sprintf("%s:%s", subnetID, reason))
+}
+
 func newFakeEC2(t *testing.T) *fake.EC2 {
 	t.Helper()
 	e := fake.NewEC2()
@@ -224,6 +236,39 @@ func TestParseProviderID(t *testing.T) {
 			got, err := ParseProviderID(tc.in)
 			if got != tc.want || (err == nil) != (tc.want != "") {
 				t.Errorf("ParseProviderID(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestCreateMarksWholeCapacityTypesAndSubnets(t *testing.T) {
+	tests := map[string]struct {
+		capacityType string
+		code         string
+		want         []string
+	}{
+		"spot without its service-linked role": {"spot", "AuthFailure.ServiceLinkedRoleCreationNotPermitted", []string{"spot:AuthFailure.ServiceLinkedRoleCreationNotPermitted"}},
+		"a subnet out of addresses": {"on-demand", "InsufficientFreeAddressesInSubnet", []string{
+			"subnet-zone-a:InsufficientFreeAddressesInSubnet", "c5.large/zone-a/on-demand:InsufficientFreeAddressesInSubnet",
+			"subnet-zone-b:InsufficientFreeAddressesInSubnet", "c5.large/zone-b/on-demand:InsufficientFreeAddressesInSubnet",
+		}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			e := newFakeEC2(t)
+			m := &marks{}
+			p := NewProvider(e, clock.RealClock{}, "test-cluster", m)
+			req := request("marked", tc.capacityType)
+			req.LaunchTemplates[0].Overrides = req.LaunchTemplates[0].Overrides[:2] // c5.large in both zones
+			for _, o := range req.LaunchTemplates[0].Overrides {
+				e.SetCapacity(fake.CapacityPool{InstanceType: o.InstanceType, Zone: o.Zone, CapacityType: tc.capacityType}, 0, tc.code)
+			}
+			_, err := p.Create(context.Background(), req)
+			if !cloudprovider.IsInsufficientCapacityError(err) {
+				t.Errorf("Create returned %v, want an InsufficientCapacityError", err)
+			}
+			if fmt.Sprint(m.keys) != fmt.Sprint(tc.want) {
+				t.Errorf("marked %v, want %v", m.keys, tc.want)
 			}
 		})
 	}
