@@ -9,7 +9,9 @@ import (
 	"testing"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/smithy-go"
 	corev1 "k8s.io/api/core/v1"
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
@@ -337,5 +339,50 @@ func TestListAndDelete(t *testing.T) {
 	listed, err = w.Provider.List(ctx)
 	if err != nil || len(listed) != 1 || listed[0].Status.ProviderID != b.Status.ProviderID {
 		t.Errorf("after deleting a, List = %d NodeClaims (%v), want only b", len(listed), err)
+	}
+}
+
+func TestCreateRecreatesALostLaunchTemplate(t *testing.T) {
+	ctx := context.Background()
+	nodeClass := createNodeClass(t, newNodeClass(nil), true)
+	w := newWorld(t)
+	nc := withRequirement(newNodeClaim("first", nodeClass.Name), karpv1.CapacityTypeLabelKey, karpv1.CapacityTypeOnDemand)
+	if _, err := w.Provider.Create(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	// Someone deletes karp's launch templates behind its back.
+	for _, in := range w.EC2.CreateFleetInputs() {
+		for _, cfg := range in.LaunchTemplateConfigs {
+			if _, err := w.EC2.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateName: cfg.LaunchTemplateSpecification.LaunchTemplateName}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	created, err := w.Provider.Create(ctx, withRequirement(newNodeClaim("second", nodeClass.Name), karpv1.CapacityTypeLabelKey, karpv1.CapacityTypeOnDemand))
+	if err != nil {
+		t.Fatalf("Create after the launch templates vanished: %v", err)
+	}
+	if created.Status.ProviderID == "" || w.EC2.Calls("CreateFleet") != 3 {
+		t.Errorf("got %q after %d CreateFleet calls, want a launch on the second try (3 calls in all)", created.Status.ProviderID, w.EC2.Calls("CreateFleet"))
+	}
+}
+
+func TestCreateFleetAPIErrorsAreClassified(t *testing.T) {
+	ctx := context.Background()
+	nodeClass := createNodeClass(t, newNodeClass(nil), true)
+	w := newWorld(t)
+	w.EC2.FailNext("CreateFleet", 1, &smithy.GenericAPIError{Code: "UnauthorizedOperation", Message: "You are not authorized to perform this operation."})
+	_, err := w.Provider.Create(ctx, newNodeClaim("denied", nodeClass.Name))
+	createErr, ok := cloudprovider.AsCreateError(err)
+	if !ok || createErr.ConditionReason != "Unauthorized" {
+		t.Errorf("Create returned %v, want a CreateError with reason Unauthorized", err)
+	}
+	w.EC2.FailNext("CreateFleet", 1, fake.Throttling("CreateFleet"))
+	_, err = w.Provider.Create(ctx, newNodeClaim("throttled", nodeClass.Name))
+	if createErr, ok := cloudprovider.AsCreateError(err); !ok || createErr.ConditionReason != "RequestLimitExceeded" {
+		t.Errorf("Create returned %v, want a CreateError with reason RequestLimitExceeded", err)
+	}
+	if len(w.EC2.Instances()) != 0 {
+		t.Errorf("%d instances launched by failed fleets", len(w.EC2.Instances()))
 	}
 }

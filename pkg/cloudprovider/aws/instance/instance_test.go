@@ -273,3 +273,46 @@ func TestCreateMarksWholeCapacityTypesAndSubnets(t *testing.T) {
 		})
 	}
 }
+
+func TestConcurrentGetsShareADescribe(t *testing.T) {
+	ctx := context.Background()
+	e := newFakeEC2(t)
+	p := NewProvider(e, clock.RealClock{}, "test-cluster", nil)
+	var ids []string
+	for i := range 10 {
+		inst, err := p.Create(ctx, request(fmt.Sprintf("get-%d", i), "on-demand"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, inst.ID)
+	}
+	e.ResetCalls()
+	ids = append(ids, "i-unknown")
+	found := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Go(func() { _, found[i] = p.Get(ctx, id) })
+	}
+	wg.Wait()
+	for i, err := range found[:10] {
+		if err != nil {
+			t.Errorf("Get(%s): %v", ids[i], err)
+		}
+	}
+	if !cloudprovider.IsNodeClaimNotFoundError(found[10]) {
+		t.Errorf("Get of an unknown ID returned %v, want NodeClaimNotFound", found[10])
+	}
+	// One batched call, refused for the unknown ID, then one call per ID
+	// so each caller learns about its own; never more than that.
+	if calls := e.Calls("DescribeInstances"); calls > 1+len(ids) {
+		t.Errorf("%d concurrent Gets made %d DescribeInstances calls", len(ids), calls)
+	}
+	e.ResetCalls()
+	for i, id := range ids[:10] {
+		wg.Go(func() { _, found[i] = p.Get(ctx, id) })
+	}
+	wg.Wait()
+	if calls := e.Calls("DescribeInstances"); calls > 2 {
+		t.Errorf("10 concurrent Gets of known instances made %d DescribeInstances calls, want them batched", calls)
+	}
+}
