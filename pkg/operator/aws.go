@@ -151,11 +151,12 @@ func NewAWSProvider(ctx context.Context, opts *options.Options, op *Operator, re
 		ClusterDNSIP:    facts.dnsIP,
 	})
 	instances := instance.NewProvider(ec2Client, ticker, awsOpts.ClusterName, unavailable)
-	cp := awscloudprovider.New(op.KubeClient, clk, awsOpts.ClusterName, types, instances, launchTemplates, unavailable)
+	subnets := subnet.NewProvider(ec2Client, clk, awsOpts.SubnetRefreshInterval)
+	cp := awscloudprovider.New(op.KubeClient, clk, awsOpts.ClusterName, types, instances, launchTemplates, unavailable).WithSubnets(subnets)
 
 	providers := awsnodeclass.Providers{
 		AMIs:           ami.NewProvider(ec2Client, clients.SSM, versions, clk, awsOpts.AMIRefreshInterval),
-		Subnets:        subnet.NewProvider(ec2Client, clk, awsOpts.SubnetRefreshInterval),
+		Subnets:        subnets,
 		SecurityGroups: securitygroup.NewProvider(ec2Client, clk),
 		Version:        versions,
 		IAM:            clients.IAM,

@@ -64,7 +64,23 @@ type CloudProvider struct {
 	instances       *instance.Provider
 	launchTemplates *launchtemplate.Provider
 	unavailable     offeringMarker
+	subnets         subnetPicker
 	candidates      candidateCache
+}
+
+// subnetPicker chooses each zone's subnet for a launch by free addresses
+// (package subnet's Provider).
+type subnetPicker interface {
+	ZonalSubnetsForLaunch(nodeClass *awsv1.EC2NodeClass, predictedIPs int32, skip func(subnetID string) bool) map[string]awsv1.Subnet
+	ReleaseIPs(subnetIDs []string, ips int32)
+}
+
+// WithSubnets makes launches pick each zone's subnet with the most free
+// addresses (less those in-flight launches are predicted to take) instead
+// of the first of the zone in the EC2NodeClass status.
+func (c *CloudProvider) WithSubnets(subnets subnetPicker) *CloudProvider {
+	c.subnets = subnets
+	return c
 }
 
 // New assembles the provider from its parts. unavailable may be nil.

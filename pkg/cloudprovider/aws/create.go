@@ -92,12 +92,7 @@ func (c *CloudProvider) launch(ctx context.Context, nodeClass *awsv1.EC2NodeClas
 	if err != nil {
 		return nil, cloudprovider.NewCreateError(err, ReasonLaunchTemplateResolutionFailed, err.Error())
 	}
-	subnets := map[string]string{}
-	for _, z := range nodeClass.ZoneInfo() {
-		// status.subnets is sorted by free addresses: the first subnet of a
-		// zone has the most.
-		subnets[z.Zone] = z.SubnetIDs[0]
-	}
+	subnets, release := c.zonalSubnets(nodeClass, types)
 	req := instance.LaunchRequest{
 		NodeClaimName: nodeClaim.Name,
 		NodeClaimUID:  nodeClaim.UID,
@@ -127,6 +122,7 @@ func (c *CloudProvider) launch(ctx context.Context, nodeClass *awsv1.EC2NodeClas
 		return nil, cloudprovider.NewCreateError(err, ReasonSubnetResolutionFailed, err.Error())
 	}
 	inst, err := c.instances.Create(ctx, req)
+	release(inst)
 	if isLaunchTemplateNotFound(err) {
 		names := make([]string, len(templates))
 		for i, lt := range templates {
@@ -135,6 +131,44 @@ func (c *CloudProvider) launch(ctx context.Context, nodeClass *awsv1.EC2NodeClas
 		c.launchTemplates.Invalidate(names...)
 	}
 	return inst, err
+}
+
+// zonalSubnets returns each zone's launch subnet and a func that gives
+// back the addresses predicted for the subnets the launch did not use.
+func (c *CloudProvider) zonalSubnets(nodeClass *awsv1.EC2NodeClass, types []*cloudprovider.InstanceType) (map[string]string, func(*instance.Instance)) {
+	subnets := map[string]string{}
+	if c.subnets == nil {
+		for _, z := range nodeClass.ZoneInfo() {
+			// status.subnets is sorted by free addresses: the first subnet
+			// of a zone has the most.
+			subnets[z.Zone] = z.SubnetIDs[0]
+		}
+		return subnets, func(*instance.Instance) {}
+	}
+	// A launch takes about as many addresses as the smallest candidate
+	// holds pods (VPC CNI assigns each pod one).
+	predicted := int64(0)
+	for _, it := range types {
+		if pods := it.Capacity.Pods().Value(); predicted == 0 || pods < predicted {
+			predicted = pods
+		}
+	}
+	var skip func(string) bool
+	if u, ok := c.unavailable.(interface{ IsSubnetUnavailable(string) bool }); ok {
+		skip = u.IsSubnetUnavailable
+	}
+	for zone, s := range c.subnets.ZonalSubnetsForLaunch(nodeClass, int32(predicted), skip) {
+		subnets[zone] = s.ID
+	}
+	return subnets, func(inst *instance.Instance) {
+		var unused []string
+		for _, id := range subnets {
+			if inst == nil || id != inst.SubnetID {
+				unused = append(unused, id)
+			}
+		}
+		c.subnets.ReleaseIPs(unused, int32(predicted))
+	}
 }
 
 func hasOverrides(configs []instance.LaunchTemplateConfig) bool {

@@ -7,17 +7,20 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/smithy-go"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/subnet"
 )
 
 func tagMap(tags []ec2types.Tag) map[string]string {
@@ -384,5 +387,39 @@ func TestCreateFleetAPIErrorsAreClassified(t *testing.T) {
 	}
 	if len(w.EC2.Instances()) != 0 {
 		t.Errorf("%d instances launched by failed fleets", len(w.EC2.Instances()))
+	}
+}
+
+func TestLaunchSubnetHasTheMostFreeAddresses(t *testing.T) {
+	ctx := context.Background()
+	tags := map[string]string{"karpenter.sh/discovery": clusterName}
+	nodeClass := createNodeClass(t, newNodeClass(nil), true)
+	// Two subnets in the first zone instead of one.
+	nodeClass.Status.Subnets = []awsv1.Subnet{{ID: "subnet-small", Zone: zones[0].Name, ZoneID: zones[0].ID}, {ID: "subnet-big", Zone: zones[0].Name, ZoneID: zones[0].ID}}
+	if err := env.Client.Status().Update(ctx, nodeClass); err != nil {
+		t.Fatal(err)
+	}
+	w := newWorld(t)
+	w.EC2.AddSubnets(fake.NewSubnet("subnet-small", zones[0].Name, zones[0].ID, 10, tags), fake.NewSubnet("subnet-big", zones[0].Name, zones[0].ID, 500, tags))
+	subnets := subnet.NewProvider(w.EC2, clock.RealClock{}, time.Minute)
+	if _, err := subnets.List(ctx, nodeClass); err != nil {
+		t.Fatal(err)
+	}
+	provider := w.Provider.WithSubnets(subnets)
+	launchSubnet := func(name string) string {
+		t.Helper()
+		before := len(w.EC2.CreateFleetInputs())
+		if _, err := provider.Create(ctx, newNodeClaim(name, nodeClass.Name)); err != nil {
+			t.Fatal(err)
+		}
+		in := w.EC2.CreateFleetInputs()[before]
+		return awssdk.ToString(in.LaunchTemplateConfigs[0].Overrides[0].SubnetId)
+	}
+	if got := launchSubnet("most-free"); got != "subnet-big" {
+		t.Errorf("launched into %s, want subnet-big (500 free addresses against 10)", got)
+	}
+	w.Unavailable.MarkSubnetUnavailable(ctx, "InsufficientFreeAddressesInSubnet", "subnet-big")
+	if got := launchSubnet("big-is-full"); got != "subnet-small" {
+		t.Errorf("with subnet-big out of addresses, launched into %s, want subnet-small", got)
 	}
 }
