@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	awscloudprovider "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/ami"
@@ -151,6 +152,9 @@ func NewAWSProvider(ctx context.Context, opts *options.Options, op *Operator, re
 		ClusterDNSIP:    facts.dnsIP,
 	})
 	instances := instance.NewProvider(ec2Client, ticker, awsOpts.ClusterName, unavailable)
+	if err := instance.Register(crmetrics.Registry); err != nil {
+		return nil, fmt.Errorf("registering AWS instance metrics: %w", err)
+	}
 	subnets := subnet.NewProvider(ec2Client, clk, awsOpts.SubnetRefreshInterval)
 	cp := awscloudprovider.New(op.KubeClient, clk, awsOpts.ClusterName, types, instances, launchTemplates, unavailable).WithSubnets(subnets)
 

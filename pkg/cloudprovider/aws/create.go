@@ -102,6 +102,10 @@ func (c *CloudProvider) launch(ctx context.Context, nodeClass *awsv1.EC2NodeClas
 	if nodeClass.Spec.Context != nil {
 		req.Context = *nodeClass.Spec.Context
 	}
+	req.ZoneIDs = map[string]string{}
+	for _, s := range nodeClass.Status.Subnets {
+		req.ZoneIDs[s.Zone] = s.ZoneID
+	}
 	for _, lt := range templates {
 		cfg := instance.LaunchTemplateConfig{Name: lt.Name}
 		for _, it := range lt.InstanceTypes {

@@ -53,11 +53,15 @@ type LaunchRequest struct {
 	Tags map[string]string
 	// Context is CreateFleet's reserved Context parameter, if any.
 	Context string
+	// ZoneIDs maps the zones of the overrides to their zone IDs, for the
+	// launch-failure metric.
+	ZoneIDs map[string]string
 }
 
 type fleetItem struct {
-	input *ec2.CreateFleetInput
-	uid   types.UID
+	input   *ec2.CreateFleetInput
+	uid     types.UID
+	zoneIDs map[string]string
 }
 
 // Create launches the NodeClaim's instance, unless one tagged with the
@@ -80,7 +84,7 @@ func (p *Provider) Create(ctx context.Context, req LaunchRequest) (*Instance, er
 	}
 	// 2. Launch through a fleet shared with alike requests.
 	in := fleetInput(req)
-	inst, err := p.fleets.Add(ctx, requestKey(in), fleetItem{input: in, uid: req.NodeClaimUID})
+	inst, err := p.fleets.Add(ctx, requestKey(in), fleetItem{input: in, uid: req.NodeClaimUID, zoneIDs: req.ZoneIDs})
 	if err != nil {
 		return nil, err
 	}
@@ -229,6 +233,12 @@ func (p *Provider) createFleet(ctx context.Context, items []fleetItem) []batchRe
 			out[i].err = cerr
 		}
 		return out
+	}
+	for _, e := range resp.Errors {
+		if lto := e.LaunchTemplateAndOverrides; lto != nil && lto.Overrides != nil {
+			zone := aws.ToString(lto.Overrides.AvailabilityZone)
+			LaunchFailuresTotal.WithLabelValues(zone, items[0].zoneIDs[zone], capacityType, aws.ToString(e.ErrorCode)).Inc()
+		}
 	}
 	refused := p.markUnavailable(ctx, resp, capacityType)
 	launched := p.fleetInstances(resp, &in, capacityType)

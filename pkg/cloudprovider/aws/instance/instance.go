@@ -107,10 +107,10 @@ type Provider struct {
 // ever marked unavailable).
 func NewProvider(api EC2API, clk clock.WithTicker, clusterName string, unavailable UnavailableOfferings) *Provider {
 	p := &Provider{ec2: api, clock: clk, clusterName: clusterName, unavailable: unavailable, launched: map[types.UID]*Instance{}}
-	p.fleets = newBatcher(clk, fleetIdle, fleetMax, fleetMaxItems, p.createFleet)
-	p.lookups = newBatcher(clk, describeIdle, describeMax, describeMaxSize, p.lookupNodeClaims)
-	p.describes = newBatcher(clk, describeIdle, describeMax, describeMaxSize, p.describeIDs)
-	p.terminate = newBatcher(clk, describeIdle, describeMax, describeMaxSize, p.terminateIDs)
+	p.fleets = newBatcher("create_fleet", clk, fleetIdle, fleetMax, fleetMaxItems, p.createFleet)
+	p.lookups = newBatcher("describe_instances", clk, describeIdle, describeMax, describeMaxSize, p.lookupNodeClaims)
+	p.describes = newBatcher("describe_instances", clk, describeIdle, describeMax, describeMaxSize, p.describeIDs)
+	p.terminate = newBatcher("terminate_instances", clk, describeIdle, describeMax, describeMaxSize, p.terminateIDs)
 	return p
 }
 

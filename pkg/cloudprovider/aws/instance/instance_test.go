@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
@@ -135,7 +136,11 @@ func TestCreateMarksRefusedOfferingsAndFallsBack(t *testing.T) {
 	m := &marks{}
 	p := NewProvider(e, clock.RealClock{}, "test-cluster", m)
 	e.SetCapacity(fake.CapacityPool{InstanceType: "c5.large", Zone: "zone-a", CapacityType: "on-demand"}, 0, "")
-	inst, err := p.Create(context.Background(), request("fallback", "on-demand"))
+	failures := LaunchFailuresTotal.WithLabelValues("zone-a", "usw2-az1", "on-demand", "InsufficientInstanceCapacity")
+	before := testutil.ToFloat64(failures)
+	req := request("fallback", "on-demand")
+	req.ZoneIDs = map[string]string{"zone-a": "usw2-az1", "zone-b": "usw2-az2"}
+	inst, err := p.Create(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,6 +149,9 @@ func TestCreateMarksRefusedOfferingsAndFallsBack(t *testing.T) {
 	}
 	if len(m.keys) != 1 || m.keys[0] != "c5.large/zone-a/on-demand:InsufficientInstanceCapacity" {
 		t.Errorf("marked %v, want c5.large/zone-a/on-demand", m.keys)
+	}
+	if got := testutil.ToFloat64(failures) - before; got != 1 {
+		t.Errorf("launch failures for zone-a on-demand InsufficientInstanceCapacity rose by %v, want 1", got)
 	}
 
 	for _, it := range []string{"c5.large", "m5.large"} {
