@@ -15,20 +15,21 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 )
 
 // Tag keys the provider writes and filters on (upstream's).
 const (
-	TagNodePool       = "karpenter.sh/nodepool"
-	TagNodeClaim      = "karpenter.sh/nodeclaim"
-	TagNodeClass      = "karpenter.k8s.aws/ec2nodeclass"
-	TagEKSClusterName = "eks:eks-cluster-name"
+	TagNodePool       = awsv1.TagNodePool
+	TagNodeClaim      = awsv1.TagNodeClaim
+	TagNodeClass      = awsv1.TagNodeClass
+	TagEKSClusterName = awsv1.TagEKSClusterName
 )
 
 // ClusterTagKey is the kubernetes.io/cluster/<name> tag, "owned" on every
 // resource karp launches.
-func ClusterTagKey(clusterName string) string { return "kubernetes.io/cluster/" + clusterName }
+func ClusterTagKey(clusterName string) string { return awsv1.ClusterTagKey(clusterName) }
 
 // liveStates are the states of instances that exist for karp; terminated
 // instances linger in DescribeInstances for a while and are ignored.
