@@ -372,7 +372,7 @@ func (e *EC2) CreateFleet(_ context.Context, in *ec2.CreateFleetInput, _ ...func
 			return false
 		}
 	}
-	out, err := e.launch.fleet(in, offered)
+	out, err := e.launch.fleet(e.withSubnetZones(in), offered)
 	if err != nil {
 		return nil, err
 	}
@@ -727,4 +727,27 @@ func (e *EC2) CreateTags(_ context.Context, in *ec2.CreateTagsInput, _ ...func(*
 		}
 	}
 	return &ec2.CreateTagsOutput{}, nil
+}
+
+// withSubnetZones returns the request with every override that names a
+// subnet but no zone placed in the subnet's zone (the caller's request is
+// not changed).
+func (e *EC2) withSubnetZones(in *ec2.CreateFleetInput) *ec2.CreateFleetInput {
+	out := *in
+	out.LaunchTemplateConfigs = make([]ec2types.FleetLaunchTemplateConfigRequest, len(in.LaunchTemplateConfigs))
+	for i, cfg := range in.LaunchTemplateConfigs {
+		cfg.Overrides = slices.Clone(cfg.Overrides)
+		for j, o := range cfg.Overrides {
+			if aws.ToString(o.AvailabilityZone) != "" || o.SubnetId == nil {
+				continue
+			}
+			for _, subnet := range e.network.subnets {
+				if aws.ToString(subnet.SubnetId) == *o.SubnetId {
+					cfg.Overrides[j].AvailabilityZone = subnet.AvailabilityZone
+				}
+			}
+		}
+		out.LaunchTemplateConfigs[i] = cfg
+	}
+	return &out
 }
