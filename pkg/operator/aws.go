@@ -27,7 +27,9 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/cache"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/capacityreservation"
 	awsnodeclass "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/nodeclass"
+	nodeclasshash "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/nodeclass/hash"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/providers/refresh"
+	ssminvalidation "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/providers/ssm"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instance"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instancetype"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/launchtemplate"
@@ -158,8 +160,9 @@ func NewAWSProvider(ctx context.Context, opts *options.Options, op *Operator, re
 	subnets := subnet.NewProvider(ec2Client, clk, awsOpts.SubnetRefreshInterval)
 	cp := awscloudprovider.New(op.KubeClient, clk, awsOpts.ClusterName, types, instances, launchTemplates, unavailable).WithSubnets(subnets)
 
+	amis := ami.NewProvider(ec2Client, clients.SSM, versions, clk, awsOpts.AMIRefreshInterval)
 	providers := awsnodeclass.Providers{
-		AMIs:           ami.NewProvider(ec2Client, clients.SSM, versions, clk, awsOpts.AMIRefreshInterval),
+		AMIs:           amis,
 		Subnets:        subnets,
 		SecurityGroups: securitygroup.NewProvider(ec2Client, clk),
 		Version:        versions,
@@ -176,6 +179,11 @@ func NewAWSProvider(ctx context.Context, opts *options.Options, op *Operator, re
 			// Resolves each EC2NodeClass's subnets, security groups, AMIs,
 			// instance profile and Ready condition.
 			awsnodeclass.NewController(op.KubeClient, op.Recorder, clk, providers),
+			// Keeps each EC2NodeClass's drift hash annotations current and
+			// re-stamps NodeClaims of an older hash version.
+			nodeclasshash.NewController(op.KubeClient),
+			// Drops cached AMI aliases whose image was deprecated.
+			ssminvalidation.NewController(amis),
 			// Re-reads instance types and offerings every 12 hours.
 			refresh.NewInstanceTypeController(types),
 			// Re-reads on-demand and spot prices every 12 hours.

@@ -129,9 +129,10 @@ func TestControllerLaunchesOnAWS(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	poll(t, "the EC2NodeClass Ready", func() bool {
+	poll(t, "the EC2NodeClass Ready, with its drift hash", func() bool {
 		got := &awsv1.EC2NodeClass{}
-		return env.Client.Get(ctx, client.ObjectKey{Name: "default"}, got) == nil && got.StatusConditions().IsTrue(awsv1.ConditionTypeReady)
+		return env.Client.Get(ctx, client.ObjectKey{Name: "default"}, got) == nil && got.StatusConditions().IsTrue(awsv1.ConditionTypeReady) &&
+			got.Annotations[awsv1.AnnotationEC2NodeClassHash] == got.Hash()
 	})
 	var launched *karpv1.NodeClaim
 	poll(t, "a launched NodeClaim", func() bool {
