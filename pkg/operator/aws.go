@@ -159,6 +159,9 @@ func NewAWSProvider(ctx context.Context, opts *options.Options, op *Operator, re
 	}
 	subnets := subnet.NewProvider(ec2Client, clk, awsOpts.SubnetRefreshInterval)
 	cp := awscloudprovider.New(op.KubeClient, clk, awsOpts.ClusterName, types, instances, launchTemplates, unavailable).WithSubnets(subnets)
+	if reservations != nil {
+		cp = cp.WithReservations(reservations)
+	}
 
 	amis := ami.NewProvider(ec2Client, clients.SSM, versions, clk, awsOpts.AMIRefreshInterval)
 	providers := awsnodeclass.Providers{

@@ -16,6 +16,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instance"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/launchtemplate"
+	"github.com/karp-autoscaler/karp/pkg/scheduling"
 )
 
 // Name is the provider's name.
@@ -65,7 +66,22 @@ type CloudProvider struct {
 	launchTemplates *launchtemplate.Provider
 	unavailable     offeringMarker
 	subnets         subnetPicker
+	reservations    reservationTracker
 	candidates      candidateCache
+}
+
+// reservationTracker keeps the instances left in capacity reservations
+// (package capacityreservation's Provider).
+type reservationTracker interface {
+	MarkLaunched(id string, launchedAt time.Time)
+	MarkUnavailable(ids ...string)
+}
+
+// WithReservations makes launches into capacity reservations count down
+// the reservation's available instances, and a full one unavailable.
+func (c *CloudProvider) WithReservations(reservations reservationTracker) *CloudProvider {
+	c.reservations = reservations
+	return c
 }
 
 // subnetPicker chooses each zone's subnet for a launch by free addresses
@@ -297,7 +313,8 @@ func hydrate(base *karpv1.NodeClaim, inst *instance.Instance, it *cloudprovider.
 	out := base.DeepCopy()
 	labels := map[string]string{}
 	if nodeClaim != nil && it != nil {
-		labels = cloudprovider.LaunchLabels(nodeClaim, cloudprovider.Launch{InstanceType: it, Offering: &cloudprovider.Offering{Zone: inst.Zone, CapacityType: inst.CapacityType}})
+		offering := &cloudprovider.Offering{Zone: inst.Zone, CapacityType: inst.CapacityType, ReservationID: inst.ReservationID}
+		labels = cloudprovider.LaunchLabels(nodeClaim, cloudprovider.Launch{InstanceType: it, Offering: offering})
 	} else if it != nil {
 		for k, v := range it.Requirements.Labels() {
 			labels[k] = v
@@ -308,6 +325,17 @@ func hydrate(base *karpv1.NodeClaim, inst *instance.Instance, it *cloudprovider.
 	labels[karpv1.CapacityTypeLabelKey] = inst.CapacityType
 	if zoneID != "" {
 		labels[awsv1.LabelTopologyZoneID] = zoneID
+	}
+	if inst.ReservationID != "" {
+		labels[scheduling.LabelReservationID] = inst.ReservationID
+		labels[awsv1.LabelCapacityReservationID] = inst.ReservationID
+	} else {
+		// Requirement labels of the type may list reservations; an
+		// instance outside one carries none.
+		delete(labels, scheduling.LabelReservationID)
+		delete(labels, awsv1.LabelCapacityReservationID)
+		delete(labels, awsv1.LabelCapacityReservationType)
+		delete(labels, awsv1.LabelCapacityReservationInterruptible)
 	}
 	if v := inst.Tags[awsv1.TagNodePool]; v != "" {
 		labels[karpv1.NodePoolLabelKey] = v

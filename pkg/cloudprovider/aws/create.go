@@ -69,12 +69,13 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 // candidate's capacity type and hands it to the instance provider.
 func (c *CloudProvider) launch(ctx context.Context, nodeClass *awsv1.EC2NodeClass, nodeClaim *karpv1.NodeClaim,
 	candidates []cloudprovider.Launch, tags map[string]string) (*instance.Instance, error) {
-	capacityType := candidates[0].Offering.CapacityType
-	// The cheapest types of that capacity type, each with its offerings.
+	capacityType, reservationID := candidates[0].Offering.CapacityType, candidates[0].Offering.ReservationID
+	// The cheapest types of that capacity type (and reservation), each
+	// with its offerings.
 	var types []*cloudprovider.InstanceType
 	offerings := map[string][]*cloudprovider.Offering{}
 	for _, l := range candidates {
-		if l.Offering.CapacityType != capacityType {
+		if l.Offering.CapacityType != capacityType || l.Offering.ReservationID != reservationID {
 			continue
 		}
 		name := l.InstanceType.Name
@@ -87,7 +88,7 @@ func (c *CloudProvider) launch(ctx context.Context, nodeClass *awsv1.EC2NodeClas
 		offerings[name] = append(offerings[name], l.Offering)
 	}
 	templates, err := c.launchTemplates.EnsureAll(ctx, launchtemplate.Request{
-		NodeClass: nodeClass, NodeClaim: nodeClaim, InstanceTypes: types, CapacityType: capacityType, Tags: tags,
+		NodeClass: nodeClass, NodeClaim: nodeClaim, InstanceTypes: types, CapacityType: capacityType, ReservationID: reservationID, Tags: tags,
 	})
 	if err != nil {
 		return nil, cloudprovider.NewCreateError(err, ReasonLaunchTemplateResolutionFailed, err.Error())
@@ -97,6 +98,7 @@ func (c *CloudProvider) launch(ctx context.Context, nodeClass *awsv1.EC2NodeClas
 		NodeClaimName: nodeClaim.Name,
 		NodeClaimUID:  nodeClaim.UID,
 		CapacityType:  capacityType,
+		ReservationID: reservationID,
 		Tags:          tags,
 	}
 	if nodeClass.Spec.Context != nil {
@@ -127,6 +129,16 @@ func (c *CloudProvider) launch(ctx context.Context, nodeClass *awsv1.EC2NodeClas
 	}
 	inst, err := c.instances.Create(ctx, req)
 	release(inst)
+	if reservationID != "" && c.reservations != nil {
+		switch {
+		case err == nil:
+			c.reservations.MarkLaunched(reservationID, c.clock.Now())
+		case cloudprovider.IsInsufficientCapacityError(err):
+			// The reservation is full: no more reserved offerings from it
+			// until the next listing says otherwise.
+			c.reservations.MarkUnavailable(reservationID)
+		}
+	}
 	if isLaunchTemplateNotFound(err) {
 		names := make([]string, len(templates))
 		for i, lt := range templates {
@@ -264,10 +276,7 @@ func (c *candidateCache) get(types []*cloudprovider.InstanceType, nodeClaim *kar
 	return got
 }
 
-// launchCandidates ranks the offerings as every provider does; capacity
-// reservations are not launched into yet.
+// launchCandidates ranks the offerings as every provider does.
 func launchCandidates(types []*cloudprovider.InstanceType, nodeClaim *karpv1.NodeClaim) []cloudprovider.Launch {
-	return cloudprovider.LaunchCandidates(types, nodeClaim, func(k cloudprovider.OfferingKey) bool {
-		return k.CapacityType == karpv1.CapacityTypeReserved
-	})
+	return cloudprovider.LaunchCandidates(types, nodeClaim, nil)
 }

@@ -55,10 +55,12 @@ const (
 
 // Instance is an EC2 instance karp launched.
 type Instance struct {
-	ID               string
-	Type             string
-	Zone             string
-	CapacityType     string
+	ID           string
+	Type         string
+	Zone         string
+	CapacityType string
+	// ReservationID is the capacity reservation a reserved instance runs in.
+	ReservationID    string
 	ImageID          string
 	SubnetID         string
 	State            string
@@ -312,8 +314,15 @@ func fromEC2(in *ec2types.Instance) *Instance {
 		inst.State = string(in.State.Name)
 	}
 	inst.CapacityType = "on-demand"
-	if aws.ToString(in.SpotInstanceRequestId) != "" {
+	switch {
+	case aws.ToString(in.SpotInstanceRequestId) != "":
 		inst.CapacityType = "spot"
+	case aws.ToString(in.CapacityReservationId) != "" && in.CapacityReservationSpecification != nil &&
+		in.CapacityReservationSpecification.CapacityReservationPreference == ec2types.CapacityReservationPreferenceCapacityReservationsOnly:
+		// Launched into a reservation on purpose; an instance that merely
+		// landed in an open reservation stays on-demand (upstream's rule).
+		inst.CapacityType = "reserved"
+		inst.ReservationID = aws.ToString(in.CapacityReservationId)
 	}
 	for _, g := range in.SecurityGroups {
 		inst.SecurityGroupIDs = append(inst.SecurityGroupIDs, aws.ToString(g.GroupId))

@@ -70,6 +70,9 @@ type Request struct {
 	NodeClaim     *karpv1.NodeClaim
 	InstanceTypes []*cloudprovider.InstanceType
 	CapacityType  string
+	// ReservationID, for reserved launches, is the capacity reservation
+	// the template launches into (and only into).
+	ReservationID string
 	// Tags go on the launch template and the network interfaces it makes.
 	Tags map[string]string
 }
@@ -225,6 +228,12 @@ func (p *Provider) data(req Request, imageID string, maxPods int32) (*ec2types.R
 		TagSpecifications: []ec2types.LaunchTemplateTagSpecificationRequest{
 			{ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: ec2Tags(req.Tags)},
 		},
+	}
+	if req.ReservationID != "" {
+		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
+			CapacityReservationPreference: ec2types.CapacityReservationPreferenceCapacityReservationsOnly,
+			CapacityReservationTarget:     &ec2types.CapacityReservationTarget{CapacityReservationId: aws.String(req.ReservationID)},
+		}
 	}
 	if nodeClass.Status.InstanceProfile != "" {
 		data.IamInstanceProfile = &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(nodeClass.Status.InstanceProfile)}
