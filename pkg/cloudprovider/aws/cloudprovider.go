@@ -74,6 +74,7 @@ type CloudProvider struct {
 // (package capacityreservation's Provider).
 type reservationTracker interface {
 	MarkLaunched(id string, launchedAt time.Time)
+	MarkTerminated(id string)
 	MarkUnavailable(ids ...string)
 }
 
@@ -232,6 +233,11 @@ func (c *CloudProvider) Delete(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 		return cloudprovider.NewNodeClaimNotFoundError(err)
 	}
 	if err := c.instances.Delete(ctx, id); err != nil {
+		if reservation := nodeClaim.Labels[awsv1.LabelCapacityReservationID]; reservation != "" && c.reservations != nil &&
+			cloudprovider.IsNodeClaimNotFoundError(err) {
+			// The instance is gone: its place in the reservation is free.
+			c.reservations.MarkTerminated(reservation)
+		}
 		return err
 	}
 	c.instances.Forget(nodeClaim.UID)

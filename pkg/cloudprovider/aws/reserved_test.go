@@ -21,7 +21,14 @@ import (
 type reservationLog struct {
 	mu          sync.Mutex
 	launched    []string
+	terminated  []string
 	unavailable []string
+}
+
+func (r *reservationLog) MarkTerminated(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.terminated = append(r.terminated, id)
 }
 
 func (r *reservationLog) MarkLaunched(id string, _ time.Time) {
@@ -92,9 +99,22 @@ func TestLaunchIntoACapacityReservation(t *testing.T) {
 	if !cloudprovider.IsInsufficientCapacityError(err) {
 		t.Errorf("Create into a full reservation returned %v, want an InsufficientCapacityError", err)
 	}
+	// Deleting the reserved NodeClaim frees its place once the instance
+	// is gone.
+	launched := newNodeClaim("reserved", nodeClass.Name)
+	launched.Labels, launched.Status = created.Labels, created.Status
+	if err := provider.Delete(ctx, launched); err != nil {
+		t.Fatal(err)
+	}
+	if err := provider.Delete(ctx, launched); !cloudprovider.IsNodeClaimNotFoundError(err) {
+		t.Fatalf("second Delete returned %v, want NodeClaimNotFound", err)
+	}
 	log.mu.Lock()
 	defer log.mu.Unlock()
 	if len(log.launched) != 1 || len(log.unavailable) != 1 || log.unavailable[0] != "cr-0123456789abcdef0" {
 		t.Errorf("reservation tracker saw launched %v, unavailable %v; want one launch then the reservation unavailable", log.launched, log.unavailable)
+	}
+	if len(log.terminated) != 1 || log.terminated[0] != "cr-0123456789abcdef0" {
+		t.Errorf("reservation tracker saw terminated %v, want the reservation once", log.terminated)
 	}
 }
