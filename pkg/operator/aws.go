@@ -20,13 +20,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	awscloudprovider "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/ami"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/cache"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/capacityreservation"
 	awsnodeclass "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/nodeclass"
+	nodeclasshash "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/nodeclass/hash"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/providers/refresh"
+	ssminvalidation "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/providers/ssm"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instance"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instancetype"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/launchtemplate"
@@ -38,14 +41,51 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/operator/options"
 )
 
-// newAWSProvider builds the AWS provider: SDK clients from the default
-// credential chain and region (the SDK's AWS_ENDPOINT_URL* variables
-// apply), the cluster facts user data needs, the providers with their
-// caches, and the AWS controllers. Instance types must load (as upstream,
-// the process stops otherwise); prices fall back to the embedded ones.
+// AWSClients are the AWS API clients the provider calls: the SDK's in
+// production, the stateful fakes in tests.
+type AWSClients struct {
+	Region  string
+	EC2     EC2API
+	SSM     SSMAPI
+	IAM     IAMAPI
+	Pricing PricingAPI
+}
+
+// EC2API is every EC2 call the AWS provider's parts make.
+type EC2API interface {
+	instance.EC2API
+	DescribeInstanceTypes(ctx context.Context, in *ec2.DescribeInstanceTypesInput, opts ...func(*ec2.Options)) (*ec2.DescribeInstanceTypesOutput, error)
+	DescribeInstanceTypeOfferings(ctx context.Context, in *ec2.DescribeInstanceTypeOfferingsInput, opts ...func(*ec2.Options)) (*ec2.DescribeInstanceTypeOfferingsOutput, error)
+	DescribeSpotPriceHistory(ctx context.Context, in *ec2.DescribeSpotPriceHistoryInput, opts ...func(*ec2.Options)) (*ec2.DescribeSpotPriceHistoryOutput, error)
+	DescribeImages(ctx context.Context, in *ec2.DescribeImagesInput, opts ...func(*ec2.Options)) (*ec2.DescribeImagesOutput, error)
+	DescribeSubnets(ctx context.Context, in *ec2.DescribeSubnetsInput, opts ...func(*ec2.Options)) (*ec2.DescribeSubnetsOutput, error)
+	DescribeSecurityGroups(ctx context.Context, in *ec2.DescribeSecurityGroupsInput, opts ...func(*ec2.Options)) (*ec2.DescribeSecurityGroupsOutput, error)
+	DescribeCapacityReservations(ctx context.Context, in *ec2.DescribeCapacityReservationsInput, opts ...func(*ec2.Options)) (*ec2.DescribeCapacityReservationsOutput, error)
+	CreateLaunchTemplate(ctx context.Context, in *ec2.CreateLaunchTemplateInput, opts ...func(*ec2.Options)) (*ec2.CreateLaunchTemplateOutput, error)
+	DescribeLaunchTemplates(ctx context.Context, in *ec2.DescribeLaunchTemplatesInput, opts ...func(*ec2.Options)) (*ec2.DescribeLaunchTemplatesOutput, error)
+	DeleteLaunchTemplate(ctx context.Context, in *ec2.DeleteLaunchTemplateInput, opts ...func(*ec2.Options)) (*ec2.DeleteLaunchTemplateOutput, error)
+}
+
+// SSMAPI is the SSM call AMI aliases are resolved with.
+type SSMAPI interface {
+	GetParameter(ctx context.Context, in *ssm.GetParameterInput, opts ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
+}
+
+// IAMAPI are the IAM calls the EC2NodeClass status makes.
+type IAMAPI interface {
+	GetInstanceProfile(ctx context.Context, in *iam.GetInstanceProfileInput, opts ...func(*iam.Options)) (*iam.GetInstanceProfileOutput, error)
+	ListInstanceProfilesForRole(ctx context.Context, in *iam.ListInstanceProfilesForRoleInput, opts ...func(*iam.Options)) (*iam.ListInstanceProfilesForRoleOutput, error)
+}
+
+// PricingAPI is the Price List call on-demand prices come from.
+type PricingAPI interface {
+	GetProducts(ctx context.Context, in *pricingapi.GetProductsInput, opts ...func(*pricingapi.Options)) (*pricingapi.GetProductsOutput, error)
+}
+
+// newAWSProvider builds the SDK clients from the default credential chain
+// and region (the SDK's AWS_ENDPOINT_URL* variables apply), then the
+// provider.
 func newAWSProvider(ctx context.Context, opts *options.Options, op *Operator, restConfig *rest.Config) (*Provider, error) {
-	awsOpts := opts.AWS
-	logger := log.FromContext(ctx)
 	cfg, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("loading AWS SDK config: %w", err)
@@ -53,8 +93,23 @@ func newAWSProvider(ctx context.Context, opts *options.Options, op *Operator, re
 	if cfg.Region == "" {
 		return nil, errors.New("no AWS region: set AWS_REGION (or the region of the AWS profile in use)")
 	}
-	ec2Client := ec2.NewFromConfig(cfg)
-	pricingClient := pricingapi.NewFromConfig(cfg, func(o *pricingapi.Options) { o.Region = pricing.PricingRegion(cfg.Region) })
+	return NewAWSProvider(ctx, opts, op, restConfig, AWSClients{
+		Region:  cfg.Region,
+		EC2:     ec2.NewFromConfig(cfg),
+		SSM:     ssm.NewFromConfig(cfg),
+		IAM:     iam.NewFromConfig(cfg),
+		Pricing: pricingapi.NewFromConfig(cfg, func(o *pricingapi.Options) { o.Region = pricing.PricingRegion(cfg.Region) }),
+	})
+}
+
+// NewAWSProvider builds the AWS provider over the clients: the cluster
+// facts user data needs, the providers with their caches, and the AWS
+// controllers. Instance types must load (as upstream, the process stops
+// otherwise); prices fall back to the embedded ones.
+func NewAWSProvider(ctx context.Context, opts *options.Options, op *Operator, restConfig *rest.Config, clients AWSClients) (*Provider, error) {
+	awsOpts := opts.AWS
+	logger := log.FromContext(ctx)
+	ec2Client := clients.EC2
 	clk := op.Clock
 	ticker, ok := clk.(clock.WithTicker)
 	if !ok {
@@ -71,7 +126,7 @@ func newAWSProvider(ctx context.Context, opts *options.Options, op *Operator, re
 	}
 	versions := version.NewProvider(disco, clk)
 
-	prices, err := pricing.NewProvider(ec2Client, pricingClient, cfg.Region, awsOpts.IsolatedVPC, clk)
+	prices, err := pricing.NewProvider(ec2Client, clients.Pricing, clients.Region, awsOpts.IsolatedVPC, clk)
 	if err != nil {
 		return nil, fmt.Errorf("building pricing provider: %w", err)
 	}
@@ -86,7 +141,7 @@ func newAWSProvider(ctx context.Context, opts *options.Options, op *Operator, re
 		counter = reservations
 	}
 	types := instancetype.NewProvider(ec2Client, prices, unavailable, counter, instancetype.Options{
-		Region: cfg.Region, VMMemoryOverheadPercent: awsOpts.VMMemoryOverheadPercent, ReservedENIs: awsOpts.ReservedENIs,
+		Region: clients.Region, VMMemoryOverheadPercent: awsOpts.VMMemoryOverheadPercent, ReservedENIs: awsOpts.ReservedENIs,
 	}, clk)
 	if err := types.Update(ctx); err != nil {
 		return nil, fmt.Errorf("loading instance types from EC2: %w", err)
@@ -99,19 +154,27 @@ func newAWSProvider(ctx context.Context, opts *options.Options, op *Operator, re
 		ClusterDNSIP:    facts.dnsIP,
 	})
 	instances := instance.NewProvider(ec2Client, ticker, awsOpts.ClusterName, unavailable)
-	cp := awscloudprovider.New(op.KubeClient, clk, awsOpts.ClusterName, types, instances, launchTemplates, unavailable)
+	if err := instance.Register(crmetrics.Registry); err != nil {
+		return nil, fmt.Errorf("registering AWS instance metrics: %w", err)
+	}
+	subnets := subnet.NewProvider(ec2Client, clk, awsOpts.SubnetRefreshInterval)
+	cp := awscloudprovider.New(op.KubeClient, clk, awsOpts.ClusterName, types, instances, launchTemplates, unavailable).WithSubnets(subnets)
+	if reservations != nil {
+		cp = cp.WithReservations(reservations)
+	}
 
+	amis := ami.NewProvider(ec2Client, clients.SSM, versions, clk, awsOpts.AMIRefreshInterval)
 	providers := awsnodeclass.Providers{
-		AMIs:           ami.NewProvider(ec2Client, ssm.NewFromConfig(cfg), versions, clk, awsOpts.AMIRefreshInterval),
-		Subnets:        subnet.NewProvider(ec2Client, clk, awsOpts.SubnetRefreshInterval),
+		AMIs:           amis,
+		Subnets:        subnets,
 		SecurityGroups: securitygroup.NewProvider(ec2Client, clk),
 		Version:        versions,
-		IAM:            iam.NewFromConfig(cfg),
+		IAM:            clients.IAM,
 	}
 	if reservations != nil {
 		providers.CapacityReservations = reservations
 	}
-	logger.Info("built the AWS cloud provider", "region", cfg.Region, "clusterName", awsOpts.ClusterName,
+	logger.Info("built the AWS cloud provider", "region", clients.Region, "clusterName", awsOpts.ClusterName,
 		"clusterEndpoint", facts.endpoint, "serviceCIDR", facts.serviceCIDR, "clusterDNS", facts.dnsIP)
 	return &Provider{
 		CloudProvider: cp,
@@ -119,6 +182,11 @@ func newAWSProvider(ctx context.Context, opts *options.Options, op *Operator, re
 			// Resolves each EC2NodeClass's subnets, security groups, AMIs,
 			// instance profile and Ready condition.
 			awsnodeclass.NewController(op.KubeClient, op.Recorder, clk, providers),
+			// Keeps each EC2NodeClass's drift hash annotations current and
+			// re-stamps NodeClaims of an older hash version.
+			nodeclasshash.NewController(op.KubeClient),
+			// Drops cached AMI aliases whose image was deprecated.
+			ssminvalidation.NewController(amis),
 			// Re-reads instance types and offerings every 12 hours.
 			refresh.NewInstanceTypeController(types),
 			// Re-reads on-demand and spot prices every 12 hours.

@@ -16,6 +16,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instance"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/launchtemplate"
+	"github.com/karp-autoscaler/karp/pkg/scheduling"
 )
 
 // Name is the provider's name.
@@ -64,6 +65,39 @@ type CloudProvider struct {
 	instances       *instance.Provider
 	launchTemplates *launchtemplate.Provider
 	unavailable     offeringMarker
+	subnets         subnetPicker
+	reservations    reservationTracker
+	candidates      candidateCache
+}
+
+// reservationTracker keeps the instances left in capacity reservations
+// (package capacityreservation's Provider).
+type reservationTracker interface {
+	MarkLaunched(id string, launchedAt time.Time)
+	MarkTerminated(id string)
+	MarkUnavailable(ids ...string)
+}
+
+// WithReservations makes launches into capacity reservations count down
+// the reservation's available instances, and a full one unavailable.
+func (c *CloudProvider) WithReservations(reservations reservationTracker) *CloudProvider {
+	c.reservations = reservations
+	return c
+}
+
+// subnetPicker chooses each zone's subnet for a launch by free addresses
+// (package subnet's Provider).
+type subnetPicker interface {
+	ZonalSubnetsForLaunch(nodeClass *awsv1.EC2NodeClass, predictedIPs int32, skip func(subnetID string) bool) map[string]awsv1.Subnet
+	ReleaseIPs(subnetIDs []string, ips int32)
+}
+
+// WithSubnets makes launches pick each zone's subnet with the most free
+// addresses (less those in-flight launches are predicted to take) instead
+// of the first of the zone in the EC2NodeClass status.
+func (c *CloudProvider) WithSubnets(subnets subnetPicker) *CloudProvider {
+	c.subnets = subnets
+	return c
 }
 
 // New assembles the provider from its parts. unavailable may be nil.
@@ -199,6 +233,11 @@ func (c *CloudProvider) Delete(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 		return cloudprovider.NewNodeClaimNotFoundError(err)
 	}
 	if err := c.instances.Delete(ctx, id); err != nil {
+		if reservation := nodeClaim.Labels[awsv1.LabelCapacityReservationID]; reservation != "" && c.reservations != nil &&
+			cloudprovider.IsNodeClaimNotFoundError(err) {
+			// The instance is gone: its place in the reservation is free.
+			c.reservations.MarkTerminated(reservation)
+		}
 		return err
 	}
 	c.instances.Forget(nodeClaim.UID)
@@ -280,7 +319,8 @@ func hydrate(base *karpv1.NodeClaim, inst *instance.Instance, it *cloudprovider.
 	out := base.DeepCopy()
 	labels := map[string]string{}
 	if nodeClaim != nil && it != nil {
-		labels = cloudprovider.LaunchLabels(nodeClaim, cloudprovider.Launch{InstanceType: it, Offering: &cloudprovider.Offering{Zone: inst.Zone, CapacityType: inst.CapacityType}})
+		offering := &cloudprovider.Offering{Zone: inst.Zone, CapacityType: inst.CapacityType, ReservationID: inst.ReservationID}
+		labels = cloudprovider.LaunchLabels(nodeClaim, cloudprovider.Launch{InstanceType: it, Offering: offering})
 	} else if it != nil {
 		for k, v := range it.Requirements.Labels() {
 			labels[k] = v
@@ -291,6 +331,17 @@ func hydrate(base *karpv1.NodeClaim, inst *instance.Instance, it *cloudprovider.
 	labels[karpv1.CapacityTypeLabelKey] = inst.CapacityType
 	if zoneID != "" {
 		labels[awsv1.LabelTopologyZoneID] = zoneID
+	}
+	if inst.ReservationID != "" {
+		labels[scheduling.LabelReservationID] = inst.ReservationID
+		labels[awsv1.LabelCapacityReservationID] = inst.ReservationID
+	} else {
+		// Requirement labels of the type may list reservations; an
+		// instance outside one carries none.
+		delete(labels, scheduling.LabelReservationID)
+		delete(labels, awsv1.LabelCapacityReservationID)
+		delete(labels, awsv1.LabelCapacityReservationType)
+		delete(labels, awsv1.LabelCapacityReservationInterruptible)
 	}
 	if v := inst.Tags[awsv1.TagNodePool]; v != "" {
 		labels[karpv1.NodePoolLabelKey] = v

@@ -13,7 +13,7 @@ func TestContract(t *testing.T) {
 	nodeClass := createNodeClass(t, newNodeClass(nil), true)
 	contract.Run(t, func(t *testing.T) contract.Subject {
 		return contract.Subject{
-			Provider:  newWorld(t).provider,
+			Provider:  newWorld(t).Provider,
 			NodeClaim: func(name string) *karpv1.NodeClaim { return newNodeClaim(name, nodeClass.Name) },
 			NodePool:  func() *karpv1.NodePool { return nodePool(nodeClass.Name) },
 		}

@@ -2,9 +2,13 @@ package aws
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"regexp"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
@@ -32,10 +36,7 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	if err != nil {
 		return nil, cloudprovider.NewCreateError(err, ReasonInstanceTypeResolutionFailed, err.Error())
 	}
-	candidates := cloudprovider.LaunchCandidates(types, nodeClaim, func(k cloudprovider.OfferingKey) bool {
-		// Capacity reservations are not launched into yet.
-		return k.CapacityType == karpv1.CapacityTypeReserved
-	})
+	candidates := c.candidates.get(types, nodeClaim)
 	if len(candidates) == 0 {
 		return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("no available offering satisfies nodeclaim %s", nodeClaim.Name))
 	}
@@ -68,12 +69,13 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 // candidate's capacity type and hands it to the instance provider.
 func (c *CloudProvider) launch(ctx context.Context, nodeClass *awsv1.EC2NodeClass, nodeClaim *karpv1.NodeClaim,
 	candidates []cloudprovider.Launch, tags map[string]string) (*instance.Instance, error) {
-	capacityType := candidates[0].Offering.CapacityType
-	// The cheapest types of that capacity type, each with its offerings.
+	capacityType, reservationID := candidates[0].Offering.CapacityType, candidates[0].Offering.ReservationID
+	// The cheapest types of that capacity type (and reservation), each
+	// with its offerings.
 	var types []*cloudprovider.InstanceType
 	offerings := map[string][]*cloudprovider.Offering{}
 	for _, l := range candidates {
-		if l.Offering.CapacityType != capacityType {
+		if l.Offering.CapacityType != capacityType || l.Offering.ReservationID != reservationID {
 			continue
 		}
 		name := l.InstanceType.Name
@@ -86,25 +88,25 @@ func (c *CloudProvider) launch(ctx context.Context, nodeClass *awsv1.EC2NodeClas
 		offerings[name] = append(offerings[name], l.Offering)
 	}
 	templates, err := c.launchTemplates.EnsureAll(ctx, launchtemplate.Request{
-		NodeClass: nodeClass, NodeClaim: nodeClaim, InstanceTypes: types, CapacityType: capacityType, Tags: tags,
+		NodeClass: nodeClass, NodeClaim: nodeClaim, InstanceTypes: types, CapacityType: capacityType, ReservationID: reservationID, Tags: tags,
 	})
 	if err != nil {
 		return nil, cloudprovider.NewCreateError(err, ReasonLaunchTemplateResolutionFailed, err.Error())
 	}
-	subnets := map[string]string{}
-	for _, z := range nodeClass.ZoneInfo() {
-		// status.subnets is sorted by free addresses: the first subnet of a
-		// zone has the most.
-		subnets[z.Zone] = z.SubnetIDs[0]
-	}
+	subnets, release := c.zonalSubnets(nodeClass, types)
 	req := instance.LaunchRequest{
 		NodeClaimName: nodeClaim.Name,
 		NodeClaimUID:  nodeClaim.UID,
 		CapacityType:  capacityType,
+		ReservationID: reservationID,
 		Tags:          tags,
 	}
 	if nodeClass.Spec.Context != nil {
 		req.Context = *nodeClass.Spec.Context
+	}
+	req.ZoneIDs = map[string]string{}
+	for _, s := range nodeClass.Status.Subnets {
+		req.ZoneIDs[s.Zone] = s.ZoneID
 	}
 	for _, lt := range templates {
 		cfg := instance.LaunchTemplateConfig{Name: lt.Name}
@@ -126,6 +128,17 @@ func (c *CloudProvider) launch(ctx context.Context, nodeClass *awsv1.EC2NodeClas
 		return nil, cloudprovider.NewCreateError(err, ReasonSubnetResolutionFailed, err.Error())
 	}
 	inst, err := c.instances.Create(ctx, req)
+	release(inst)
+	if reservationID != "" && c.reservations != nil {
+		switch {
+		case err == nil:
+			c.reservations.MarkLaunched(reservationID, c.clock.Now())
+		case cloudprovider.IsInsufficientCapacityError(err):
+			// The reservation is full: no more reserved offerings from it
+			// until the next listing says otherwise.
+			c.reservations.MarkUnavailable(reservationID)
+		}
+	}
 	if isLaunchTemplateNotFound(err) {
 		names := make([]string, len(templates))
 		for i, lt := range templates {
@@ -134,6 +147,44 @@ func (c *CloudProvider) launch(ctx context.Context, nodeClass *awsv1.EC2NodeClas
 		c.launchTemplates.Invalidate(names...)
 	}
 	return inst, err
+}
+
+// zonalSubnets returns each zone's launch subnet and a func that gives
+// back the addresses predicted for the subnets the launch did not use.
+func (c *CloudProvider) zonalSubnets(nodeClass *awsv1.EC2NodeClass, types []*cloudprovider.InstanceType) (map[string]string, func(*instance.Instance)) {
+	subnets := map[string]string{}
+	if c.subnets == nil {
+		for _, z := range nodeClass.ZoneInfo() {
+			// status.subnets is sorted by free addresses: the first subnet
+			// of a zone has the most.
+			subnets[z.Zone] = z.SubnetIDs[0]
+		}
+		return subnets, func(*instance.Instance) {}
+	}
+	// A launch takes about as many addresses as the smallest candidate
+	// holds pods (VPC CNI assigns each pod one).
+	predicted := int64(0)
+	for _, it := range types {
+		if pods := it.Capacity.Pods().Value(); predicted == 0 || pods < predicted {
+			predicted = pods
+		}
+	}
+	var skip func(string) bool
+	if u, ok := c.unavailable.(interface{ IsSubnetUnavailable(string) bool }); ok {
+		skip = u.IsSubnetUnavailable
+	}
+	for zone, s := range c.subnets.ZonalSubnetsForLaunch(nodeClass, int32(predicted), skip) {
+		subnets[zone] = s.ID
+	}
+	return subnets, func(inst *instance.Instance) {
+		var unused []string
+		for _, id := range subnets {
+			if inst == nil || id != inst.SubnetID {
+				unused = append(unused, id)
+			}
+		}
+		c.subnets.ReleaseIPs(unused, int32(predicted))
+	}
 }
 
 func hasOverrides(configs []instance.LaunchTemplateConfig) bool {
@@ -178,4 +229,54 @@ func matchesAny(patterns []*regexp.Regexp, s string) bool {
 		}
 	}
 	return false
+}
+
+// candidateCache remembers the launch candidates of NodeClaim shapes (spec
+// requirements and requests) per instance-type list: a burst of alike
+// NodeClaims ranks the catalog once, so their launches reach the fleet
+// batcher together.
+type candidateCache struct {
+	mu      sync.Mutex
+	entries map[candidateKey][]cloudprovider.Launch
+}
+
+type candidateKey struct {
+	// types is the list's backing array: the instance-type provider
+	// returns a new list whenever anything in it changes.
+	types *(*cloudprovider.InstanceType)
+	n     int
+	shape string
+}
+
+// maxCandidateEntries bounds the cache; it is emptied when full.
+const maxCandidateEntries = 256
+
+func (c *candidateCache) get(types []*cloudprovider.InstanceType, nodeClaim *karpv1.NodeClaim) []cloudprovider.Launch {
+	shape, err := json.Marshal(struct {
+		Requirements []karpv1.NodeSelectorRequirementWithMinValues
+		Requests     corev1.ResourceList
+	}{nodeClaim.Spec.Requirements, nodeClaim.Spec.Resources.Requests})
+	if err != nil || len(types) == 0 {
+		return launchCandidates(types, nodeClaim)
+	}
+	key := candidateKey{types: &types[0], n: len(types), shape: string(shape)}
+	c.mu.Lock()
+	if got, ok := c.entries[key]; ok {
+		c.mu.Unlock()
+		return got
+	}
+	c.mu.Unlock()
+	got := launchCandidates(types, nodeClaim)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil || len(c.entries) >= maxCandidateEntries {
+		c.entries = map[candidateKey][]cloudprovider.Launch{}
+	}
+	c.entries[key] = got
+	return got
+}
+
+// launchCandidates ranks the offerings as every provider does.
+func launchCandidates(types []*cloudprovider.InstanceType, nodeClaim *karpv1.NodeClaim) []cloudprovider.Launch {
+	return cloudprovider.LaunchCandidates(types, nodeClaim, nil)
 }

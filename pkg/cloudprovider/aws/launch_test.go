@@ -7,15 +7,20 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/smithy-go"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/subnet"
 )
 
 func tagMap(tags []ec2types.Tag) map[string]string {
@@ -44,16 +49,16 @@ func TestCreateFleetRequest(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			w := newWorld(t)
 			nc := withRequirement(newNodeClaim("fleet", nodeClass.Name), karpv1.CapacityTypeLabelKey, tc.capacityType)
-			types, err := w.provider.GetInstanceTypes(ctx, nodePool(nodeClass.Name))
+			types, err := w.Provider.GetInstanceTypes(ctx, nodePool(nodeClass.Name))
 			if err != nil {
 				t.Fatal(err)
 			}
 			candidates := cloudprovider.LaunchCandidates(types, nc, nil)
-			created, err := w.provider.Create(ctx, nc)
+			created, err := w.Provider.Create(ctx, nc)
 			if err != nil {
 				t.Fatal(err)
 			}
-			inputs := w.ec2.CreateFleetInputs()
+			inputs := w.EC2.CreateFleetInputs()
 			if len(inputs) != 1 {
 				t.Fatalf("%d CreateFleet calls, want 1", len(inputs))
 			}
@@ -130,13 +135,13 @@ func TestCreateFleetRequest(t *testing.T) {
 					t.Errorf("no tags for %s", kind)
 				}
 			}
-			instances := w.ec2.Instances()
+			instances := w.EC2.Instances()
 			if len(instances) != 1 || tagMap(instances[0].Tags)[awsv1.TagNodeClaim] != nc.Name {
 				t.Errorf("the instance is not tagged %s=%s: %v", awsv1.TagNodeClaim, nc.Name, instances)
 			}
 			// 4. The launch template: AMI, security groups, user data, IMDS.
 			name := awssdk.ToString(in.LaunchTemplateConfigs[0].LaunchTemplateSpecification.LaunchTemplateName)
-			data, ok := w.ec2.LaunchTemplateData(name)
+			data, ok := w.EC2.LaunchTemplateData(name)
 			if !ok {
 				t.Fatalf("launch template %s does not exist", name)
 			}
@@ -168,17 +173,17 @@ func TestCreateBatchesABurst(t *testing.T) {
 	nodeClass := createNodeClass(t, newNodeClass(nil), true)
 	w := newWorld(t)
 	// Warm-up: the instance types are read once at start.
-	if _, err := w.provider.GetInstanceTypes(ctx, nodePool(nodeClass.Name)); err != nil {
+	if _, err := w.Provider.GetInstanceTypes(ctx, nodePool(nodeClass.Name)); err != nil {
 		t.Fatal(err)
 	}
-	w.ec2.ResetCalls()
+	w.EC2.ResetCalls()
 	const n = 30
 	errs := make([]error, n)
 	ids := make([]string, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			created, err := w.provider.Create(ctx, newNodeClaim(fmt.Sprintf("burst-%d", i), nodeClass.Name))
+			created, err := w.Provider.Create(ctx, newNodeClaim(fmt.Sprintf("burst-%d", i), nodeClass.Name))
 			errs[i] = err
 			if err == nil {
 				ids[i] = created.Status.ProviderID
@@ -199,13 +204,13 @@ func TestCreateBatchesABurst(t *testing.T) {
 	// Alike requests share a call; the 35 ms window may split a burst on a
 	// loaded machine, but never anywhere near one call per NodeClaim.
 	total := int32(0)
-	for _, in := range w.ec2.CreateFleetInputs() {
+	for _, in := range w.EC2.CreateFleetInputs() {
 		total += awssdk.ToInt32(in.TargetCapacitySpecification.TotalTargetCapacity)
 	}
-	if calls := w.ec2.Calls("CreateFleet"); calls < 1 || calls > n/5 || total != n {
+	if calls := w.EC2.Calls("CreateFleet"); calls < 1 || calls > n/5 || total != n {
 		t.Errorf("%d alike NodeClaims made %d CreateFleet calls for %d instances, want at most %d calls for %d", n, calls, total, n/5, n)
 	}
-	if calls := w.ec2.Calls("DescribeInstanceTypes"); calls != 0 {
+	if calls := w.EC2.Calls("DescribeInstanceTypes"); calls != 0 {
 		t.Errorf("%d DescribeInstanceTypes calls after warm-up, want 0", calls)
 	}
 }
@@ -215,15 +220,15 @@ func TestCreateFallsBackAfterCapacityErrors(t *testing.T) {
 	nodeClass := createNodeClass(t, newNodeClass(nil), true)
 	w := newWorld(t)
 	nc := withRequirement(newNodeClaim("fallback", nodeClass.Name), karpv1.CapacityTypeLabelKey, karpv1.CapacityTypeOnDemand)
-	types, err := w.provider.GetInstanceTypes(ctx, nodePool(nodeClass.Name))
+	types, err := w.Provider.GetInstanceTypes(ctx, nodePool(nodeClass.Name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cheapest := cloudprovider.LaunchCandidates(types, nc, nil)[0]
 	pool := fake.CapacityPool{InstanceType: cheapest.InstanceType.Name, Zone: cheapest.Offering.Zone, CapacityType: karpv1.CapacityTypeOnDemand}
-	w.ec2.SetCapacity(pool, 0, fake.CodeInsufficientInstanceCapacity)
+	w.EC2.SetCapacity(pool, 0, fake.CodeInsufficientInstanceCapacity)
 
-	created, err := w.provider.Create(ctx, nc)
+	created, err := w.Provider.Create(ctx, nc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +238,7 @@ func TestCreateFallsBackAfterCapacityErrors(t *testing.T) {
 	}
 	// The refused offering is unavailable now, and the next best is what
 	// the core ranks first.
-	types, err = w.provider.GetInstanceTypes(ctx, nodePool(nodeClass.Name))
+	types, err = w.Provider.GetInstanceTypes(ctx, nodePool(nodeClass.Name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,10 +253,10 @@ func TestCreateFallsBackAfterCapacityErrors(t *testing.T) {
 	// With no on-demand capacity anywhere, Create says insufficient capacity.
 	for _, it := range types {
 		for _, z := range zones {
-			w.ec2.SetCapacity(fake.CapacityPool{InstanceType: it.Name, Zone: z.Name, CapacityType: karpv1.CapacityTypeOnDemand}, 0, fake.CodeUnfulfillableCapacity)
+			w.EC2.SetCapacity(fake.CapacityPool{InstanceType: it.Name, Zone: z.Name, CapacityType: karpv1.CapacityTypeOnDemand}, 0, fake.CodeUnfulfillableCapacity)
 		}
 	}
-	_, err = w.provider.Create(ctx, withRequirement(newNodeClaim("exhausted", nodeClass.Name), karpv1.CapacityTypeLabelKey, karpv1.CapacityTypeOnDemand))
+	_, err = w.Provider.Create(ctx, withRequirement(newNodeClaim("exhausted", nodeClass.Name), karpv1.CapacityTypeLabelKey, karpv1.CapacityTypeOnDemand))
 	if !cloudprovider.IsInsufficientCapacityError(err) {
 		t.Errorf("Create with every pool exhausted returned %v, want an InsufficientCapacityError", err)
 	}
@@ -262,20 +267,20 @@ func TestNoSecondInstanceAfterRestart(t *testing.T) {
 	nodeClass := createNodeClass(t, newNodeClass(nil), true)
 	w := newWorld(t)
 	nc := newNodeClaim("restart", nodeClass.Name)
-	first, err := w.provider.Create(ctx, nc)
+	first, err := w.Provider.Create(ctx, nc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The process restarts before the NodeClaim records the providerID;
 	// the new process retries Create for the same NodeClaim.
-	again, err := w.restart(t).Create(ctx, nc.DeepCopy())
+	again, err := w.Restart(t).Create(ctx, nc.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if again.Status.ProviderID != first.Status.ProviderID {
 		t.Errorf("after a restart Create returned %s, want %s", again.Status.ProviderID, first.Status.ProviderID)
 	}
-	if calls, n := w.ec2.Calls("CreateFleet"), len(w.ec2.Instances()); calls != 1 || n != 1 {
+	if calls, n := w.EC2.Calls("CreateFleet"), len(w.EC2.Instances()); calls != 1 || n != 1 {
 		t.Errorf("%d CreateFleet calls and %d instances, want 1 and 1", calls, n)
 	}
 }
@@ -284,13 +289,13 @@ func TestCreateNeedsAReadyNodeClass(t *testing.T) {
 	ctx := context.Background()
 	w := newWorld(t)
 	notReady := createNodeClass(t, newNodeClass(nil), false)
-	if _, err := w.provider.Create(ctx, newNodeClaim("not-ready", notReady.Name)); !cloudprovider.IsNodeClassNotReadyError(err) {
+	if _, err := w.Provider.Create(ctx, newNodeClaim("not-ready", notReady.Name)); !cloudprovider.IsNodeClassNotReadyError(err) {
 		t.Errorf("Create on a not-ready EC2NodeClass returned %v, want a NodeClassNotReadyError", err)
 	}
-	if _, err := w.provider.Create(ctx, newNodeClaim("missing", "no-such-class")); !cloudprovider.IsInsufficientCapacityError(err) {
+	if _, err := w.Provider.Create(ctx, newNodeClaim("missing", "no-such-class")); !cloudprovider.IsInsufficientCapacityError(err) {
 		t.Errorf("Create on a missing EC2NodeClass returned %v, want an InsufficientCapacityError", err)
 	}
-	if w.ec2.Calls("CreateFleet") != 0 {
+	if w.EC2.Calls("CreateFleet") != 0 {
 		t.Error("CreateFleet was called without a ready EC2NodeClass")
 	}
 }
@@ -299,16 +304,16 @@ func TestListAndDelete(t *testing.T) {
 	ctx := context.Background()
 	nodeClass := createNodeClass(t, newNodeClass(nil), true)
 	w := newWorld(t)
-	a, err := w.provider.Create(ctx, newNodeClaim("a", nodeClass.Name))
+	a, err := w.Provider.Create(ctx, newNodeClaim("a", nodeClass.Name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := w.provider.Create(ctx, newNodeClaim("b", nodeClass.Name))
+	b, err := w.Provider.Create(ctx, newNodeClaim("b", nodeClass.Name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A fresh process lists both, hydrated from their tags.
-	listed, err := w.restart(t).List(ctx)
+	listed, err := w.Restart(t).List(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,14 +333,93 @@ func TestListAndDelete(t *testing.T) {
 			t.Errorf("List gave %s no allocatable", want.Status.ProviderID)
 		}
 	}
-	if err := w.provider.Delete(ctx, a); err != nil {
+	if err := w.Provider.Delete(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.provider.Delete(ctx, a); !cloudprovider.IsNodeClaimNotFoundError(err) {
+	if err := w.Provider.Delete(ctx, a); !cloudprovider.IsNodeClaimNotFoundError(err) {
 		t.Errorf("Delete of a terminated instance returned %v, want NodeClaimNotFound", err)
 	}
-	listed, err = w.provider.List(ctx)
+	listed, err = w.Provider.List(ctx)
 	if err != nil || len(listed) != 1 || listed[0].Status.ProviderID != b.Status.ProviderID {
 		t.Errorf("after deleting a, List = %d NodeClaims (%v), want only b", len(listed), err)
+	}
+}
+
+func TestCreateRecreatesALostLaunchTemplate(t *testing.T) {
+	ctx := context.Background()
+	nodeClass := createNodeClass(t, newNodeClass(nil), true)
+	w := newWorld(t)
+	nc := withRequirement(newNodeClaim("first", nodeClass.Name), karpv1.CapacityTypeLabelKey, karpv1.CapacityTypeOnDemand)
+	if _, err := w.Provider.Create(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	// Someone deletes karp's launch templates behind its back.
+	for _, in := range w.EC2.CreateFleetInputs() {
+		for _, cfg := range in.LaunchTemplateConfigs {
+			if _, err := w.EC2.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateName: cfg.LaunchTemplateSpecification.LaunchTemplateName}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	created, err := w.Provider.Create(ctx, withRequirement(newNodeClaim("second", nodeClass.Name), karpv1.CapacityTypeLabelKey, karpv1.CapacityTypeOnDemand))
+	if err != nil {
+		t.Fatalf("Create after the launch templates vanished: %v", err)
+	}
+	if created.Status.ProviderID == "" || w.EC2.Calls("CreateFleet") != 3 {
+		t.Errorf("got %q after %d CreateFleet calls, want a launch on the second try (3 calls in all)", created.Status.ProviderID, w.EC2.Calls("CreateFleet"))
+	}
+}
+
+func TestCreateFleetAPIErrorsAreClassified(t *testing.T) {
+	ctx := context.Background()
+	nodeClass := createNodeClass(t, newNodeClass(nil), true)
+	w := newWorld(t)
+	w.EC2.FailNext("CreateFleet", 1, &smithy.GenericAPIError{Code: "UnauthorizedOperation", Message: "You are not authorized to perform this operation."})
+	_, err := w.Provider.Create(ctx, newNodeClaim("denied", nodeClass.Name))
+	createErr, ok := cloudprovider.AsCreateError(err)
+	if !ok || createErr.ConditionReason != "Unauthorized" {
+		t.Errorf("Create returned %v, want a CreateError with reason Unauthorized", err)
+	}
+	w.EC2.FailNext("CreateFleet", 1, fake.Throttling("CreateFleet"))
+	_, err = w.Provider.Create(ctx, newNodeClaim("throttled", nodeClass.Name))
+	if createErr, ok := cloudprovider.AsCreateError(err); !ok || createErr.ConditionReason != "RequestLimitExceeded" {
+		t.Errorf("Create returned %v, want a CreateError with reason RequestLimitExceeded", err)
+	}
+	if len(w.EC2.Instances()) != 0 {
+		t.Errorf("%d instances launched by failed fleets", len(w.EC2.Instances()))
+	}
+}
+
+func TestLaunchSubnetHasTheMostFreeAddresses(t *testing.T) {
+	ctx := context.Background()
+	tags := map[string]string{"karpenter.sh/discovery": clusterName}
+	nodeClass := createNodeClass(t, newNodeClass(nil), true)
+	// Two subnets in the first zone instead of one.
+	nodeClass.Status.Subnets = []awsv1.Subnet{{ID: "subnet-small", Zone: zones[0].Name, ZoneID: zones[0].ID}, {ID: "subnet-big", Zone: zones[0].Name, ZoneID: zones[0].ID}}
+	if err := env.Client.Status().Update(ctx, nodeClass); err != nil {
+		t.Fatal(err)
+	}
+	w := newWorld(t)
+	w.EC2.AddSubnets(fake.NewSubnet("subnet-small", zones[0].Name, zones[0].ID, 10, tags), fake.NewSubnet("subnet-big", zones[0].Name, zones[0].ID, 500, tags))
+	subnets := subnet.NewProvider(w.EC2, clock.RealClock{}, time.Minute)
+	if _, err := subnets.List(ctx, nodeClass); err != nil {
+		t.Fatal(err)
+	}
+	provider := w.Provider.WithSubnets(subnets)
+	launchSubnet := func(name string) string {
+		t.Helper()
+		before := len(w.EC2.CreateFleetInputs())
+		if _, err := provider.Create(ctx, newNodeClaim(name, nodeClass.Name)); err != nil {
+			t.Fatal(err)
+		}
+		in := w.EC2.CreateFleetInputs()[before]
+		return awssdk.ToString(in.LaunchTemplateConfigs[0].Overrides[0].SubnetId)
+	}
+	if got := launchSubnet("most-free"); got != "subnet-big" {
+		t.Errorf("launched into %s, want subnet-big (500 free addresses against 10)", got)
+	}
+	w.Unavailable.MarkSubnetUnavailable(ctx, "InsufficientFreeAddressesInSubnet", "subnet-big")
+	if got := launchSubnet("big-is-full"); got != "subnet-small" {
+		t.Errorf("with subnet-big out of addresses, launched into %s, want subnet-small", got)
 	}
 }

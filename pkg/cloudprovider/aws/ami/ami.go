@@ -68,28 +68,49 @@ func NewProvider(ec2API ec2API, ssmAPI ssmAPI, versions versionSource, clk clock
 	}
 }
 
+// Resolution is what a NodeClass's AMI selector terms resolved to.
+type Resolution struct {
+	// AMIs kept, one per requirement set, newest first.
+	AMIs []AMI
+	// Unmatched are the indices of the (non-alias) terms that matched no
+	// image: an id not found, an ssmParameter missing or not naming a
+	// found image, a tags/name/owner query with no answer.
+	Unmatched []int
+}
+
 // List returns the AMIs nodeClass selects, one per requirement set, newest
 // first. An empty result with no error means the selectors matched
 // nothing. An alias the cluster's version cannot use is an
 // *UnsupportedAliasError.
 func (p *Provider) List(ctx context.Context, nodeClass *awsv1.EC2NodeClass) ([]AMI, error) {
+	r, err := p.Resolve(ctx, nodeClass)
+	return r.AMIs, err
+}
+
+// Resolve is List that also says which terms matched no image.
+func (p *Provider) Resolve(ctx context.Context, nodeClass *awsv1.EC2NodeClass) (Resolution, error) {
 	key := fmt.Sprintf("%s-%d", nodeClass.UID, nodeClass.Generation)
 	if cached, ok := p.cache.Get(key); ok {
-		return slices.Clone(cached.([]AMI)), nil
+		return cached.(Resolution).clone(), nil
 	}
 	var candidates []AMI
+	var unmatched []int
 	var err error
 	if alias := nodeClass.Alias(); alias != nil {
 		candidates, err = p.resolveAlias(ctx, *alias)
 	} else {
-		candidates, err = p.resolveTerms(ctx, nodeClass.Spec.AMISelectorTerms)
+		candidates, unmatched, err = p.resolveTerms(ctx, nodeClass.Spec.AMISelectorTerms)
 	}
 	if err != nil {
-		return nil, err
+		return Resolution{}, err
 	}
-	amis := Select(candidates)
-	p.cache.Add(key, amis, p.refresh)
-	return slices.Clone(amis), nil
+	r := Resolution{AMIs: Select(candidates), Unmatched: unmatched}
+	p.cache.Add(key, r, p.refresh)
+	return r.clone(), nil
+}
+
+func (r Resolution) clone() Resolution {
+	return Resolution{AMIs: slices.Clone(r.AMIs), Unmatched: slices.Clone(r.Unmatched)}
 }
 
 // resolveAlias reads the alias's SSM parameters and describes the images
@@ -139,35 +160,57 @@ func (p *Provider) resolveAlias(ctx context.Context, alias awsv1.Alias) ([]AMI, 
 	return out, nil
 }
 
-// resolveTerms reads ssmParameter terms and runs the terms' queries.
-func (p *Provider) resolveTerms(ctx context.Context, terms []awsv1.AMISelectorTerm) ([]AMI, error) {
+// resolveTerms reads ssmParameter terms and runs the terms' queries,
+// noting the terms that matched no image.
+func (p *Provider) resolveTerms(ctx context.Context, terms []awsv1.AMISelectorTerm) ([]AMI, []int, error) {
+	// want is, per id and ssmParameter term, the image ID it names.
+	want := map[int]string{}
 	var ssmIDs []string
-	for _, term := range terms {
-		if term.SSMParameter == "" {
-			continue
-		}
-		id, err := p.params.get(ctx, term.SSMParameter, CustomParameterTTL)
-		if errors.Is(err, errParameterNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if strings.HasPrefix(id, "ami-") {
-			ssmIDs = append(ssmIDs, id)
+	for i, term := range terms {
+		switch {
+		case term.ID != "":
+			want[i] = term.ID
+		case term.SSMParameter != "":
+			id, err := p.params.get(ctx, term.SSMParameter, CustomParameterTTL)
+			if err != nil && !errors.Is(err, errParameterNotFound) {
+				return nil, nil, err
+			}
+			if strings.HasPrefix(id, "ami-") {
+				ssmIDs = append(ssmIDs, id)
+				want[i] = id
+			} else {
+				want[i] = ""
+			}
 		}
 	}
 	var out []AMI
-	for _, in := range Queries(terms, ssmIDs) {
-		images, err := p.describe(ctx, in)
+	var unmatched []int
+	asked := map[int]bool{}
+	for _, q := range queries(terms, ssmIDs) {
+		images, err := p.describe(ctx, q.in)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, img := range images {
 			out = append(out, p.candidate(img))
 		}
+		for _, i := range q.terms {
+			asked[i] = true
+			id, byID := want[i]
+			if !slices.ContainsFunc(images, func(img ec2types.Image) bool {
+				return !byID || (id != "" && selector.Match(id, aws.ToString(img.ImageId)))
+			}) {
+				unmatched = append(unmatched, i)
+			}
+		}
 	}
-	return out, nil
+	// With no ID to ask for (every ssmParameter missing), no query ran.
+	for i := range want {
+		if !asked[i] {
+			unmatched = append(unmatched, i)
+		}
+	}
+	return out, slices.Sorted(slices.Values(unmatched)), nil
 }
 
 // describe runs one paginated DescribeImages query with the parameters
@@ -233,25 +276,45 @@ func parseImageTime(s *string) time.Time {
 	return t
 }
 
+// query is one DescribeImages request and the indices of the terms it
+// answers: the id query answers every id and ssmParameter term, a
+// tags/name/owner query its one term.
+type query struct {
+	in    *ec2.DescribeImagesInput
+	terms []int
+}
+
 // Queries builds the DescribeImages requests for non-alias terms: one for
 // all id terms together with the AMI IDs ssmParameter terms resolved to,
 // and one per term selecting by tags, name or owner. A name without an
 // owner searches the account's own and Amazon's images.
 func Queries(terms []awsv1.AMISelectorTerm, ssmIDs []string) []*ec2.DescribeImagesInput {
-	ids := slices.Clone(ssmIDs)
 	var out []*ec2.DescribeImagesInput
-	for _, term := range terms {
+	for _, q := range queries(terms, ssmIDs) {
+		out = append(out, q.in)
+	}
+	return out
+}
+
+func queries(terms []awsv1.AMISelectorTerm, ssmIDs []string) []query {
+	ids := slices.Clone(ssmIDs)
+	byID := query{}
+	var out []query
+	for i, term := range terms {
 		switch {
 		case term.ID != "":
 			ids = append(ids, term.ID)
+			byID.terms = append(byID.terms, i)
+		case term.SSMParameter != "":
+			byID.terms = append(byID.terms, i)
 		case term.Name != "" || len(term.Tags) > 0 || term.Owner != "":
-			out = append(out, termQuery(term))
+			out = append(out, query{in: termQuery(term), terms: []int{i}})
 		}
 	}
 	if len(ids) > 0 {
 		slices.Sort(ids)
-		in := &ec2.DescribeImagesInput{Filters: []ec2types.Filter{{Name: aws.String("image-id"), Values: slices.Compact(ids)}}}
-		out = append([]*ec2.DescribeImagesInput{in}, out...)
+		byID.in = &ec2.DescribeImagesInput{Filters: []ec2types.Filter{{Name: aws.String("image-id"), Values: slices.Compact(ids)}}}
+		out = append([]query{byID}, out...)
 	}
 	return out
 }

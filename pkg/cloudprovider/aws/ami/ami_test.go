@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
@@ -354,5 +355,43 @@ func TestQueries(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, gotQueries, cmpopts.IgnoreUnexported(ec2types.Filter{})); diff != "" {
 		t.Errorf("(-want,+got)\n%s", diff)
+	}
+}
+
+func TestResolveNamesTheTermsThatMatchedNothing(t *testing.T) {
+	w := newWorld("1.31")
+	w.ec2.AddImages(
+		image("ami-found", "found", ec2types.ArchitectureValuesX8664, epoch, map[string]string{"team": "a"}),
+		image("ami-ssm", "ssm", ec2types.ArchitectureValuesArm64, epoch, nil),
+	)
+	w.ssm.PutParameter("/my/ami", "ami-ssm")
+	w.ssm.PutParameter("/my/gone", "ami-deregistered")
+	for name, tc := range map[string]struct {
+		terms []awsv1.AMISelectorTerm
+		want  []int
+	}{
+		"each kind of term": {terms: []awsv1.AMISelectorTerm{
+			{ID: "ami-found"},
+			{ID: "ami-typo"},
+			{SSMParameter: "/my/ami"},
+			{SSMParameter: "/my/missing"},
+			{SSMParameter: "/my/gone"},
+			{Tags: map[string]string{"team": "a"}},
+			{Tags: map[string]string{"team": "b"}},
+			{Name: "nothing-*"},
+		}, want: []int{1, 3, 4, 6, 7}},
+		"only ssm parameters, none set": {terms: []awsv1.AMISelectorTerm{{SSMParameter: "/my/missing"}, {SSMParameter: "/my/other"}}, want: []int{0, 1}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			nc := nodeClass(tc.terms...)
+			nc.UID = types.UID(name) // each case is its own NodeClass, not a cached one
+			got, err := w.p.Resolve(t.Context(), nc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got.Unmatched); diff != "" {
+				t.Errorf("unmatched terms (-want,+got)\n%s", diff)
+			}
+		})
 	}
 }

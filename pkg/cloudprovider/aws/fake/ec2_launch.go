@@ -372,7 +372,7 @@ func (e *EC2) CreateFleet(_ context.Context, in *ec2.CreateFleetInput, _ ...func
 			return false
 		}
 	}
-	out, err := e.launch.fleet(in, offered)
+	out, err := e.launch.fleet(e.withSubnetZones(in), offered, e.reservationCapacity)
 	if err != nil {
 		return nil, err
 	}
@@ -391,7 +391,7 @@ type fleetOverride struct {
 	price    float64
 }
 
-func (s *launchState) fleet(in *ec2.CreateFleetInput, offered func(instanceType, zone string) bool) (*ec2.CreateFleetOutput, error) {
+func (s *launchState) fleet(in *ec2.CreateFleetInput, offered func(instanceType, zone string) bool, reserve reserver) (*ec2.CreateFleetOutput, error) {
 	capacityType := string(in.TargetCapacitySpecification.DefaultTargetCapacityType)
 	overrides, err := s.overrides(in, capacityType)
 	if err != nil {
@@ -401,7 +401,7 @@ func (s *launchState) fleet(in *ec2.CreateFleetInput, offered func(instanceType,
 	reported := map[CapacityPool]bool{}
 	launched := map[int]*ec2types.CreateFleetInstance{}
 	for range aws.ToInt32(in.TargetCapacitySpecification.TotalTargetCapacity) {
-		i := s.pick(overrides, offered, reported, out)
+		i := s.pick(overrides, offered, reserve, reported, out)
 		if i < 0 {
 			break
 		}
@@ -409,6 +409,9 @@ func (s *launchState) fleet(in *ec2.CreateFleetInput, offered func(instanceType,
 		inst := s.launchInstance(in, o)
 		if n, ok := s.capacity[o.pool]; ok {
 			s.capacity[o.pool] = n - 1
+		}
+		if id := reservationOf(o.template); id != "" {
+			reserve(id, o.pool, true)
 		}
 		if launched[i] == nil {
 			launched[i] = &ec2types.CreateFleetInstance{
@@ -480,12 +483,14 @@ func (s *launchState) price(pool CapacityPool) float64 {
 
 // pick returns the cheapest override whose pool can launch one more
 // instance, recording an error for every pool it passes over; -1 if none.
-func (s *launchState) pick(overrides []fleetOverride, offered func(string, string) bool, reported map[CapacityPool]bool, out *ec2.CreateFleetOutput) int {
+func (s *launchState) pick(overrides []fleetOverride, offered func(string, string) bool, reserve reserver, reported map[CapacityPool]bool, out *ec2.CreateFleetOutput) int {
 	for i, o := range overrides {
 		code := ""
 		switch {
 		case offered != nil && !offered(o.pool.InstanceType, o.pool.Zone):
 			code = "Unsupported"
+		case reservationOf(o.template) != "" && !reserve(reservationOf(o.template), o.pool, false):
+			code = "ReservationCapacityExceeded"
 		case s.capacity[o.pool] <= 0 && s.hasCap(o.pool):
 			code = s.poolErrors[o.pool]
 		}
@@ -561,6 +566,13 @@ func (s *launchState) launchInstance(in *ec2.CreateFleetInput, o fleetOverride) 
 	if o.pool.CapacityType == string(ec2types.DefaultTargetCapacityTypeSpot) {
 		inst.SpotInstanceRequestId = aws.String(s.id("sir"))
 		inst.InstanceLifecycle = ec2types.InstanceLifecycleTypeSpot
+	}
+	if id := reservationOf(o.template); id != "" {
+		inst.CapacityReservationId = aws.String(id)
+		inst.CapacityReservationSpecification = &ec2types.CapacityReservationSpecificationResponse{
+			CapacityReservationPreference: data.CapacityReservationSpecification.CapacityReservationPreference,
+			CapacityReservationTarget:     &ec2types.CapacityReservationTargetResponse{CapacityReservationId: aws.String(id)},
+		}
 	}
 	if data.IamInstanceProfile != nil {
 		inst.IamInstanceProfile = &ec2types.IamInstanceProfile{Arn: data.IamInstanceProfile.Arn, Id: data.IamInstanceProfile.Name}
@@ -727,4 +739,60 @@ func (e *EC2) CreateTags(_ context.Context, in *ec2.CreateTagsInput, _ ...func(*
 		}
 	}
 	return &ec2.CreateTagsOutput{}, nil
+}
+
+// withSubnetZones returns the request with every override that names a
+// subnet but no zone placed in the subnet's zone (the caller's request is
+// not changed).
+func (e *EC2) withSubnetZones(in *ec2.CreateFleetInput) *ec2.CreateFleetInput {
+	out := *in
+	out.LaunchTemplateConfigs = make([]ec2types.FleetLaunchTemplateConfigRequest, len(in.LaunchTemplateConfigs))
+	for i, cfg := range in.LaunchTemplateConfigs {
+		cfg.Overrides = slices.Clone(cfg.Overrides)
+		for j, o := range cfg.Overrides {
+			if aws.ToString(o.AvailabilityZone) != "" || o.SubnetId == nil {
+				continue
+			}
+			for _, subnet := range e.network.subnets {
+				if aws.ToString(subnet.SubnetId) == *o.SubnetId {
+					cfg.Overrides[j].AvailabilityZone = subnet.AvailabilityZone
+				}
+			}
+		}
+		out.LaunchTemplateConfigs[i] = cfg
+	}
+	return &out
+}
+
+// reserver answers whether capacity reservation id can launch one more
+// instance of pool, taking it when take is set.
+type reserver func(id string, pool CapacityPool, take bool) bool
+
+// reservationOf is the capacity reservation a launch template targets.
+func reservationOf(lt *launchTemplate) string {
+	if spec := lt.data.CapacityReservationSpecification; spec != nil && spec.CapacityReservationTarget != nil {
+		return aws.ToString(spec.CapacityReservationTarget.CapacityReservationId)
+	}
+	return ""
+}
+
+// reservationCapacity checks (and with take, consumes) a reservation the
+// fake holds: it must be active, for the pool's type and zone, with an
+// instance available. A reservation the fake does not hold is unlimited.
+func (e *EC2) reservationCapacity(id string, pool CapacityPool, take bool) bool {
+	for i := range e.network.reservations {
+		r := &e.network.reservations[i]
+		if aws.ToString(r.CapacityReservationId) != id {
+			continue
+		}
+		if r.State != ec2types.CapacityReservationStateActive || aws.ToString(r.InstanceType) != pool.InstanceType ||
+			aws.ToString(r.AvailabilityZone) != pool.Zone || aws.ToInt32(r.AvailableInstanceCount) < 1 {
+			return false
+		}
+		if take {
+			r.AvailableInstanceCount = aws.Int32(aws.ToInt32(r.AvailableInstanceCount) - 1)
+		}
+		return true
+	}
+	return true
 }

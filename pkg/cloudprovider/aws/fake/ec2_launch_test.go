@@ -222,3 +222,17 @@ func TestDescribeTerminateAndTag(t *testing.T) {
 		t.Errorf("counted %d DescribeInstances calls, want every page counted", got)
 	}
 }
+
+func TestCreateFleetLaunchesInTheSubnetsZone(t *testing.T) {
+	e := newLaunchFake(t)
+	e.AddSubnets(NewSubnet("subnet-b", "zone-b", "zb", 100, nil))
+	in := fleetInput(ec2types.DefaultTargetCapacityTypeOnDemand, 1, "m5.large")
+	in.LaunchTemplateConfigs[0].Overrides = []ec2types.FleetLaunchTemplateOverridesRequest{{InstanceType: "m5.large", SubnetId: aws.String("subnet-b")}}
+	out, err := e.CreateFleet(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := launchedPools(out); got["m5.large/zone-b"] != 1 {
+		t.Errorf("launched %v, want m5.large in subnet-b's zone-b", got)
+	}
+}

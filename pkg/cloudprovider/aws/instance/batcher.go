@@ -22,6 +22,7 @@ type batchExec[T, R any] func(ctx context.Context, items []T) []batchResult[R]
 // passed since its first item, or once it holds maxItems items. Buckets
 // with different keys never mix, so only alike requests share a call.
 type batcher[T, R any] struct {
+	name     string
 	clock    clock.WithTicker
 	idle     time.Duration
 	max      time.Duration
@@ -39,8 +40,8 @@ type bucket[T, R any] struct {
 	full    chan struct{} // closed when maxItems is reached
 }
 
-func newBatcher[T, R any](clk clock.WithTicker, idle, maxWait time.Duration, maxItems int, exec batchExec[T, R]) *batcher[T, R] {
-	return &batcher[T, R]{clock: clk, idle: idle, max: maxWait, maxItems: maxItems, exec: exec, buckets: map[string]*bucket[T, R]{}}
+func newBatcher[T, R any](name string, clk clock.WithTicker, idle, maxWait time.Duration, maxItems int, exec batchExec[T, R]) *batcher[T, R] {
+	return &batcher[T, R]{name: name, clock: clk, idle: idle, max: maxWait, maxItems: maxItems, exec: exec, buckets: map[string]*bucket[T, R]{}}
 }
 
 // Add puts item into the bucket key and waits for its batch's result.
@@ -103,6 +104,7 @@ wait:
 	}
 	items, results := bk.items, bk.results
 	b.mu.Unlock()
+	BatchSize.WithLabelValues(b.name).Observe(float64(len(items)))
 	out := b.exec(ctx, items)
 	for i, ch := range results {
 		ch <- out[i]

@@ -44,8 +44,11 @@ type LaunchTemplateConfig struct {
 type LaunchRequest struct {
 	NodeClaimName string
 	NodeClaimUID  types.UID
-	// CapacityType is on-demand or spot; it selects the fleet's strategy.
+	// CapacityType is on-demand, spot or reserved; it selects the fleet's
+	// capacity type and strategy (reserved launches are on-demand fleets
+	// whose launch template targets ReservationID).
 	CapacityType    string
+	ReservationID   string
 	LaunchTemplates []LaunchTemplateConfig
 	// Tags go on the fleet, the instance and its volumes. The NodeClaim
 	// tag is added to the instance alone, once it is launched, so alike
@@ -53,11 +56,19 @@ type LaunchRequest struct {
 	Tags map[string]string
 	// Context is CreateFleet's reserved Context parameter, if any.
 	Context string
+	// ZoneIDs maps the zones of the overrides to their zone IDs, for the
+	// launch-failure metric.
+	ZoneIDs map[string]string
 }
 
 type fleetItem struct {
-	input *ec2.CreateFleetInput
-	uid   types.UID
+	input   *ec2.CreateFleetInput
+	uid     types.UID
+	zoneIDs map[string]string
+	// capacityType and reservationID as karp names them (the fleet's is
+	// on-demand for reserved launches).
+	capacityType  string
+	reservationID string
 }
 
 // Create launches the NodeClaim's instance, unless one tagged with the
@@ -80,7 +91,8 @@ func (p *Provider) Create(ctx context.Context, req LaunchRequest) (*Instance, er
 	}
 	// 2. Launch through a fleet shared with alike requests.
 	in := fleetInput(req)
-	inst, err := p.fleets.Add(ctx, requestKey(in), fleetItem{input: in, uid: req.NodeClaimUID})
+	inst, err := p.fleets.Add(ctx, requestKey(in), fleetItem{input: in, uid: req.NodeClaimUID, zoneIDs: req.ZoneIDs,
+		capacityType: req.CapacityType, reservationID: req.ReservationID})
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +148,7 @@ func fleetInput(req LaunchRequest) *ec2.CreateFleetInput {
 		Type: ec2types.FleetTypeInstant,
 		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{
 			TotalTargetCapacity:       aws.Int32(1),
-			DefaultTargetCapacityType: ec2types.DefaultTargetCapacityType(req.CapacityType),
+			DefaultTargetCapacityType: fleetCapacityType(req.CapacityType),
 		},
 		TagSpecifications: []ec2types.TagSpecification{
 			{ResourceType: ec2types.ResourceTypeInstance, Tags: ec2Tags(req.Tags)},
@@ -173,6 +185,16 @@ func fleetInput(req LaunchRequest) *ec2.CreateFleetInput {
 		}
 	}
 	return in
+}
+
+// fleetCapacityType is the fleet's target capacity type: reserved
+// capacity is bought as on-demand through the launch template's
+// reservation target.
+func fleetCapacityType(capacityType string) ec2types.DefaultTargetCapacityType {
+	if capacityType == karpv1.CapacityTypeReserved {
+		return ec2types.DefaultTargetCapacityTypeOnDemand
+	}
+	return ec2types.DefaultTargetCapacityType(capacityType)
 }
 
 // ec2Tags converts tags, sorted by key so alike requests are equal.
@@ -220,7 +242,7 @@ func (p *Provider) createFleet(ctx context.Context, items []fleetItem) []batchRe
 	target.TotalTargetCapacity = aws.Int32(int32(len(items)))
 	in.TargetCapacitySpecification = &target
 	in.ClientToken = aws.String(clientToken(requestKey(items[0].input), items))
-	capacityType := string(target.DefaultTargetCapacityType)
+	capacityType := items[0].capacityType
 
 	resp, err := p.ec2.CreateFleet(ctx, &in)
 	if err != nil {
@@ -230,8 +252,17 @@ func (p *Provider) createFleet(ctx context.Context, items []fleetItem) []batchRe
 		}
 		return out
 	}
+	for _, e := range resp.Errors {
+		if lto := e.LaunchTemplateAndOverrides; lto != nil && lto.Overrides != nil {
+			zone := aws.ToString(lto.Overrides.AvailabilityZone)
+			LaunchFailuresTotal.WithLabelValues(zone, items[0].zoneIDs[zone], capacityType, aws.ToString(e.ErrorCode)).Inc()
+		}
+	}
 	refused := p.markUnavailable(ctx, resp, capacityType)
 	launched := p.fleetInstances(resp, &in, capacityType)
+	for _, inst := range launched {
+		inst.ReservationID = items[0].reservationID
+	}
 	for i := range out {
 		if i < len(launched) {
 			out[i].value = launched[i]
@@ -291,12 +322,34 @@ func (p *Provider) fleetInstances(resp *ec2.CreateFleetOutput, in *ec2.CreateFle
 // into the unavailable-offerings cache and returns their keys.
 func (p *Provider) markUnavailable(ctx context.Context, resp *ec2.CreateFleetOutput, capacityType string) []cloudprovider.OfferingKey {
 	var refused []cloudprovider.OfferingKey
+	markedType := false
 	for _, e := range resp.Errors {
 		code := aws.ToString(e.ErrorCode)
+		if code == serviceLinkedRoleCode {
+			// Without the spot service-linked role no spot launch can
+			// succeed: the whole capacity type is unavailable for a while.
+			if m, ok := p.unavailable.(capacityTypeMarker); ok && !markedType {
+				m.MarkCapacityTypeUnavailable(ctx, code, capacityType)
+				markedType = true
+			}
+			continue
+		}
 		if !IsUnfulfillableCapacity(code) || e.LaunchTemplateAndOverrides == nil || e.LaunchTemplateAndOverrides.Overrides == nil {
 			continue
 		}
 		o := e.LaunchTemplateAndOverrides.Overrides
+		if capacityType == karpv1.CapacityTypeReserved {
+			// A full reservation is the reservation's business, not the
+			// offering cache's (upstream's rule); the caller marks it.
+			key := cloudprovider.OfferingKey{InstanceType: string(o.InstanceType), Zone: aws.ToString(o.AvailabilityZone), CapacityType: capacityType}
+			if !slices.Contains(refused, key) {
+				refused = append(refused, key)
+			}
+			continue
+		}
+		if m, ok := p.unavailable.(subnetMarker); ok && code == "InsufficientFreeAddressesInSubnet" && aws.ToString(o.SubnetId) != "" {
+			m.MarkSubnetUnavailable(ctx, code, aws.ToString(o.SubnetId))
+		}
 		key := cloudprovider.OfferingKey{InstanceType: string(o.InstanceType), Zone: aws.ToString(o.AvailabilityZone), CapacityType: capacityType}
 		if slices.Contains(refused, key) {
 			continue

@@ -12,6 +12,6 @@
 // request and its NodeClaims, so a repeated call returns the first fleet.
 //
 // The package imports the EC2 SDK only through the narrow EC2API interface
-// (fake.EC2 in tests); it knows nothing of EC2NodeClasses or launch
-// templates beyond their names.
+// (fake.EC2 in tests); of the EC2NodeClass API it uses only the tag keys,
+// and of launch templates only their names.
 package instance

@@ -15,20 +15,21 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 )
 
 // Tag keys the provider writes and filters on (upstream's).
 const (
-	TagNodePool       = "karpenter.sh/nodepool"
-	TagNodeClaim      = "karpenter.sh/nodeclaim"
-	TagNodeClass      = "karpenter.k8s.aws/ec2nodeclass"
-	TagEKSClusterName = "eks:eks-cluster-name"
+	TagNodePool       = awsv1.TagNodePool
+	TagNodeClaim      = awsv1.TagNodeClaim
+	TagNodeClass      = awsv1.TagNodeClass
+	TagEKSClusterName = awsv1.TagEKSClusterName
 )
 
 // ClusterTagKey is the kubernetes.io/cluster/<name> tag, "owned" on every
 // resource karp launches.
-func ClusterTagKey(clusterName string) string { return "kubernetes.io/cluster/" + clusterName }
+func ClusterTagKey(clusterName string) string { return awsv1.ClusterTagKey(clusterName) }
 
 // liveStates are the states of instances that exist for karp; terminated
 // instances linger in DescribeInstances for a while and are ignored.
@@ -54,10 +55,12 @@ const (
 
 // Instance is an EC2 instance karp launched.
 type Instance struct {
-	ID               string
-	Type             string
-	Zone             string
-	CapacityType     string
+	ID           string
+	Type         string
+	Zone         string
+	CapacityType string
+	// ReservationID is the capacity reservation a reserved instance runs in.
+	ReservationID    string
 	ImageID          string
 	SubnetID         string
 	State            string
@@ -107,10 +110,10 @@ type Provider struct {
 // ever marked unavailable).
 func NewProvider(api EC2API, clk clock.WithTicker, clusterName string, unavailable UnavailableOfferings) *Provider {
 	p := &Provider{ec2: api, clock: clk, clusterName: clusterName, unavailable: unavailable, launched: map[types.UID]*Instance{}}
-	p.fleets = newBatcher(clk, fleetIdle, fleetMax, fleetMaxItems, p.createFleet)
-	p.lookups = newBatcher(clk, describeIdle, describeMax, describeMaxSize, p.lookupNodeClaims)
-	p.describes = newBatcher(clk, describeIdle, describeMax, describeMaxSize, p.describeIDs)
-	p.terminate = newBatcher(clk, describeIdle, describeMax, describeMaxSize, p.terminateIDs)
+	p.fleets = newBatcher("create_fleet", clk, fleetIdle, fleetMax, fleetMaxItems, p.createFleet)
+	p.lookups = newBatcher("describe_instances", clk, describeIdle, describeMax, describeMaxSize, p.lookupNodeClaims)
+	p.describes = newBatcher("describe_instances", clk, describeIdle, describeMax, describeMaxSize, p.describeIDs)
+	p.terminate = newBatcher("terminate_instances", clk, describeIdle, describeMax, describeMaxSize, p.terminateIDs)
 	return p
 }
 
@@ -246,7 +249,9 @@ func (p *Provider) lookupNodeClaims(ctx context.Context, names []string) []batch
 			continue
 		}
 		for _, inst := range found {
-			if inst.Tags[TagNodeClaim] == name {
+			// A shutting-down instance is an earlier NodeClaim's of the
+			// same name on its way out, not this one's.
+			if inst.Tags[TagNodeClaim] == name && inst.State != string(ec2types.InstanceStateNameShuttingDown) {
 				out[i].value = inst
 			}
 		}
@@ -309,8 +314,15 @@ func fromEC2(in *ec2types.Instance) *Instance {
 		inst.State = string(in.State.Name)
 	}
 	inst.CapacityType = "on-demand"
-	if aws.ToString(in.SpotInstanceRequestId) != "" {
+	switch {
+	case aws.ToString(in.SpotInstanceRequestId) != "":
 		inst.CapacityType = "spot"
+	case aws.ToString(in.CapacityReservationId) != "" && in.CapacityReservationSpecification != nil &&
+		in.CapacityReservationSpecification.CapacityReservationPreference == ec2types.CapacityReservationPreferenceCapacityReservationsOnly:
+		// Launched into a reservation on purpose; an instance that merely
+		// landed in an open reservation stays on-demand (upstream's rule).
+		inst.CapacityType = "reserved"
+		inst.ReservationID = aws.ToString(in.CapacityReservationId)
 	}
 	for _, g := range in.SecurityGroups {
 		inst.SecurityGroupIDs = append(inst.SecurityGroupIDs, aws.ToString(g.GroupId))

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
@@ -25,6 +26,18 @@ func (m *marks) MarkUnavailable(_ context.Context, reason, instanceType, zone, c
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.keys = append(m.keys, fmt.Sprintf("%s/%s/%s:%s", instanceType, zone, capacityType, reason))
+}
+
+func (m *marks) MarkCapacityTypeUnavailable(_ context.Context, reason, capacityType string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.keys = append(m.keys, fmt.Sprintf("%s:%s", capacityType, reason))
+}
+
+func (m *marks) MarkSubnetUnavailable(_ context.Context, reason, subnetID string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.keys = append(m.keys, fmt.Sprintf("%s:%s", subnetID, reason))
 }
 
 func newFakeEC2(t *testing.T) *fake.EC2 {
@@ -123,7 +136,11 @@ func TestCreateMarksRefusedOfferingsAndFallsBack(t *testing.T) {
 	m := &marks{}
 	p := NewProvider(e, clock.RealClock{}, "test-cluster", m)
 	e.SetCapacity(fake.CapacityPool{InstanceType: "c5.large", Zone: "zone-a", CapacityType: "on-demand"}, 0, "")
-	inst, err := p.Create(context.Background(), request("fallback", "on-demand"))
+	failures := LaunchFailuresTotal.WithLabelValues("zone-a", "usw2-az1", "on-demand", "InsufficientInstanceCapacity")
+	before := testutil.ToFloat64(failures)
+	req := request("fallback", "on-demand")
+	req.ZoneIDs = map[string]string{"zone-a": "usw2-az1", "zone-b": "usw2-az2"}
+	inst, err := p.Create(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,6 +149,9 @@ func TestCreateMarksRefusedOfferingsAndFallsBack(t *testing.T) {
 	}
 	if len(m.keys) != 1 || m.keys[0] != "c5.large/zone-a/on-demand:InsufficientInstanceCapacity" {
 		t.Errorf("marked %v, want c5.large/zone-a/on-demand", m.keys)
+	}
+	if got := testutil.ToFloat64(failures) - before; got != 1 {
+		t.Errorf("launch failures for zone-a on-demand InsufficientInstanceCapacity rose by %v, want 1", got)
 	}
 
 	for _, it := range []string{"c5.large", "m5.large"} {
@@ -226,5 +246,81 @@ func TestParseProviderID(t *testing.T) {
 				t.Errorf("ParseProviderID(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
 			}
 		})
+	}
+}
+
+func TestCreateMarksWholeCapacityTypesAndSubnets(t *testing.T) {
+	tests := map[string]struct {
+		capacityType string
+		code         string
+		want         []string
+	}{
+		"spot without its service-linked role": {"spot", "AuthFailure.ServiceLinkedRoleCreationNotPermitted", []string{"spot:AuthFailure.ServiceLinkedRoleCreationNotPermitted"}},
+		"a subnet out of addresses": {"on-demand", "InsufficientFreeAddressesInSubnet", []string{
+			"subnet-zone-a:InsufficientFreeAddressesInSubnet", "c5.large/zone-a/on-demand:InsufficientFreeAddressesInSubnet",
+			"subnet-zone-b:InsufficientFreeAddressesInSubnet", "c5.large/zone-b/on-demand:InsufficientFreeAddressesInSubnet",
+		}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			e := newFakeEC2(t)
+			m := &marks{}
+			p := NewProvider(e, clock.RealClock{}, "test-cluster", m)
+			req := request("marked", tc.capacityType)
+			req.LaunchTemplates[0].Overrides = req.LaunchTemplates[0].Overrides[:2] // c5.large in both zones
+			for _, o := range req.LaunchTemplates[0].Overrides {
+				e.SetCapacity(fake.CapacityPool{InstanceType: o.InstanceType, Zone: o.Zone, CapacityType: tc.capacityType}, 0, tc.code)
+			}
+			_, err := p.Create(context.Background(), req)
+			if !cloudprovider.IsInsufficientCapacityError(err) {
+				t.Errorf("Create returned %v, want an InsufficientCapacityError", err)
+			}
+			if fmt.Sprint(m.keys) != fmt.Sprint(tc.want) {
+				t.Errorf("marked %v, want %v", m.keys, tc.want)
+			}
+		})
+	}
+}
+
+func TestConcurrentGetsShareADescribe(t *testing.T) {
+	ctx := context.Background()
+	e := newFakeEC2(t)
+	p := NewProvider(e, clock.RealClock{}, "test-cluster", nil)
+	var ids []string
+	for i := range 10 {
+		inst, err := p.Create(ctx, request(fmt.Sprintf("get-%d", i), "on-demand"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, inst.ID)
+	}
+	e.ResetCalls()
+	ids = append(ids, "i-unknown")
+	found := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Go(func() { _, found[i] = p.Get(ctx, id) })
+	}
+	wg.Wait()
+	for i, err := range found[:10] {
+		if err != nil {
+			t.Errorf("Get(%s): %v", ids[i], err)
+		}
+	}
+	if !cloudprovider.IsNodeClaimNotFoundError(found[10]) {
+		t.Errorf("Get of an unknown ID returned %v, want NodeClaimNotFound", found[10])
+	}
+	// One batched call, refused for the unknown ID, then one call per ID
+	// so each caller learns about its own; never more than that.
+	if calls := e.Calls("DescribeInstances"); calls > 1+len(ids) {
+		t.Errorf("%d concurrent Gets made %d DescribeInstances calls", len(ids), calls)
+	}
+	e.ResetCalls()
+	for i, id := range ids[:10] {
+		wg.Go(func() { _, found[i] = p.Get(ctx, id) })
+	}
+	wg.Wait()
+	if calls := e.Calls("DescribeInstances"); calls > 2 {
+		t.Errorf("10 concurrent Gets of known instances made %d DescribeInstances calls, want them batched", calls)
 	}
 }

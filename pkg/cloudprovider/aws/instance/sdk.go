@@ -36,3 +36,15 @@ type tagCreator interface {
 type UnavailableOfferings interface {
 	MarkUnavailable(ctx context.Context, reason, instanceType, zone, capacityType string)
 }
+
+// capacityTypeMarker is the optional part of UnavailableOfferings that
+// takes a whole capacity type out (spot without its service-linked role).
+type capacityTypeMarker interface {
+	MarkCapacityTypeUnavailable(ctx context.Context, reason, capacityType string)
+}
+
+// subnetMarker is the optional part of UnavailableOfferings that takes a
+// subnet out of launches (no free addresses left).
+type subnetMarker interface {
+	MarkSubnetUnavailable(ctx context.Context, reason, subnetID string)
+}

@@ -70,6 +70,9 @@ type Request struct {
 	NodeClaim     *karpv1.NodeClaim
 	InstanceTypes []*cloudprovider.InstanceType
 	CapacityType  string
+	// ReservationID, for reserved launches, is the capacity reservation
+	// the template launches into (and only into).
+	ReservationID string
 	// Tags go on the launch template and the network interfaces it makes.
 	Tags map[string]string
 }
@@ -84,6 +87,9 @@ type Provider struct {
 	// known maps the name of each launch template karp uses to its ID and
 	// when it was last used.
 	known map[string]*entry
+	// making holds the names being described or created; concurrent
+	// launches wait for the first instead of racing it.
+	making map[string]chan struct{}
 }
 
 type entry struct {
@@ -93,7 +99,7 @@ type entry struct {
 
 // NewProvider builds the provider.
 func NewProvider(api ec2API, clk clock.PassiveClock, opts Options) *Provider {
-	return &Provider{ec2: api, clock: clk, opts: opts, known: map[string]*entry{}}
+	return &Provider{ec2: api, clock: clk, opts: opts, known: map[string]*entry{}, making: map[string]chan struct{}{}}
 }
 
 // EnsureAll returns the launch templates the request's instance types
@@ -108,27 +114,33 @@ func (p *Provider) EnsureAll(ctx context.Context, req Request) ([]*LaunchTemplat
 	if len(nodeClass.Status.SecurityGroups) == 0 {
 		return nil, errors.New("resolving launch templates: no security groups in the EC2NodeClass status")
 	}
+	type group struct {
+		imageID string
+		pods    int64
+	}
 	var out []*LaunchTemplate
-	index := map[string]int{}
+	index := map[group]int{}
 	for _, it := range req.InstanceTypes {
 		ami, ok := AMIFor(nodeClass.Status.AMIs, it)
 		if !ok {
 			continue
 		}
-		pods := it.Capacity.Pods().Value()
-		data, err := p.data(req, ami.ID, int32(pods))
-		if err != nil {
-			return nil, err
-		}
-		name := Name(data, req.Tags)
-		i, ok := index[name]
+		g := group{imageID: ami.ID, pods: it.Capacity.Pods().Value()}
+		i, ok := index[g]
 		if !ok {
+			// Everything else in the template comes from the request, so
+			// the group's first type renders it for all.
+			data, err := p.data(req, g.imageID, int32(g.pods))
+			if err != nil {
+				return nil, err
+			}
+			name := Name(data, req.Tags)
 			if err := p.ensure(ctx, name, data, req.Tags); err != nil {
 				return nil, err
 			}
 			i = len(out)
-			index[name] = i
-			out = append(out, &LaunchTemplate{Name: name, ImageID: ami.ID})
+			index[g] = i
+			out = append(out, &LaunchTemplate{Name: name, ImageID: g.imageID})
 		}
 		out[i].InstanceTypes = append(out[i].InstanceTypes, it)
 	}
@@ -217,6 +229,12 @@ func (p *Provider) data(req Request, imageID string, maxPods int32) (*ec2types.R
 			{ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: ec2Tags(req.Tags)},
 		},
 	}
+	if req.ReservationID != "" {
+		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
+			CapacityReservationPreference: ec2types.CapacityReservationPreferenceCapacityReservationsOnly,
+			CapacityReservationTarget:     &ec2types.CapacityReservationTarget{CapacityReservationId: aws.String(req.ReservationID)},
+		}
+	}
 	if nodeClass.Status.InstanceProfile != "" {
 		data.IamInstanceProfile = &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(nodeClass.Status.InstanceProfile)}
 	}
@@ -262,9 +280,37 @@ func ec2Tags(tags map[string]string) []ec2types.Tag {
 // ensure makes sure the named launch template exists: known and used
 // recently, else described, else created.
 func (p *Provider) ensure(ctx context.Context, name string, data *ec2types.RequestLaunchTemplateData, tags map[string]string) error {
-	if p.touch(name) {
-		return nil
+	for {
+		p.mu.Lock()
+		if e, ok := p.known[name]; ok {
+			e.lastUsed = p.clock.Now()
+			p.mu.Unlock()
+			return nil
+		}
+		wait, busy := p.making[name]
+		if !busy {
+			done := make(chan struct{})
+			p.making[name] = done
+			p.mu.Unlock()
+			err := p.make(ctx, name, data, tags)
+			p.mu.Lock()
+			delete(p.making, name)
+			close(done)
+			p.mu.Unlock()
+			return err
+		}
+		p.mu.Unlock()
+		select {
+		case <-wait:
+			// Known now, or the attempt failed and this caller tries.
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
+}
+
+// make describes the named launch template, creating it if missing.
+func (p *Provider) make(ctx context.Context, name string, data *ec2types.RequestLaunchTemplateData, tags map[string]string) error {
 	out, err := p.ec2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{LaunchTemplateNames: []string{name}})
 	if err == nil && len(out.LaunchTemplates) == 1 {
 		p.record(name, aws.ToString(out.LaunchTemplates[0].LaunchTemplateId))
@@ -297,16 +343,6 @@ func (p *Provider) ensureExisting(ctx context.Context, name string) error {
 	}
 	p.record(name, aws.ToString(out.LaunchTemplates[0].LaunchTemplateId))
 	return nil
-}
-
-func (p *Provider) touch(name string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	e, ok := p.known[name]
-	if ok {
-		e.lastUsed = p.clock.Now()
-	}
-	return ok
 }
 
 func (p *Provider) record(name, id string) {

@@ -41,35 +41,83 @@ func NewProvider(api ec2API, clk clock.PassiveClock) *Provider {
 	return &Provider{ec2: api, cache: utilcache.NewLRUExpireCacheWithClock(1000, clk)}
 }
 
+// Resolution is what a NodeClass's security group selector terms
+// resolved to.
+type Resolution struct {
+	// SecurityGroups selected by any term, sorted by ID.
+	SecurityGroups []ec2types.SecurityGroup
+	// Unmatched are the indices of the terms that matched no group.
+	Unmatched []int
+}
+
 // List returns the security groups nodeClass selects, sorted by ID. An empty
 // result with no error means the selectors matched nothing.
 func (p *Provider) List(ctx context.Context, nodeClass *awsv1.EC2NodeClass) ([]ec2types.SecurityGroup, error) {
+	r, err := p.Resolve(ctx, nodeClass)
+	return r.SecurityGroups, err
+}
+
+// Resolve returns the security groups nodeClass selects and which of its
+// terms matched none.
+func (p *Provider) Resolve(ctx context.Context, nodeClass *awsv1.EC2NodeClass) (Resolution, error) {
 	key := fmt.Sprintf("%s-%d", nodeClass.UID, nodeClass.Generation)
 	if cached, ok := p.cache.Get(key); ok {
-		return slices.Clone(cached.([]ec2types.SecurityGroup)), nil
+		return cached.(Resolution).clone(), nil
 	}
+	terms := nodeClass.Spec.SecurityGroupSelectorTerms
 	byID := map[string]ec2types.SecurityGroup{}
-	for _, in := range Queries(nodeClass.Spec.SecurityGroupSelectorTerms) {
-		pages := ec2.NewDescribeSecurityGroupsPaginator(p.ec2, in)
+	var unmatched []int
+	for _, q := range queries(terms) {
+		var found []ec2types.SecurityGroup
+		pages := ec2.NewDescribeSecurityGroupsPaginator(p.ec2, q.in)
 		for pages.HasMorePages() {
 			out, err := pages.NextPage(ctx)
 			if err != nil {
-				return nil, fmt.Errorf("describing security groups: %w", err)
+				return Resolution{}, fmt.Errorf("describing security groups: %w", err)
 			}
-			for _, g := range out.SecurityGroups {
-				byID[aws.ToString(g.GroupId)] = g
+			found = append(found, out.SecurityGroups...)
+		}
+		for _, g := range found {
+			byID[aws.ToString(g.GroupId)] = g
+		}
+		for _, i := range q.terms {
+			if !slices.ContainsFunc(found, func(g ec2types.SecurityGroup) bool { return q.answers(terms[i], g) }) {
+				unmatched = append(unmatched, i)
 			}
 		}
 	}
-	groups := make([]ec2types.SecurityGroup, 0, len(byID))
+	r := Resolution{SecurityGroups: make([]ec2types.SecurityGroup, 0, len(byID)), Unmatched: slices.Sorted(slices.Values(unmatched))}
 	for _, g := range byID {
-		groups = append(groups, g)
+		r.SecurityGroups = append(r.SecurityGroups, g)
 	}
-	slices.SortFunc(groups, func(a, b ec2types.SecurityGroup) int {
+	slices.SortFunc(r.SecurityGroups, func(a, b ec2types.SecurityGroup) int {
 		return strings.Compare(aws.ToString(a.GroupId), aws.ToString(b.GroupId))
 	})
-	p.cache.Add(key, groups, CacheTTL)
-	return slices.Clone(groups), nil
+	p.cache.Add(key, r, CacheTTL)
+	return r.clone(), nil
+}
+
+func (r Resolution) clone() Resolution {
+	return Resolution{SecurityGroups: slices.Clone(r.SecurityGroups), Unmatched: slices.Clone(r.Unmatched)}
+}
+
+// query is one DescribeSecurityGroups request and the indices of the terms
+// it answers: all id terms, all name terms, or one tags term.
+type query struct {
+	in    *ec2.DescribeSecurityGroupsInput
+	terms []int
+	field string
+}
+
+// answers reports whether g is an answer to term in this query.
+func (q query) answers(term awsv1.SecurityGroupSelectorTerm, g ec2types.SecurityGroup) bool {
+	switch q.field {
+	case "group-id":
+		return selector.Match(term.ID, aws.ToString(g.GroupId))
+	case "group-name":
+		return selector.Match(term.Name, aws.ToString(g.GroupName))
+	}
+	return true
 }
 
 // Queries builds the DescribeSecurityGroups requests for terms: one for all
@@ -77,24 +125,38 @@ func (p *Provider) List(ctx context.Context, nodeClass *awsv1.EC2NodeClass) ([]e
 // filters rather than GroupIds/GroupNames, so an unknown one matches nothing
 // instead of failing the whole request.
 func Queries(terms []awsv1.SecurityGroupSelectorTerm) []*ec2.DescribeSecurityGroupsInput {
-	var ids, names []string
-	var tagged []*ec2.DescribeSecurityGroupsInput
-	for _, term := range terms {
+	var out []*ec2.DescribeSecurityGroupsInput
+	for _, q := range queries(terms) {
+		out = append(out, q.in)
+	}
+	return out
+}
+
+func queries(terms []awsv1.SecurityGroupSelectorTerm) []query {
+	ids := query{field: "group-id"}
+	names := query{field: "group-name"}
+	var idValues, nameValues []string
+	var tagged []query
+	for i, term := range terms {
 		switch {
 		case term.ID != "":
-			ids = append(ids, term.ID)
+			idValues = append(idValues, term.ID)
+			ids.terms = append(ids.terms, i)
 		case term.Name != "":
-			names = append(names, term.Name)
+			nameValues = append(nameValues, term.Name)
+			names.terms = append(names.terms, i)
 		case len(term.Tags) > 0:
-			tagged = append(tagged, &ec2.DescribeSecurityGroupsInput{Filters: selector.TagFilters(term.Tags), MaxResults: aws.Int32(maxResults)})
+			tagged = append(tagged, query{in: &ec2.DescribeSecurityGroupsInput{Filters: selector.TagFilters(term.Tags), MaxResults: aws.Int32(maxResults)}, terms: []int{i}})
 		}
 	}
-	var out []*ec2.DescribeSecurityGroupsInput
-	if len(ids) > 0 {
-		out = append(out, &ec2.DescribeSecurityGroupsInput{Filters: []ec2types.Filter{{Name: aws.String("group-id"), Values: ids}}, MaxResults: aws.Int32(maxResults)})
+	var out []query
+	if len(idValues) > 0 {
+		ids.in = &ec2.DescribeSecurityGroupsInput{Filters: []ec2types.Filter{{Name: aws.String(ids.field), Values: idValues}}, MaxResults: aws.Int32(maxResults)}
+		out = append(out, ids)
 	}
-	if len(names) > 0 {
-		out = append(out, &ec2.DescribeSecurityGroupsInput{Filters: []ec2types.Filter{{Name: aws.String("group-name"), Values: names}}, MaxResults: aws.Int32(maxResults)})
+	if len(nameValues) > 0 {
+		names.in = &ec2.DescribeSecurityGroupsInput{Filters: []ec2types.Filter{{Name: aws.String(names.field), Values: nameValues}}, MaxResults: aws.Int32(maxResults)}
+		out = append(out, names)
 	}
 	return append(out, tagged...)
 }

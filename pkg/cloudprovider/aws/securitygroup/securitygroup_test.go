@@ -135,3 +135,24 @@ func TestStatusSortsByID(t *testing.T) {
 
 // epoch is the fake clocks' start.
 var epoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func TestResolveNamesTheTermsThatMatchedNothing(t *testing.T) {
+	p := securitygroup.NewProvider(network(), clocktesting.NewFakeClock(epoch))
+	got, err := p.Resolve(t.Context(), nodeClass(
+		awsv1.SecurityGroupSelectorTerm{ID: "sg-1"},
+		awsv1.SecurityGroupSelectorTerm{ID: "sg-typo"},
+		awsv1.SecurityGroupSelectorTerm{Name: "nodes"},
+		awsv1.SecurityGroupSelectorTerm{Name: "absent"},
+		awsv1.SecurityGroupSelectorTerm{Name: "eks-*"},
+		awsv1.SecurityGroupSelectorTerm{Tags: map[string]string{"karpenter.sh/discovery": "dev"}},
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]int{1, 3, 5}, got.Unmatched); diff != "" {
+		t.Errorf("unmatched terms (-want,+got)\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"sg-1", "sg-2"}, ids(got.SecurityGroups)); diff != "" {
+		t.Errorf("groups (-want,+got)\n%s", diff)
+	}
+}

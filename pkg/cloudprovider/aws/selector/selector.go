@@ -32,3 +32,31 @@ func TagFilters(tags map[string]string) []ec2types.Filter {
 	}
 	return out
 }
+
+// Match reports whether value matches an EC2 filter value, in which *
+// matches any run of characters (including none) and ? exactly one, so a
+// term's value can be checked against what EC2 returned for it.
+func Match(pattern, value string) bool {
+	p, v := []rune(pattern), []rune(value)
+	star, resume := -1, 0
+	i, j := 0, 0
+	for j < len(v) {
+		switch {
+		case i < len(p) && (p[i] == '?' || p[i] == v[j]):
+			i++
+			j++
+		case i < len(p) && p[i] == '*':
+			star, resume = i, j
+			i++
+		case star >= 0:
+			resume++
+			i, j = star+1, resume
+		default:
+			return false
+		}
+	}
+	for i < len(p) && p[i] == '*' {
+		i++
+	}
+	return i == len(p)
+}

@@ -42,3 +42,23 @@ func TestTagFilters(t *testing.T) {
 		})
 	}
 }
+
+func TestMatch(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, value string
+		want           bool
+	}{
+		{"subnet-1", "subnet-1", true},
+		{"subnet-1", "subnet-12", false},
+		{"eks-*", "eks-cluster-sg", true},
+		{"*Private*", "my-Private-a", true},
+		{"*Private*", "my-Public-a", false},
+		{"sg-?", "sg-1", true},
+		{"sg-?", "sg-12", false},
+		{"*", "", true},
+	} {
+		if got := selector.Match(tc.pattern, tc.value); got != tc.want {
+			t.Errorf("Match(%q, %q) = %v, want %v", tc.pattern, tc.value, got, tc.want)
+		}
+	}
+}

@@ -63,36 +63,64 @@ func NewProvider(api ec2API, clk clock.PassiveClock, refresh time.Duration) *Pro
 	}
 }
 
+// Resolution is what a NodeClass's subnet selector terms resolved to.
+type Resolution struct {
+	// Subnets selected by any term, sorted by ID.
+	Subnets []ec2types.Subnet
+	// Unmatched are the indices of the terms that matched no subnet.
+	Unmatched []int
+}
+
 // List returns the subnets nodeClass selects, sorted by ID. An empty result
 // with no error means the selectors matched nothing.
 func (p *Provider) List(ctx context.Context, nodeClass *awsv1.EC2NodeClass) ([]ec2types.Subnet, error) {
+	r, err := p.Resolve(ctx, nodeClass)
+	return r.Subnets, err
+}
+
+// Resolve returns the subnets nodeClass selects and which of its terms
+// matched none (a mistyped ID next to a working tag term, say).
+func (p *Provider) Resolve(ctx context.Context, nodeClass *awsv1.EC2NodeClass) (Resolution, error) {
 	key := fmt.Sprintf("%s-%d", nodeClass.UID, nodeClass.Generation)
 	if cached, ok := p.cache.Get(key); ok {
-		return slices.Clone(cached.([]ec2types.Subnet)), nil
+		return cached.(Resolution).clone(), nil
 	}
+	terms := nodeClass.Spec.SubnetSelectorTerms
 	byID := map[string]ec2types.Subnet{}
-	for _, in := range Queries(nodeClass.Spec.SubnetSelectorTerms) {
-		pages := ec2.NewDescribeSubnetsPaginator(p.ec2, in)
+	var unmatched []int
+	for _, q := range queries(terms) {
+		var found []ec2types.Subnet
+		pages := ec2.NewDescribeSubnetsPaginator(p.ec2, q.in)
 		for pages.HasMorePages() {
 			out, err := pages.NextPage(ctx)
 			if err != nil {
-				return nil, fmt.Errorf("describing subnets: %w", err)
+				return Resolution{}, fmt.Errorf("describing subnets: %w", err)
 			}
-			for _, s := range out.Subnets {
-				byID[aws.ToString(s.SubnetId)] = s
+			found = append(found, out.Subnets...)
+		}
+		for _, s := range found {
+			byID[aws.ToString(s.SubnetId)] = s
+		}
+		for _, i := range q.terms {
+			if !slices.ContainsFunc(found, func(s ec2types.Subnet) bool { return !q.byID || selector.Match(terms[i].ID, aws.ToString(s.SubnetId)) }) {
+				unmatched = append(unmatched, i)
 			}
 		}
 	}
-	subnets := make([]ec2types.Subnet, 0, len(byID))
+	r := Resolution{Subnets: make([]ec2types.Subnet, 0, len(byID)), Unmatched: slices.Sorted(slices.Values(unmatched))}
 	for _, s := range byID {
-		subnets = append(subnets, s)
+		r.Subnets = append(r.Subnets, s)
 	}
-	slices.SortFunc(subnets, func(a, b ec2types.Subnet) int {
+	slices.SortFunc(r.Subnets, func(a, b ec2types.Subnet) int {
 		return strings.Compare(aws.ToString(a.SubnetId), aws.ToString(b.SubnetId))
 	})
-	p.cache.Add(key, subnets, p.refresh)
-	p.recordAvailableIPs(subnets)
-	return slices.Clone(subnets), nil
+	p.cache.Add(key, r, p.refresh)
+	p.recordAvailableIPs(r.Subnets)
+	return r.clone(), nil
+}
+
+func (r Resolution) clone() Resolution {
+	return Resolution{Subnets: slices.Clone(r.Subnets), Unmatched: slices.Clone(r.Unmatched)}
 }
 
 // AvailableIPs returns a subnet's available IP address count as last
@@ -119,23 +147,42 @@ func (p *Provider) recordAvailableIPs(subnets []ec2types.Subnet) {
 	p.forgetInflight(ids)
 }
 
+// query is one DescribeSubnets request and the indices of the terms it
+// answers. The id query answers every id term; a term matched when its ID
+// is among the answers. A tags query answers its one term.
+type query struct {
+	in    *ec2.DescribeSubnetsInput
+	terms []int
+	byID  bool
+}
+
 // Queries builds the DescribeSubnets requests for terms: one for all id
 // terms together, one per tags term.
 func Queries(terms []awsv1.SubnetSelectorTerm) []*ec2.DescribeSubnetsInput {
-	var ids []string
 	var out []*ec2.DescribeSubnetsInput
-	for _, term := range terms {
+	for _, q := range queries(terms) {
+		out = append(out, q.in)
+	}
+	return out
+}
+
+func queries(terms []awsv1.SubnetSelectorTerm) []query {
+	byID := query{byID: true}
+	var ids []string
+	var out []query
+	for i, term := range terms {
 		if term.ID != "" {
 			ids = append(ids, term.ID)
+			byID.terms = append(byID.terms, i)
 			continue
 		}
 		if len(term.Tags) > 0 {
-			out = append(out, &ec2.DescribeSubnetsInput{Filters: selector.TagFilters(term.Tags), MaxResults: aws.Int32(maxResults)})
+			out = append(out, query{in: &ec2.DescribeSubnetsInput{Filters: selector.TagFilters(term.Tags), MaxResults: aws.Int32(maxResults)}, terms: []int{i}})
 		}
 	}
 	if len(ids) > 0 {
-		in := &ec2.DescribeSubnetsInput{Filters: []ec2types.Filter{{Name: aws.String("subnet-id"), Values: ids}}, MaxResults: aws.Int32(maxResults)}
-		out = append([]*ec2.DescribeSubnetsInput{in}, out...)
+		byID.in = &ec2.DescribeSubnetsInput{Filters: []ec2types.Filter{{Name: aws.String("subnet-id"), Values: ids}}, MaxResults: aws.Int32(maxResults)}
+		out = append([]query{byID}, out...)
 	}
 	return out
 }

@@ -203,3 +203,22 @@ func TestZonalSubnetsForLaunchSpreadsOverAZonesSubnets(t *testing.T) {
 
 // epoch is the fake clocks' start.
 var epoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func TestResolveNamesTheTermsThatMatchedNothing(t *testing.T) {
+	p := subnet.NewProvider(network(), clocktesting.NewFakeClock(epoch), time.Minute)
+	got, err := p.Resolve(t.Context(), nodeClass(
+		awsv1.SubnetSelectorTerm{ID: "subnet-a"},
+		awsv1.SubnetSelectorTerm{ID: "subnet-typo"},
+		awsv1.SubnetSelectorTerm{Tags: map[string]string{"karpenter.sh/discovery": "prod"}},
+		awsv1.SubnetSelectorTerm{Tags: map[string]string{"karpenter.sh/discovery": "dev"}},
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]int{1, 3}, got.Unmatched); diff != "" {
+		t.Errorf("unmatched terms (-want,+got)\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"subnet-a", "subnet-b"}, ids(got.Subnets)); diff != "" {
+		t.Errorf("subnets (-want,+got)\n%s", diff)
+	}
+}

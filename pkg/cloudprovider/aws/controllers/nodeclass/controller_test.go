@@ -475,3 +475,55 @@ func TestReconcilesWithinAnIntervalCallAWSOnce(t *testing.T) {
 		t.Errorf("AWS calls after the minute (-want,+got)\n%s", diff)
 	}
 }
+
+// A term matching nothing beside terms that match leaves the NodeClass
+// Ready, but the condition and a Warning event name the term.
+func TestTermsMatchingNothingAreNamedWhileOthersMatch(t *testing.T) {
+	w := newWorld(t)
+	nc := nodeClass()
+	nc.Spec.SubnetSelectorTerms = append(nc.Spec.SubnetSelectorTerms, awsv1.SubnetSelectorTerm{ID: "subnet-0typo"})
+	nc.Spec.SecurityGroupSelectorTerms = append(nc.Spec.SecurityGroupSelectorTerms, awsv1.SecurityGroupSelectorTerm{Name: "absent"})
+	w.ec2.AddImages(fake.NewImage("ami-0golden", "golden", ec2types.ArchitectureValuesX8664, h.Clock.Now(), nil))
+	nc.Spec.AMIFamily = ptr(awsv1.AMIFamilyAL2023)
+	nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{ID: "ami-0golden"}, {SSMParameter: "/golden/missing"}}
+	create(t, nc)
+
+	_, got := w.mustReconcile(t, nc.Name)
+
+	for _, tc := range []struct {
+		condition, reason string
+		message           []string
+	}{
+		{awsv1.ConditionTypeSubnetsReady, nodeclass.ReasonSubnetTermsUnmatched, []string{`subnetSelectorTerms [{"id":"subnet-0typo"}] matched no subnet`}},
+		{awsv1.ConditionTypeSecurityGroupsReady, nodeclass.ReasonSecurityGroupTermsUnmatched, []string{`securityGroupSelectorTerms [{"name":"absent"}] matched no security group`}},
+		{awsv1.ConditionTypeAMIsReady, nodeclass.ReasonAMITermsUnmatched, []string{`amiSelectorTerms [{"ssmParameter":"/golden/missing"}] matched no AMI`}},
+	} {
+		c := condition(t, got, tc.condition)
+		if c.Status != metav1.ConditionTrue || !contains(c.Message, tc.message...) {
+			t.Errorf("%s %s %q, want True naming %q", tc.condition, c.Status, c.Message, tc.message)
+		}
+		if note := waitForEvent(t, nc.Name, tc.reason); !contains(note, tc.message...) {
+			t.Errorf("%s event %q, want %q", tc.reason, note, tc.message)
+		}
+	}
+	if c := condition(t, got, awsv1.ConditionTypeReady); c.Status != metav1.ConditionTrue {
+		t.Errorf("Ready %s, want True: the other terms matched", c.Status)
+	}
+	if len(got.Status.Subnets) != 3 || len(got.Status.SecurityGroups) != 2 {
+		t.Errorf("status has %d subnets and %d groups, want the 3 and 2 the other terms matched", len(got.Status.Subnets), len(got.Status.SecurityGroups))
+	}
+
+	// The user fixes the terms: the messages go.
+	got.Spec.SubnetSelectorTerms = got.Spec.SubnetSelectorTerms[:1]
+	got.Spec.SecurityGroupSelectorTerms = got.Spec.SecurityGroupSelectorTerms[:1]
+	got.Spec.AMISelectorTerms = got.Spec.AMISelectorTerms[:1]
+	if err := h.Env.Client.Update(t.Context(), got); err != nil {
+		t.Fatal(err)
+	}
+	_, got = w.mustReconcile(t, nc.Name)
+	for _, ct := range []string{awsv1.ConditionTypeSubnetsReady, awsv1.ConditionTypeSecurityGroupsReady, awsv1.ConditionTypeAMIsReady} {
+		if c := condition(t, got, ct); c.Status != metav1.ConditionTrue || c.Message != "" {
+			t.Errorf("after the fix: %s %s %q, want True with no message", ct, c.Status, c.Message)
+		}
+	}
+}

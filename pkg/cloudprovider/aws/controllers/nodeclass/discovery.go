@@ -30,15 +30,15 @@ const (
 )
 
 type amiProvider interface {
-	List(ctx context.Context, nodeClass *awsv1.EC2NodeClass) ([]ami.AMI, error)
+	Resolve(ctx context.Context, nodeClass *awsv1.EC2NodeClass) (ami.Resolution, error)
 }
 
 type subnetProvider interface {
-	List(ctx context.Context, nodeClass *awsv1.EC2NodeClass) ([]ec2types.Subnet, error)
+	Resolve(ctx context.Context, nodeClass *awsv1.EC2NodeClass) (subnet.Resolution, error)
 }
 
 type securityGroupProvider interface {
-	List(ctx context.Context, nodeClass *awsv1.EC2NodeClass) ([]ec2types.SecurityGroup, error)
+	Resolve(ctx context.Context, nodeClass *awsv1.EC2NodeClass) (securitygroup.Resolution, error)
 }
 
 type capacityReservationProvider interface {
@@ -57,7 +57,8 @@ type amiStep struct {
 }
 
 func (s *amiStep) reconcile(ctx context.Context, nodeClass *awsv1.EC2NodeClass) (reconcile.Result, error) {
-	amis, err := s.amis.List(ctx, nodeClass)
+	resolved, err := s.amis.Resolve(ctx, nodeClass)
+	amis := resolved.AMIs
 	if unsupported, ok := errors.AsType[*ami.UnsupportedAliasError](err); ok {
 		// The cluster's version rules the alias out; it may change, so look
 		// again later rather than giving up.
@@ -80,7 +81,8 @@ func (s *amiStep) reconcile(ctx context.Context, nodeClass *awsv1.EC2NodeClass) 
 		return reconcile.Result{RequeueAfter: requeueNotFound}, nil
 	}
 	nodeClass.Status.AMIs = ami.Status(amis)
-	s.report.conditions(nodeClass).SetTrue(awsv1.ConditionTypeAMIsReady)
+	s.report.ready(nodeClass, awsv1.ConditionTypeAMIsReady, ReasonAMITermsUnmatched,
+		unmatchedMessage("amiSelectorTerms", "AMI", nodeClass.Spec.AMISelectorTerms, resolved.Unmatched))
 	return reconcile.Result{RequeueAfter: requeueAMIs}, nil
 }
 
@@ -91,7 +93,8 @@ type subnetStep struct {
 }
 
 func (s *subnetStep) reconcile(ctx context.Context, nodeClass *awsv1.EC2NodeClass) (reconcile.Result, error) {
-	subnets, err := s.subnets.List(ctx, nodeClass)
+	resolved, err := s.subnets.Resolve(ctx, nodeClass)
+	subnets := resolved.Subnets
 	if err != nil {
 		return s.report.failed(nodeClass, awsv1.ConditionTypeSubnetsReady, ReasonSubnetResolutionFailed, len(nodeClass.Status.Subnets), "subnets", fmt.Errorf("resolving subnets: %w", err))
 	}
@@ -102,7 +105,8 @@ func (s *subnetStep) reconcile(ctx context.Context, nodeClass *awsv1.EC2NodeClas
 		return reconcile.Result{RequeueAfter: requeueNotFound}, nil
 	}
 	nodeClass.Status.Subnets = subnet.Status(subnets)
-	s.report.conditions(nodeClass).SetTrue(awsv1.ConditionTypeSubnetsReady)
+	s.report.ready(nodeClass, awsv1.ConditionTypeSubnetsReady, ReasonSubnetTermsUnmatched,
+		unmatchedMessage("subnetSelectorTerms", "subnet", nodeClass.Spec.SubnetSelectorTerms, resolved.Unmatched))
 	return reconcile.Result{RequeueAfter: requeueSubnets}, nil
 }
 
@@ -113,7 +117,8 @@ type securityGroupStep struct {
 }
 
 func (s *securityGroupStep) reconcile(ctx context.Context, nodeClass *awsv1.EC2NodeClass) (reconcile.Result, error) {
-	groups, err := s.securityGroups.List(ctx, nodeClass)
+	resolved, err := s.securityGroups.Resolve(ctx, nodeClass)
+	groups := resolved.SecurityGroups
 	if err != nil {
 		return s.report.failed(nodeClass, awsv1.ConditionTypeSecurityGroupsReady, ReasonSecurityGroupResolutionFailed, len(nodeClass.Status.SecurityGroups), "security groups", fmt.Errorf("resolving security groups: %w", err))
 	}
@@ -124,7 +129,8 @@ func (s *securityGroupStep) reconcile(ctx context.Context, nodeClass *awsv1.EC2N
 		return reconcile.Result{RequeueAfter: requeueNotFound}, nil
 	}
 	nodeClass.Status.SecurityGroups = securitygroup.Status(groups)
-	s.report.conditions(nodeClass).SetTrue(awsv1.ConditionTypeSecurityGroupsReady)
+	s.report.ready(nodeClass, awsv1.ConditionTypeSecurityGroupsReady, ReasonSecurityGroupTermsUnmatched,
+		unmatchedMessage("securityGroupSelectorTerms", "security group", nodeClass.Spec.SecurityGroupSelectorTerms, resolved.Unmatched))
 	return reconcile.Result{RequeueAfter: requeueSecurityGroups}, nil
 }
 
@@ -157,4 +163,16 @@ func (s *capacityReservationStep) reconcile(ctx context.Context, nodeClass *awsv
 	nodeClass.Status.CapacityReservations = capacityreservation.Status(reservations, now)
 	conditions.SetTrue(awsv1.ConditionTypeCapacityReservationsReady)
 	return reconcile.Result{RequeueAfter: capacityreservation.RequeueAfter(reservations, now, requeueCapacityReservations)}, nil
+}
+
+// unmatchedMessage names the terms at indices unmatched, or is empty.
+func unmatchedMessage[T any](field, what string, all []T, unmatched []int) string {
+	if len(unmatched) == 0 {
+		return ""
+	}
+	picked := make([]T, 0, len(unmatched))
+	for _, i := range unmatched {
+		picked = append(picked, all[i])
+	}
+	return fmt.Sprintf("%s %s matched no %s; the other terms did", field, terms(picked), what)
 }

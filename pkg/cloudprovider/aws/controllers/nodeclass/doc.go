@@ -6,7 +6,11 @@
 // ValidationSucceeded all are; a NodeClass whose selectors match nothing is
 // False with the upstream reason (SubnetsNotFound, SecurityGroupsNotFound,
 // AMINotFound, UnsupportedAlias, ...), a message naming the terms that
-// matched nothing, and a Warning event with the same reason.
+// matched nothing, and a Warning event with the same reason. When some of
+// a subnet or security group selector's terms match nothing while others
+// match, the NodeClass stays Ready; the condition's message and a Warning
+// event (SubnetSelectorTermsUnmatched, SecurityGroupSelectorTermsUnmatched,
+// AMISelectorTermsUnmatched) name the terms, so a mistyped ID does not silently cost a zone.
 //
 // Each concern is a step run in upstream's order (AMIs, capacity
 // reservations, subnets, security groups, instance profile, validation)

@@ -21,6 +21,11 @@ const (
 	ReasonSecurityGroupResolutionFailed       = "SecurityGroupResolutionFailed"
 	ReasonInstanceProfileLookupFailed         = "InstanceProfileLookupFailed"
 	ReasonCapacityReservationResolutionFailed = "CapacityReservationResolutionFailed"
+	// Some of a selector's terms matched nothing while others matched: the
+	// condition stays True and says which; a Warning event too.
+	ReasonSubnetTermsUnmatched        = "SubnetSelectorTermsUnmatched"
+	ReasonSecurityGroupTermsUnmatched = "SecurityGroupSelectorTermsUnmatched"
+	ReasonAMITermsUnmatched           = "AMISelectorTermsUnmatched"
 )
 
 // maxEventNote is the longest note events.k8s.io/v1 accepts.
@@ -41,6 +46,14 @@ func (r reporter) conditions(nodeClass *awsv1.EC2NodeClass) karpv1.ConditionSet 
 // Warning event with the same reason and message.
 func (r reporter) notReady(nodeClass *awsv1.EC2NodeClass, condition, reason, message string) {
 	if r.conditions(nodeClass).SetFalse(condition, reason, message) {
+		r.warn(nodeClass, reason, message)
+	}
+}
+
+// ready sets condition True with message (empty when all is well) and,
+// when a non-empty message is new, publishes a Warning event with reason.
+func (r reporter) ready(nodeClass *awsv1.EC2NodeClass, condition, reason, message string) {
+	if r.conditions(nodeClass).SetTrueWithReason(condition, condition, message) && message != "" {
 		r.warn(nodeClass, reason, message)
 	}
 }

@@ -1,0 +1,204 @@
+// Package awstest builds the AWS provider over the stateful AWS fakes for
+// tests: the embedded EC2 catalog served in three zones by the EC2 and
+// Pricing fakes, the real providers and caches, and EC2NodeClasses with a
+// resolved status on a real API server.
+package awstest
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/cache"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instance"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instancetype"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/launchtemplate"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/pricing"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok/instancetypes"
+	"github.com/karp-autoscaler/karp/pkg/test"
+)
+
+// The cluster and region of every World.
+const (
+	ClusterName = "test-cluster"
+	Region      = "us-west-2"
+)
+
+// Zones are where the catalog's types are offered and the EC2NodeClasses
+// have a subnet.
+var Zones = []fake.OfferingZone{
+	{Name: "us-west-2a", ID: "usw2-az1"},
+	{Name: "us-west-2b", ID: "usw2-az2"},
+	{Name: "us-west-2c", ID: "usw2-az3"},
+}
+
+// World is the AWS provider wired to stateful fakes of EC2 and Pricing
+// that serve the embedded EC2 catalog in three zones.
+type World struct {
+	EC2         *fake.EC2
+	Prices      *pricing.Provider
+	Unavailable *cache.UnavailableOfferings
+	Types       *instancetype.Provider
+	Provider    *aws.CloudProvider
+
+	kubeClient client.Client
+}
+
+// NewWorld seeds the fakes with the embedded catalog and builds the
+// provider, reading EC2NodeClasses through kubeClient.
+func NewWorld(t testing.TB, kubeClient client.Client) *World {
+	t.Helper()
+	ctx := context.Background()
+	clk := clock.RealClock{}
+	w := &World{EC2: fake.NewEC2(), kubeClient: kubeClient}
+	infos, err := fake.CatalogInstanceTypes(instancetypes.EC2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.EC2.SeedCatalog(infos, Zones...)
+	if err := w.EC2.SeedCatalogSpotPrices(instancetypes.EC2, Zones, clk.Now().Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	pricingAPI := fake.NewPricing()
+	if err := pricingAPI.SeedCatalogOnDemandPrices(Region, instancetypes.EC2); err != nil {
+		t.Fatal(err)
+	}
+	if w.Prices, err = pricing.NewProvider(w.EC2, pricingAPI, Region, false, clk); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Prices.Update(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// EC2 fills fleets at the published prices, the ones karp reads.
+	w.EC2.SetPricer(func(pool fake.CapacityPool) (float64, bool) {
+		if pool.CapacityType == karpv1.CapacityTypeSpot {
+			return w.Prices.SpotPrice(pool.InstanceType, pool.Zone)
+		}
+		return w.Prices.OnDemandPrice(pool.InstanceType)
+	})
+	w.Unavailable = cache.NewUnavailableOfferings(clk)
+	w.Types = instancetype.NewProvider(w.EC2, w.Prices, w.Unavailable, nil,
+		instancetype.Options{Region: Region, VMMemoryOverheadPercent: 0.075}, clk)
+	if err := w.Types.Update(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lts := launchtemplate.NewProvider(w.EC2, clk, launchtemplate.Options{
+		ClusterName:     ClusterName,
+		ClusterEndpoint: "https://test-cluster.example",
+		CABundle:        base64.StdEncoding.EncodeToString([]byte("-----BEGIN CERTIFICATE-----\ntest\n-----END CERTIFICATE-----\n")),
+		ClusterCIDR:     "10.100.0.0/16",
+		ClusterDNSIP:    "10.100.0.10",
+	})
+	instances := instance.NewProvider(w.EC2, clk, ClusterName, w.Unavailable)
+	w.Provider = aws.New(w.kubeClient, clk, ClusterName, w.Types, instances, lts, w.Unavailable)
+	return w
+}
+
+// Restart builds a second provider on the same fakes, as a new process
+// would: nothing remembered in memory.
+func (w *World) Restart(t testing.TB) *aws.CloudProvider {
+	t.Helper()
+	clk := clock.RealClock{}
+	lts := launchtemplate.NewProvider(w.EC2, clk, launchtemplate.Options{ClusterName: ClusterName, ClusterEndpoint: "https://test-cluster.example", ClusterCIDR: "10.100.0.0/16"})
+	return aws.New(w.kubeClient, clk, ClusterName, w.Types, instance.NewProvider(w.EC2, clk, ClusterName, w.Unavailable), lts, w.Unavailable)
+}
+
+// StatusAMIs are an al2023@latest class's resolved AMIs.
+var StatusAMIs = []awsv1.AMI{
+	{ID: "ami-amd64", Name: "al2023-amd64-standard", Requirements: []corev1.NodeSelectorRequirement{
+		{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}},
+		{Key: awsv1.LabelInstanceGPUCount, Operator: corev1.NodeSelectorOpDoesNotExist},
+		{Key: awsv1.LabelInstanceAcceleratorCount, Operator: corev1.NodeSelectorOpDoesNotExist},
+	}},
+	{ID: "ami-arm64", Name: "al2023-arm64-standard", Requirements: []corev1.NodeSelectorRequirement{
+		{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"arm64"}},
+		{Key: awsv1.LabelInstanceGPUCount, Operator: corev1.NodeSelectorOpDoesNotExist},
+		{Key: awsv1.LabelInstanceAcceleratorCount, Operator: corev1.NodeSelectorOpDoesNotExist},
+	}},
+	{ID: "ami-nvidia", Name: "al2023-amd64-nvidia", Requirements: []corev1.NodeSelectorRequirement{
+		{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}},
+		{Key: awsv1.LabelInstanceGPUCount, Operator: corev1.NodeSelectorOpExists},
+	}},
+	{ID: "ami-neuron", Name: "al2023-amd64-neuron", Requirements: []corev1.NodeSelectorRequirement{
+		{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}},
+		{Key: awsv1.LabelInstanceAcceleratorCount, Operator: corev1.NodeSelectorOpExists},
+	}},
+}
+
+// NewNodeClass returns an al2023@latest EC2NodeClass with a unique name,
+// a subnet per zone and one security group; edit adjusts it.
+func NewNodeClass(edit func(*awsv1.EC2NodeClass)) *awsv1.EC2NodeClass {
+	nc := &awsv1.EC2NodeClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "nc-" + string(uuid.NewUUID())[:8]},
+		Spec: awsv1.EC2NodeClassSpec{
+			AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
+			SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": ClusterName}}},
+			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": ClusterName}}},
+			Role:                       "KarpenterNodeRole-test-cluster",
+			Tags:                       map[string]string{"team": "platform"},
+		},
+	}
+	if edit != nil {
+		edit(nc)
+	}
+	return nc
+}
+
+// CreateNodeClass creates the EC2NodeClass with a resolved status: subnets
+// in every zone, a security group, the AMIs, an instance profile and every
+// condition True (ready false leaves SubnetsReady False).
+func CreateNodeClass(t testing.TB, kubeClient client.Client, nc *awsv1.EC2NodeClass, ready bool) *awsv1.EC2NodeClass {
+	t.Helper()
+	ctx := context.Background()
+	if err := kubeClient.Create(ctx, nc); err != nil {
+		t.Fatalf("creating EC2NodeClass %s: %v", nc.Name, err)
+	}
+	t.Cleanup(func() { _ = kubeClient.Delete(context.Background(), nc) })
+	for i, z := range Zones {
+		nc.Status.Subnets = append(nc.Status.Subnets, awsv1.Subnet{ID: fmt.Sprintf("subnet-%d", i+1), Zone: z.Name, ZoneID: z.ID})
+	}
+	nc.Status.SecurityGroups = []awsv1.SecurityGroup{{ID: "sg-test1", Name: "nodes"}}
+	nc.Status.AMIs = StatusAMIs
+	nc.Status.InstanceProfile = "test-profile"
+	conditions := nc.StatusConditions()
+	for _, c := range []string{awsv1.ConditionTypeAMIsReady, awsv1.ConditionTypeSecurityGroupsReady, awsv1.ConditionTypeInstanceProfileReady,
+		awsv1.ConditionTypeCapacityReservationsReady, awsv1.ConditionTypeValidationSucceeded} {
+		conditions.SetTrue(c)
+	}
+	if ready {
+		conditions.SetTrue(awsv1.ConditionTypeSubnetsReady)
+	} else {
+		conditions.SetFalse(awsv1.ConditionTypeSubnetsReady, "SubnetsNotFound", "SubnetSelector did not match any Subnets")
+	}
+	if err := kubeClient.Status().Update(ctx, nc); err != nil {
+		t.Fatalf("setting EC2NodeClass %s status: %v", nc.Name, err)
+	}
+	return nc
+}
+
+// NewNodeClaim returns a NodeClaim of the default NodePool with a fresh
+// UID and a unique name pointing at the EC2NodeClass.
+func NewNodeClaim(name, nodeClass string) *karpv1.NodeClaim {
+	nc := test.MakeNodeClaim(name + "-" + string(uuid.NewUUID())[:6]).NodePool("default").NodeClassRef(awsv1.NodeClassReference(nodeClass)).Obj()
+	nc.UID = uuid.NewUUID()
+	return nc
+}
+
+// NodePool returns the default NodePool on the EC2NodeClass.
+func NodePool(nodeClass string) *karpv1.NodePool {
+	np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	np.Spec.Template.Spec.NodeClassRef = awsv1.NodeClassReference(nodeClass)
+	return np
+}
