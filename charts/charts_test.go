@@ -385,6 +385,7 @@ func TestRejectsBadValues(t *testing.T) {
 func TestCRDChart(t *testing.T) {
 	objs := render(t, charts.KarpCRD, charts.Release{Values: map[string]any{"additionalAnnotations": map[string]any{"helm.sh/resource-policy": "keep"}}})
 	want := []string{
+		"CustomResourceDefinition/ec2nodeclasses.karpenter.k8s.aws",
 		"CustomResourceDefinition/kwoknodeclasses.karpenter.kwok.sh",
 		"CustomResourceDefinition/nodeclaims.karpenter.sh",
 		"CustomResourceDefinition/nodepools.karpenter.sh",

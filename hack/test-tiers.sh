@@ -8,7 +8,9 @@
 #                (kube-apiserver, etcd, kube-scheduler,
 #                kube-controller-manager, kwok) and karp's controller.
 #   integration  packages whose tests start an API server: their test files
-#                import one of the starters below (or the package is one).
+#                import one of the starters below (or the package is one);
+#                and the packages in BUILDERS, whose tests build karp's
+#                binaries (minutes on a loaded machine, not seconds).
 #   unit         everything else: pure tests, no process started, seconds.
 #
 # A unit test that starts an API server anyway fails: `make test-unit` sets
@@ -32,13 +34,20 @@ STARTERS=(
   "sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
+# The packages whose tests run `go build` of karp's own binaries.
+BUILDERS=(
+  "${MODULE}/hack/image"
+)
+
 classify() {
-  local starters=" ${STARTERS[*]} "
+  local starters=" ${STARTERS[*]} " builders=" ${BUILDERS[*]} "
   go list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... |
     while read -r pkg imports; do
       local tier=unit imp
       if [[ "${pkg}" == "${MODULE}/test/e2e" || "${pkg}" == "${MODULE}/test/e2e/"* ]]; then
         tier=e2e
+      elif [[ "${builders}" == *" ${pkg} "* ]]; then
+        tier=integration
       else
         for imp in ${imports}; do
           if [[ "${starters}" == *" ${imp} "* ]]; then
