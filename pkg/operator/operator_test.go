@@ -2,6 +2,7 @@ package operator_test
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -141,12 +142,29 @@ func TestOneOfTwoReplicasLeadsAndTheOtherTakesOver(t *testing.T) {
 		t.Fatalf("lease has no holder: %+v", lease.Spec)
 	}
 	holder := *lease.Spec.HolderIdentity
-	// Several retry periods pass: the standby still does not lead.
-	for range 4 {
-		time.Sleep(fastLease.RetryPeriod)
+	// Sync points: the leader renews the lease every retry period, the
+	// period at which the standby tries to acquire it. Over three renewals
+	// the lease stays with the leader and the standby never leads.
+	key := client.ObjectKey{Namespace: "kube-system", Name: "karp-test"}
+	lastRenew, renewals := lease.Spec.RenewTime, 0
+	err := wait.PollUntilContextTimeout(t.Context(), fastLease.RetryPeriod/5, time.Minute, true, func(ctx context.Context) (bool, error) {
 		if second.elected() {
-			t.Fatal("both replicas lead")
+			return false, errors.New("both replicas lead")
 		}
+		now := &coordinationv1.Lease{}
+		if err := env.Client.Get(ctx, key, now); err != nil {
+			return false, nil
+		}
+		if now.Spec.HolderIdentity == nil || *now.Spec.HolderIdentity != holder {
+			return false, fmt.Errorf("lease holder %v while the leader %s runs", now.Spec.HolderIdentity, holder)
+		}
+		if now.Spec.RenewTime != nil && (lastRenew == nil || !now.Spec.RenewTime.Equal(lastRenew)) {
+			lastRenew, renewals = now.Spec.RenewTime, renewals+1
+		}
+		return renewals >= 3, nil
+	})
+	if err != nil {
+		t.Fatalf("while the leader renewed its lease (%d renewals seen): %v", renewals, err)
 	}
 
 	// The leader stops (and releases the lease): the standby takes over.

@@ -2,7 +2,6 @@ package provisioning_test
 
 import (
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -63,13 +62,29 @@ func TestPodAwaitingTheSchedulerIsLeftToItOnExistingCapacity(t *testing.T) {
 		test.MakePod("fits").Requests("cpu", "2").Obj(),
 		test.MakePod("too-big").Requests("cpu", "100").Obj(),
 	)
+	// A control: a pod the scheduler already failed, which karp nominates
+	// to the existing node, hints and reports in the same pass.
+	control := h.pendingPods(test.MakePod("control").Requests("cpu", "1").Obj())[0]
 	if res := h.schedule(); len(res.Created) != 0 {
 		t.Fatalf("created %v, want nothing", res.Created)
 	}
 	if got := h.cluster.NominatedNode(clientKeyOf(pods[0])); got != "" {
 		t.Errorf("pod fits nominated to %q, want no nomination", got)
 	}
-	time.Sleep(time.Second) // a hint or event would have been written by now
+	// Sync point: the pass's hint and event writes (asynchronous) have
+	// landed for the control, so they would have for the pods left to the
+	// scheduler too.
+	h.eventually("the control pod's hint and Nominated event", func() bool {
+		if h.nominatedNodeName(control) != "existing" {
+			return false
+		}
+		for _, e := range h.base.Events(control) {
+			if e.Reason == provisioning.ReasonNominated {
+				return true
+			}
+		}
+		return false
+	})
 	if got := h.nominatedNodeName(pods[0]); got != "" {
 		t.Errorf("pod fits hinted with %q", got)
 	}
