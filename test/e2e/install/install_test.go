@@ -29,7 +29,7 @@ import (
 
 	"github.com/karp-autoscaler/karp/charts"
 	"github.com/karp-autoscaler/karp/pkg/operator"
-	"github.com/karp-autoscaler/karp/pkg/test/environment"
+	"github.com/karp-autoscaler/karp/pkg/repo"
 	"github.com/karp-autoscaler/karp/test/e2e/framework"
 )
 
@@ -339,7 +339,7 @@ func buildController() (string, error) {
 }
 
 func goBuild() (string, error) {
-	root, err := environment.RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		return "", err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/localcluster"
 	"github.com/karp-autoscaler/karp/pkg/test"
+	"github.com/karp-autoscaler/karp/pkg/test/fixtures"
 	"github.com/karp-autoscaler/karp/test/e2e/framework"
 )
 
@@ -39,7 +39,7 @@ func TestProvisioningSeeds(t *testing.T) {
 	f := framework.Current(t)
 	paths := make([]string, 0, len(seedFiles))
 	for _, file := range seedFiles {
-		paths = append(paths, framework.Example(t, file))
+		paths = append(paths, fixtures.Example(t, file))
 	}
 	if err := localcluster.Apply(t.Context(), f.Config, paths, io.Discard); err != nil {
 		t.Fatal(err)
@@ -167,7 +167,7 @@ func TestConsolidationSeed(t *testing.T) {
 	framework.CreatePool(t, cl, name, pool)
 	t.Cleanup(func() { framework.DeletePool(cl, name) })
 
-	framework.ApplyManifest(t, cl, filepath.Join(framework.RepoRoot(t), "examples", "nginx-demo.yaml"), name, nil)
+	framework.ApplyManifest(t, cl, fixtures.Example(t, "nginx-demo.yaml"), name, nil)
 	framework.Create(t, cl, framework.SpreadOverHosts(framework.Deployment("filler", name, name, 3, "2")))
 	nginx := map[string]string{"app": "nginx-demo"}
 	framework.Eventually(t, 4*time.Minute, func(ctx context.Context) (bool, string) {

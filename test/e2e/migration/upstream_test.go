@@ -14,7 +14,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok"
 	"github.com/karp-autoscaler/karp/pkg/localcluster"
-	"github.com/karp-autoscaler/karp/test/e2e/framework"
+	"github.com/karp-autoscaler/karp/pkg/test/fixtures"
 )
 
 // upstreamCase is the NodePool template of the hash golden test case the
@@ -22,7 +22,7 @@ import (
 // (pkg/controllers/nodepool/hash/testdata, written by hack/upstreamhash).
 func upstreamCase(t *testing.T, name string) (karpv1.NodeClaimTemplate, string, string) {
 	t.Helper()
-	dir := filepath.Join(framework.RepoRoot(t), "pkg", "controllers", "nodepool", "hash", "testdata")
+	dir := fixtures.Path(t, "pkg", "controllers", "nodepool", "hash", "testdata")
 	var cases []struct {
 		Name     string                   `json:"name"`
 		Template karpv1.NodeClaimTemplate `json:"template"`
