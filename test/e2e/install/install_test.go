@@ -268,7 +268,7 @@ func (in *installed) start() error {
 		case <-time.After(500 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("karp-controller not ready on %s after 2 minutes (last: %v); log: %s", url, err, in.log)
+			return fmt.Errorf("karp-controller not ready on %s after 2 minutes (last: %w); log: %s", url, err, in.log)
 		}
 	}
 }
