@@ -61,6 +61,7 @@ func (c *Cluster) observeBound(pod *corev1.Pod) {
 		}
 	}
 	PodBoundDuration.WithLabelValues(dynamicResources(pod)).Observe(max(0, at.Sub(pod.CreationTimestamp.Time).Seconds()))
+	c.observeProvisioningBound(pod, at)
 }
 
 // observeStartup records the pod's startup duration the first time the
@@ -78,6 +79,7 @@ func (c *Cluster) observeStartup(pod *corev1.Pod) {
 			return
 		}
 		PodStartupDuration.Observe(cond.LastTransitionTime.Sub(pod.CreationTimestamp.Time).Seconds())
+		c.observeProvisioningStartup(pod, cond.LastTransitionTime.Time)
 		return
 	}
 }
@@ -100,6 +102,7 @@ func (c *Cluster) collectPods(ch chan<- prometheus.Metric) {
 		if !c.started[pod.UID] && pod.Status.Phase != corev1.PodRunning {
 			ch <- prometheus.MustNewConstMetric(podUnstartedDesc, prometheus.GaugeValue, age, pod.Name, pod.Namespace)
 		}
+		c.emitProvisioningGauges(ch, pod, now)
 		ch <- prometheus.MustNewConstMetric(podStateDesc, prometheus.GaugeValue, 1,
 			pod.Name, pod.Namespace, owner(pod), pod.Spec.NodeName, labels[karpv1.NodePoolLabelKey],
 			labels[corev1.LabelTopologyZone], labels[corev1.LabelArchStable], labels[karpv1.CapacityTypeLabelKey],
