@@ -336,10 +336,10 @@ karpenter_nodepools_cost_total{nodepool="pool"} 0.096
 		t.Errorf("%d allocatable series, want cpu and memory", got)
 	}
 	wantPods := `
-# HELP karpenter_pods_state Pod state is the current state of pods. This metric can be used several ways as it is labeled by the pod name, namespace, owner, node, nodepool name, zone, architecture, capacity type, instance type and pod phase.
+# HELP karpenter_pods_state Pod state is the current state of pods. This metric can be used several ways as it is labeled by the pod name, namespace, owner, node, whether the pod is scheduled, nodepool name, zone, architecture, capacity type, instance type, pod phase, pod readiness, and whether the node is Karpenter-managed.
 # TYPE karpenter_pods_state gauge
-karpenter_pods_state{arch="",capacity_type="",instance_type="m5.large",name="a",namespace="default",node="n",nodepool="pool",owner="",phase="Pending",zone=""} 1
-karpenter_pods_state{arch="",capacity_type="",instance_type="m5.large",name="d",namespace="default",node="n",nodepool="pool",owner="daemonset/ds",phase="Pending",zone=""} 1
+karpenter_pods_state{arch="",capacity_type="",instance_type="m5.large",managed="true",name="a",namespace="default",node="n",nodepool="pool",owner="",phase="Pending",ready="false",scheduled="true",zone=""} 1
+karpenter_pods_state{arch="",capacity_type="",instance_type="m5.large",managed="true",name="d",namespace="default",node="n",nodepool="pool",owner="daemonset/ds",phase="Pending",ready="false",scheduled="true",zone=""} 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(wantPods), "karpenter_pods_state"); err != nil {
 		t.Error(err)
