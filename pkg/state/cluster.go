@@ -32,7 +32,10 @@ type Cluster struct {
 	nominations map[types.NamespacedName]nomination
 	marked      map[string]bool // StateNode IDs marked for deletion
 	started     map[types.UID]bool
-	createdAt   time.Time
+	// decided is when the provisioner first placed each pending pod (its
+	// first nomination), for the pod provisioning-time metrics.
+	decided   map[types.UID]time.Time
+	createdAt time.Time
 }
 
 // NewCluster returns an empty view. kubeClient is what Synced compares the
@@ -49,6 +52,7 @@ func NewCluster(clk clock.Clock, kubeClient client.Reader) *Cluster {
 		nominations: map[types.NamespacedName]nomination{},
 		marked:      map[string]bool{},
 		started:     map[types.UID]bool{},
+		decided:     map[types.UID]time.Time{},
 		createdAt:   clk.Now(),
 	}
 	c.daemonSets = newStore(&c.mu, namespacedKey[*appsv1.DaemonSet])
@@ -150,6 +154,7 @@ func (c *Cluster) DeletePod(key types.NamespacedName) {
 	defer c.mu.Unlock()
 	if pod, ok := c.pods[key]; ok {
 		delete(c.started, pod.UID)
+		delete(c.decided, pod.UID)
 	}
 	c.unbind(key)
 	delete(c.pods, key)

@@ -85,14 +85,16 @@ func offeringPrice(instanceType, capacityType, zone string) (float64, bool) {
 // Register registers the view's metrics with reg: the node and pod
 // gauges (computed at scrape time) and the pod startup summary.
 func Register(reg prometheus.Registerer, cluster *Cluster) error {
-	return errors.Join(reg.Register(NewCollector(cluster)), reg.Register(PodStartupDuration), reg.Register(PodBoundDuration))
+	return errors.Join(reg.Register(NewCollector(cluster)), reg.Register(PodStartupDuration), reg.Register(PodBoundDuration),
+		reg.Register(PodProvisioningBoundDuration), reg.Register(PodProvisioningStartupDuration))
 }
 
 // Describe implements prometheus.Collector.
 func (m *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{nodeAllocatableDesc, nodePodRequestsDesc, nodeDaemonRequestsDesc, nodeCountDesc, syncedDesc, podStateDesc,
 		clusterUtilizationDesc, nodePoolCostDesc, podUnboundDesc, podUnstartedDesc,
-		nodePodLimitsDesc, nodeDaemonLimitsDesc, nodeSystemOverheadDesc, nodeLifetimeDesc} {
+		nodePodLimitsDesc, nodeDaemonLimitsDesc, nodeSystemOverheadDesc, nodeLifetimeDesc,
+		podProvisioningUnboundDesc, podProvisioningUnstartedDesc} {
 		ch <- d
 	}
 }

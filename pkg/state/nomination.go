@@ -33,6 +33,7 @@ func (c *Cluster) Nominate(pod *corev1.Pod, nodeID string, ttl time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.nominations[client.ObjectKeyFromObject(pod)] = nomination{nodeID: nodeID, expires: c.now().Add(ttl)}
+	c.markDecided(pod)
 }
 
 // NominateUnhinted is Nominate for a pod the scheduler is trusted to place
@@ -41,6 +42,7 @@ func (c *Cluster) NominateUnhinted(pod *corev1.Pod, nodeID string, ttl time.Dura
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.nominations[client.ObjectKeyFromObject(pod)] = nomination{nodeID: nodeID, expires: c.now().Add(ttl), unhinted: true}
+	c.markDecided(pod)
 }
 
 // RenewNominations extends the unexpired nominations to the StateNode

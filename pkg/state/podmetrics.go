@@ -1,6 +1,7 @@
 package state
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -10,10 +11,11 @@ import (
 )
 
 // podStateLabels are upstream's labels of karpenter_pods_state.
-var podStateLabels = []string{"name", "namespace", "owner", "node", "nodepool", "zone", "arch", "capacity_type", "instance_type", "phase"}
+var podStateLabels = []string{"name", "namespace", "owner", "node", "nodepool", "zone", "arch", "capacity_type", "instance_type", "phase",
+	"scheduled", "ready", "managed"}
 
 var podStateDesc = prometheus.NewDesc(metricsNamespace+"_pods_state",
-	"Pod state is the current state of pods. This metric can be used several ways as it is labeled by the pod name, namespace, owner, node, nodepool name, zone, architecture, capacity type, instance type and pod phase.",
+	"Pod state is the current state of pods. This metric can be used several ways as it is labeled by the pod name, namespace, owner, node, whether the pod is scheduled, nodepool name, zone, architecture, capacity type, instance type, pod phase, pod readiness, and whether the node is Karpenter-managed.",
 	podStateLabels, nil)
 
 // PodStartupDuration observes, once per pod, the time from its creation
@@ -61,6 +63,7 @@ func (c *Cluster) observeBound(pod *corev1.Pod) {
 		}
 	}
 	PodBoundDuration.WithLabelValues(dynamicResources(pod)).Observe(max(0, at.Sub(pod.CreationTimestamp.Time).Seconds()))
+	c.observeProvisioningBound(pod, at)
 }
 
 // observeStartup records the pod's startup duration the first time the
@@ -78,6 +81,7 @@ func (c *Cluster) observeStartup(pod *corev1.Pod) {
 			return
 		}
 		PodStartupDuration.Observe(cond.LastTransitionTime.Sub(pod.CreationTimestamp.Time).Seconds())
+		c.observeProvisioningStartup(pod, cond.LastTransitionTime.Time)
 		return
 	}
 }
@@ -100,11 +104,23 @@ func (c *Cluster) collectPods(ch chan<- prometheus.Metric) {
 		if !c.started[pod.UID] && pod.Status.Phase != corev1.PodRunning {
 			ch <- prometheus.MustNewConstMetric(podUnstartedDesc, prometheus.GaugeValue, age, pod.Name, pod.Namespace)
 		}
+		c.emitProvisioningGauges(ch, pod, now)
 		ch <- prometheus.MustNewConstMetric(podStateDesc, prometheus.GaugeValue, 1,
 			pod.Name, pod.Namespace, owner(pod), pod.Spec.NodeName, labels[karpv1.NodePoolLabelKey],
 			labels[corev1.LabelTopologyZone], labels[corev1.LabelArchStable], labels[karpv1.CapacityTypeLabelKey],
-			labels[corev1.LabelInstanceTypeStable], string(pod.Status.Phase))
+			labels[corev1.LabelInstanceTypeStable], string(pod.Status.Phase),
+			strconv.FormatBool(pod.Spec.NodeName != ""), strconv.FormatBool(podReady(pod)),
+			strconv.FormatBool(labels[karpv1.NodePoolLabelKey] != ""))
 	}
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.PodReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // owner renders the pod's controller as <kind>/<name>, or "".

@@ -323,10 +323,10 @@ karpenter_nodepools_cost_total{nodepool="pool"} 0.096
 		t.Errorf("%d allocatable series, want cpu and memory", got)
 	}
 	wantPods := `
-# HELP karpenter_pods_state Pod state is the current state of pods. This metric can be used several ways as it is labeled by the pod name, namespace, owner, node, nodepool name, zone, architecture, capacity type, instance type and pod phase.
+# HELP karpenter_pods_state Pod state is the current state of pods. This metric can be used several ways as it is labeled by the pod name, namespace, owner, node, whether the pod is scheduled, nodepool name, zone, architecture, capacity type, instance type, pod phase, pod readiness, and whether the node is Karpenter-managed.
 # TYPE karpenter_pods_state gauge
-karpenter_pods_state{arch="",capacity_type="",instance_type="m5.large",name="a",namespace="default",node="n",nodepool="pool",owner="",phase="Pending",zone=""} 1
-karpenter_pods_state{arch="",capacity_type="",instance_type="m5.large",name="d",namespace="default",node="n",nodepool="pool",owner="daemonset/ds",phase="Pending",zone=""} 1
+karpenter_pods_state{arch="",capacity_type="",instance_type="m5.large",managed="true",name="a",namespace="default",node="n",nodepool="pool",owner="",phase="Pending",ready="false",scheduled="true",zone=""} 1
+karpenter_pods_state{arch="",capacity_type="",instance_type="m5.large",managed="true",name="d",namespace="default",node="n",nodepool="pool",owner="daemonset/ds",phase="Pending",ready="false",scheduled="true",zone=""} 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(wantPods), "karpenter_pods_state"); err != nil {
 		t.Error(err)
@@ -549,4 +549,73 @@ karpenter_nodes_total_pod_limits{` + labels + `resource_type="cpu",` + tail + `}
 		"karpenter_nodes_system_overhead", "karpenter_nodes_total_daemon_limits", "karpenter_nodes_total_pod_limits"); err != nil {
 		t.Error(err)
 	}
+}
+
+func TestPodProvisioningTimeMetrics(t *testing.T) {
+	cleanup(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	cluster := state.NewCluster(clk, env.Client)
+	decided := clk.Now()
+	pending := test.MakePod("placed").Created(decided.Add(-time.Minute)).Obj()
+	cluster.UpdatePod(pending)
+	cluster.UpdatePod(test.MakePod("unplaced").Created(decided.Add(-time.Minute)).Obj())
+	cluster.Nominate(pending, "node-id", time.Minute)
+	clk.Step(5 * time.Second)
+
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(state.NewCollector(cluster)); err != nil {
+		t.Fatal(err)
+	}
+	want := `
+# HELP karpenter_pods_provisioning_unbound_time_seconds The time from when Karpenter first thinks the pod can schedule until it binds. Note: this calculated from a point in memory, not by the pod creation timestamp.
+# TYPE karpenter_pods_provisioning_unbound_time_seconds gauge
+karpenter_pods_provisioning_unbound_time_seconds{dynamic_resources="false",name="placed",namespace="default"} 5
+# HELP karpenter_pods_provisioning_unstarted_time_seconds The time from when Karpenter first thinks the pod can schedule until the pod is running. Note: this calculated from a point in memory, not by the pod creation timestamp.
+# TYPE karpenter_pods_provisioning_unstarted_time_seconds gauge
+karpenter_pods_provisioning_unstarted_time_seconds{name="placed",namespace="default"} 5
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
+		"karpenter_pods_provisioning_unbound_time_seconds", "karpenter_pods_provisioning_unstarted_time_seconds"); err != nil {
+		t.Error(err)
+	}
+
+	// Bound 7s and Ready 9s after the placement: observed once each.
+	boundBefore := histogramSum(t, state.PodProvisioningBoundDuration)
+	startupBefore := histogramSum(t, state.PodProvisioningStartupDuration)
+	bound := test.MakePod("placed").Created(decided.Add(-time.Minute)).NodeName("n").Phase(corev1.PodRunning).Obj()
+	bound.Status.Conditions = []corev1.PodCondition{
+		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(decided.Add(7 * time.Second))},
+		{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(decided.Add(9 * time.Second))},
+	}
+	cluster.UpdatePod(bound)
+	cluster.UpdatePod(bound)
+	if got := histogramSum(t, state.PodProvisioningBoundDuration) - boundBefore; got != 7 {
+		t.Errorf("provisioning bound duration grew by %v, want 7", got)
+	}
+	if got := histogramSum(t, state.PodProvisioningStartupDuration) - startupBefore; got != 9 {
+		t.Errorf("provisioning startup duration grew by %v, want 9", got)
+	}
+	if n := testutil.CollectAndCount(state.NewCollector(cluster), "karpenter_pods_provisioning_unbound_time_seconds"); n != 0 {
+		t.Errorf("%d provisioning unbound series after binding, want 0", n)
+	}
+}
+
+// histogramSum is the sum of every series of a histogram collector.
+func histogramSum(t *testing.T, c prometheus.Collector) float64 {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(c); err != nil {
+		t.Fatal(err)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, f := range families {
+		for _, m := range f.Metric {
+			sum += m.GetHistogram().GetSampleSum()
+		}
+	}
+	return sum
 }
