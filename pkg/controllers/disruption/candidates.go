@@ -154,7 +154,7 @@ func (c *Controller) newCandidate(w *world, sn *state.StateNode, pdbs *pdbIndex)
 		return nil
 	}
 	for _, pod := range cand.ReschedulablePods {
-		if doNotDisrupt(pod, w.now) {
+		if scheduling.DoNotDisruptActive(pod, w.now) {
 			w.block(name, BlockedDoNotDisrupt, "pod %s/%s has the %s annotation", pod.Namespace, pod.Name,
 				karpv1.DoNotDisruptAnnotationKey)
 			return nil
@@ -210,28 +210,6 @@ func lifetimeRemaining(np *karpv1.NodePool, nc *karpv1.NodeClaim, now time.Time)
 	}
 	age := now.Sub(nc.CreationTimestamp.Time)
 	return min(1, max(0, 1-float64(age)/float64(*expire)))
-}
-
-// doNotDisrupt reports whether the pod's do-not-disrupt annotation is
-// active: "true", or a duration that has not elapsed since the pod started.
-// Other values are ignored, as upstream does.
-func doNotDisrupt(pod *corev1.Pod, now time.Time) bool {
-	v, ok := pod.Annotations[karpv1.DoNotDisruptAnnotationKey]
-	if !ok {
-		return false
-	}
-	if v == "true" {
-		return true
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		return false
-	}
-	start := pod.CreationTimestamp.Time
-	if pod.Status.StartTime != nil {
-		start = pod.Status.StartTime.Time
-	}
-	return now.Before(start.Add(d))
 }
 
 // pdbIndex finds the PDBs that cover a pod.
