@@ -32,28 +32,40 @@ type EventRecorder interface {
 
 // recorder publishes the controller's events, each at most once per
 // object, reason and message (a node's "why not" is re-published only when
-// it changes).
+// it changes). What it remembers is filed under the node each event is
+// about (a DaemonSet pod's event under the node it targets) and dropped
+// with the node: when karp starts disrupting it (forget) or when a pass
+// no longer sees it (retain), so the memory is bounded by the nodes that
+// exist.
 type recorder struct {
 	rec EventRecorder
 
 	mu   sync.Mutex
-	last map[string]string // object UID + reason -> last message
+	last map[eventKey]string // -> last message
+}
+
+// eventKey is one object's events of one reason, filed under a node's UID.
+type eventKey struct {
+	node, object, reason string
 }
 
 func newRecorder(rec EventRecorder) *recorder {
-	return &recorder{rec: rec, last: map[string]string{}}
+	return &recorder{rec: rec, last: map[eventKey]string{}}
 }
 
-func (r *recorder) publish(obj runtime.Object, uid, eventType, reason, message string) {
+// publish sends an event about obj (UID uid) unless the same message of
+// the same reason was the last one sent; node is the UID of the node the
+// event is about.
+func (r *recorder) publish(obj runtime.Object, node, uid, eventType, reason, message string) {
 	if r.rec == nil || obj == nil {
 		return
 	}
 	if len(message) > maxMessageLength {
 		message = message[:maxMessageLength-3] + "..."
 	}
-	key := uid + "\x00" + reason
+	key := eventKey{node: node, object: uid, reason: reason}
 	r.mu.Lock()
-	if r.last[key] == message {
+	if last, ok := r.last[key]; ok && last == message {
 		r.mu.Unlock()
 		return
 	}
@@ -62,13 +74,25 @@ func (r *recorder) publish(obj runtime.Object, uid, eventType, reason, message s
 	r.rec.Eventf(obj, nil, eventType, reason, "Disruption", "%s", message)
 }
 
-// forget drops what was published for a node, so a node that comes back
+// forget drops what was published about a node, so a node that comes back
 // to the same state is reported again.
-func (r *recorder) forget(uid string) {
+func (r *recorder) forget(node string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for k := range r.last {
-		if strings.HasPrefix(k, uid+"\x00") {
+		if k.node == node {
+			delete(r.last, k)
+		}
+	}
+}
+
+// retain drops what was published about every node whose UID is not in
+// nodes (the nodes that exist).
+func (r *recorder) retain(nodes map[string]bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k := range r.last {
+		if !nodes[k.node] {
 			delete(r.last, k)
 		}
 	}
@@ -81,7 +105,7 @@ func (r *recorder) blocked(node *corev1.Node, b blocker) {
 	case BlockedConsolidateAfter, BlockedNoCheaper, BlockedSpotToSpot, BlockedPolicy, BlockedUnknownPrice, BlockedDisabled:
 		reason = ReasonUnconsolidatable
 	}
-	r.publish(node, string(node.UID), corev1.EventTypeNormal, reason, b.message)
+	r.publish(node, string(node.UID), string(node.UID), corev1.EventTypeNormal, reason, b.message)
 }
 
 func (r *recorder) launching(c *Candidate, cmd Command, replacements []string) {
@@ -89,21 +113,21 @@ func (r *recorder) launching(c *Candidate, cmd Command, replacements []string) {
 	if len(replacements) > 0 {
 		msg += ", launching " + strings.Join(replacements, ", ")
 	}
-	r.publish(c.StateNode.Node, string(c.StateNode.Node.UID), corev1.EventTypeNormal, ReasonDisruptionLaunching, msg)
+	r.publish(c.StateNode.Node, string(c.StateNode.Node.UID), string(c.StateNode.Node.UID), corev1.EventTypeNormal, ReasonDisruptionLaunching, msg)
 }
 
 func (r *recorder) waiting(c *Candidate, replacements []string) {
-	r.publish(c.StateNode.Node, string(c.StateNode.Node.UID), corev1.EventTypeNormal, ReasonDisruptionWaitingReadiness,
+	r.publish(c.StateNode.Node, string(c.StateNode.Node.UID), string(c.StateNode.Node.UID), corev1.EventTypeNormal, ReasonDisruptionWaitingReadiness,
 		"Waiting on readiness to continue disruption: "+strings.Join(replacements, ", "))
 }
 
 func (r *recorder) terminating(c *Candidate, cmd Command) {
-	r.publish(c.StateNode.Node, string(c.StateNode.Node.UID), corev1.EventTypeNormal, ReasonDisruptionTerminating,
+	r.publish(c.StateNode.Node, string(c.StateNode.Node.UID), string(c.StateNode.Node.UID), corev1.EventTypeNormal, ReasonDisruptionTerminating,
 		fmt.Sprintf("Disrupting node: %s", cmd.Reason))
 }
 
 func (r *recorder) rejected(c *Candidate, why string) {
-	r.publish(c.StateNode.Node, string(c.StateNode.Node.UID), corev1.EventTypeNormal, ReasonConsolidationRejected, why)
+	r.publish(c.StateNode.Node, string(c.StateNode.Node.UID), string(c.StateNode.Node.UID), corev1.EventTypeNormal, ReasonConsolidationRejected, why)
 }
 
 func hasDisruptedTaint(taints []corev1.Taint) bool {
