@@ -64,6 +64,9 @@ type Provisioner struct {
 	clock         clock.Clock
 	opts          Options
 	batcher       *Batcher
+	// hints writes the hints of pods placed on existing nodes in the
+	// background (one writer at a time, stopped with the controller).
+	hints *hint.Writer
 
 	// retry is set when a closed window could not be acted on (state not
 	// synced); the next pass runs without waiting for a new trigger.
@@ -79,7 +82,7 @@ func NewProvisioner(kubeClient client.Client, cloudProvider cloudprovider.CloudP
 	recorder EventRecorder, clk clock.Clock, opts Options) *Provisioner {
 	return &Provisioner{kubeClient: kubeClient, cloudProvider: cloudProvider, cluster: cluster,
 		recorder: NewRecorder(recorder, clk), clock: clk, opts: opts,
-		batcher: NewBatcher(clk, opts.BatchIdleDuration, opts.BatchMaxDuration)}
+		batcher: NewBatcher(clk, opts.BatchIdleDuration, opts.BatchMaxDuration), hints: hint.NewWriter(kubeClient)}
 }
 
 // Batcher is the batcher the triggers feed.
@@ -190,7 +193,9 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Results, error) {
 	for _, ep := range res.ExistingNodes {
 		pods := slices.DeleteFunc(slices.Clone(ep.Pods), state.IsAwaitingScheduler)
 		if name := nodeNames[ep.Node]; name != "" && len(pods) > 0 {
-			go hint.Write(context.WithoutCancel(ctx), p.kubeClient, pods, name)
+			// The reconcile context lives as long as the controller
+			// (no per-reconcile timeout is set), so the writer stops with it.
+			p.hints.Write(ctx, pods, name)
 		}
 	}
 	return &Results{Solve: res, Created: created}, err

@@ -31,17 +31,6 @@ import (
 // hintWorkers bounds concurrent pod status patches.
 const hintWorkers = 16
 
-// Write writes nodeName as the nominated node of each pod still pending
-// without that hint. Errors are logged: a missing hint only costs the
-// scheduler's default placement.
-func Write(ctx context.Context, kubeClient client.Client, pods []*corev1.Pod, nodeName string) {
-	hints := make([]Hint, 0, len(pods))
-	for _, pod := range pods {
-		hints = append(hints, Hint{Pod: pod, Node: nodeName})
-	}
-	writeHints(ctx, kubeClient, hints)
-}
-
 // Hint is a pod and the node it was planned for.
 type Hint struct {
 	Pod  *corev1.Pod
@@ -340,6 +329,11 @@ func (c *Controller) Reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	if nodeClaim.Status.NodeName == "" || !nodeClaim.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil
 	}
-	Write(ctx, c.kubeClient, c.cluster.HintedPods(state.NodeClaimID(nodeClaim.Name)), nodeClaim.Status.NodeName)
+	pods := c.cluster.HintedPods(state.NodeClaimID(nodeClaim.Name))
+	hints := make([]Hint, 0, len(pods))
+	for _, pod := range pods {
+		hints = append(hints, Hint{Pod: pod, Node: nodeClaim.Status.NodeName})
+	}
+	writeHints(ctx, c.kubeClient, hints)
 	return reconcile.Result{}, nil
 }
