@@ -121,12 +121,59 @@ func Consolidate(ctx context.Context, in Input, candidates []ConsolidationCandid
 		out.Decision, out.Replacements, out.Savings = ConsolidationReplace, repl, price-total
 		return out
 	}
-	out.Decision, out.Savings = ConsolidationReplace, price-cost
+	// Each replacement is priced at the dearest offering the provider may
+	// launch it with (any listed type, any zone its requirements allow),
+	// not at the cheapest: the move must save money whichever it picks.
+	var replacements []*NodeClaim
+	worst := 0.0
 	for _, nc := range res.NodeClaims {
 		budget := price - (cost - nc.Price)
-		out.Replacements = append(out.Replacements, narrowed(nc, budget, opts.RequireCheaper))
+		r := narrowed(nc, budget, opts.RequireCheaper)
+		if r == nil {
+			out.Reason = fmt.Sprintf("no cheaper placement: every instance type that fits may launch at $%.4f/h or more, the nodes cost $%.4f/h",
+				budget, price)
+			return out
+		}
+		replacements = append(replacements, r)
+		worst += worstLaunchPrice(r.InstanceTypes, r.Requirements)
 	}
+	if opts.RequireCheaper && worst >= price {
+		out.Reason = fmt.Sprintf("no cheaper placement: replacements may cost $%.4f/h, the nodes cost $%.4f/h", worst, price)
+		return out
+	}
+	out.Decision, out.Replacements, out.Savings = ConsolidationReplace, replacements, price-worst
 	return out
+}
+
+// WorstLaunchPrice is what the NodeClaim may cost per hour: the dearest
+// usable offering of any type it lists, in any zone and capacity type its
+// requirements allow. Consolidation savings are priced with it.
+func WorstLaunchPrice(nc *NodeClaim) float64 {
+	return worstLaunchPrice(nc.InstanceTypes, nc.Requirements)
+}
+
+// worstLaunchPrice is the price of the dearest usable offering compatible
+// with reqs of any of types: what a NodeClaim listing them may cost.
+func worstLaunchPrice(types []*scheduling.InstanceType, reqs scheduling.Requirements) float64 {
+	worst := 0.0
+	for _, it := range types {
+		if p, ok := typeWorstPrice(it, reqs); ok {
+			worst = max(worst, p)
+		}
+	}
+	return worst
+}
+
+// typeWorstPrice is the dearest usable offering of it compatible with
+// reqs; false when it has none.
+func typeWorstPrice(it *scheduling.InstanceType, reqs scheduling.Requirements) (float64, bool) {
+	worst, found := 0.0, false
+	for _, o := range it.Offerings {
+		if o.Usable() && o.CompatibleWith(reqs) {
+			worst, found = max(worst, o.Price), true
+		}
+	}
+	return worst, found
 }
 
 // withCandidatesMarked copies the node list: candidates are marked for
@@ -149,8 +196,10 @@ func withCandidatesMarked(nodes []*Node, names map[string]bool) []*Node {
 
 // narrowed returns a copy of the NodeClaim pinned to its offering's
 // capacity type and, when cheaper is required, listing only the instance
-// types whose price on that capacity type stays below budget: whichever of
-// them the provider launches, the move stays cheaper.
+// types whose dearest offering on that capacity type (in any zone the
+// requirements allow) stays below budget: whichever of them the provider
+// launches, the move stays cheaper. It returns nil when cheaper is required
+// and no type (or, with minValues, not enough types) stays below budget.
 func narrowed(nc *NodeClaim, budget float64, cheaper bool) *NodeClaim {
 	cp := *nc
 	if nc.Offering == nil {
@@ -164,17 +213,17 @@ func narrowed(nc *NodeClaim, budget float64, cheaper bool) *NodeClaim {
 	}
 	reqs := cp.Requirements
 	cp.InstanceTypes = slices.DeleteFunc(slices.Clone(nc.InstanceTypes), func(it *scheduling.InstanceType) bool {
-		o, ok := it.CheapestOffering(reqs)
-		return !ok || o.Price >= budget
+		p, ok := typeWorstPrice(it, reqs)
+		return !ok || p >= budget
 	})
 	if len(cp.InstanceTypes) == 0 {
-		cp.InstanceTypes = []*scheduling.InstanceType{nc.InstanceType}
+		return nil
 	}
 	old := nc.Requirements.Get(corev1.LabelInstanceTypeStable)
 	if old != nil && old.MinValues != nil && len(cp.InstanceTypes) < *old.MinValues {
-		// Narrowing would break minValues: keep the solver's list.
-		cp.InstanceTypes = nc.InstanceTypes
-		return &cp
+		// Narrowing would break minValues, and keeping the solver's list
+		// could make the move dearer: no replacement.
+		return nil
 	}
 	names := make([]string, 0, len(cp.InstanceTypes))
 	for _, it := range cp.InstanceTypes {
