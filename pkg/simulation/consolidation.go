@@ -68,10 +68,11 @@ type Consolidation struct {
 
 // Consolidate answers "if the candidates went, where would their pods
 // go?": every reschedulable pod of the candidates must fit on the other
-// initialized nodes plus new NodeClaims. in.Pods should be empty (pending
-// pods are the provisioner's business); in.Nodes must hold the candidates.
-// Nodes already marked for deletion that are not candidates are left out:
-// their pods are being placed by the provisioner already.
+// initialized nodes plus new NodeClaims. in.Nodes must hold the candidates.
+// in.Pods are the pending pods: they, and the pods of other nodes already
+// marked for deletion, are placed first (reserveForWaitingPods), so a
+// consolidation never takes room they need; whether they fit at all is
+// the provisioner's business, not the candidates'.
 //
 // Unlike upstream, which rejects any move that needs more than one new
 // node, a replacement by two or more smaller nodes is accepted when it is
@@ -84,6 +85,7 @@ func Consolidate(ctx context.Context, in Input, candidates []ConsolidationCandid
 		price += c.Price
 		allSpot = allSpot && c.CapacityType == karpv1.CapacityTypeSpot
 	}
+	in = reserveForWaitingPods(ctx, in, names)
 	in.Nodes = withCandidatesMarked(in.Nodes, names)
 	res := Solve(ctx, in)
 	out := &Consolidation{Decision: ConsolidationNone, Result: res}
@@ -174,6 +176,43 @@ func typeWorstPrice(it *scheduling.InstanceType, reqs scheduling.Requirements) (
 		}
 	}
 	return worst, found
+}
+
+// reserveForWaitingPods places the pods waiting for room (in.Pods and the
+// pods of nodes marked for deletion that are not candidates) with the
+// candidates still in place, and returns the input with each pod placed on
+// an existing node added to that node, so they hold its room; the marked
+// nodes and the pending pods are then left out. Pods that would need new
+// NodeClaims, or fit nowhere, hold no existing room and are dropped: the
+// provisioner places them. A pod placed on a candidate becomes one of its
+// pods and must find room elsewhere for the candidate to go.
+func reserveForWaitingPods(ctx context.Context, in Input, candidates map[string]bool) Input {
+	waiting := len(in.Pods) > 0
+	for _, n := range in.Nodes {
+		waiting = waiting || (n.MarkedForDeletion && !candidates[n.Name])
+	}
+	out := in
+	out.Pods = nil
+	if !waiting {
+		return out
+	}
+	placed := map[*Node][]*corev1.Pod{}
+	for _, ep := range Solve(ctx, in).ExistingNodes {
+		placed[ep.Node] = append(placed[ep.Node], ep.Pods...)
+	}
+	out.Nodes = make([]*Node, 0, len(in.Nodes))
+	for _, n := range in.Nodes {
+		if n.MarkedForDeletion && !candidates[n.Name] {
+			continue
+		}
+		if pods := placed[n]; len(pods) > 0 {
+			cp := *n
+			cp.Pods = append(slices.Clone(n.Pods), pods...)
+			n = &cp
+		}
+		out.Nodes = append(out.Nodes, n)
+	}
+	return out
 }
 
 // withCandidatesMarked copies the node list: candidates are marked for
