@@ -153,18 +153,37 @@ func (c *Controller) newCandidate(w *world, sn *state.StateNode, pdbs *pdbIndex)
 		w.block(name, BlockedDoNotDisrupt, "node has the %s annotation", karpv1.DoNotDisruptAnnotationKey)
 		return nil
 	}
+	// A pod blocker keeps the node from every method, except that drift
+	// may still take a node whose NodeClaim has a terminationGracePeriod.
+	graceful := sn.NodeClaim.Spec.TerminationGracePeriod != nil
 	for _, pod := range cand.ReschedulablePods {
 		if scheduling.DoNotDisruptActive(pod, w.now) {
 			w.block(name, BlockedDoNotDisrupt, "pod %s/%s has the %s annotation", pod.Namespace, pod.Name,
 				karpv1.DoNotDisruptAnnotationKey)
-			return nil
+			return podBlocked(cand, graceful)
 		}
 		if msg := pdbs.blocks(pod); msg != "" {
 			w.block(name, BlockedPDB, "%s", msg)
-			return nil
+			return podBlocked(cand, graceful)
 		}
 	}
 	return cand
+}
+
+// podBlocked returns the candidate marked PodBlocked when its NodeClaim has
+// a terminationGracePeriod, else nil.
+func podBlocked(cand *Candidate, graceful bool) *Candidate {
+	if !graceful {
+		return nil
+	}
+	cand.PodBlocked = true
+	return cand
+}
+
+// mayTake reports whether method m may consider the candidate: a
+// PodBlocked candidate only by eventual disruption (drift).
+func mayTake(m Method, cand *Candidate) bool {
+	return !cand.PodBlocked || m.Reason() == karpv1.DisruptionReasonDrifted
 }
 
 // offeringPrice is the price of the node's offering, else the cheapest
