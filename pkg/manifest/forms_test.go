@@ -53,6 +53,7 @@ func TestLoadReadsEveryFormKubectlReads(t *testing.T) {
 		"--- with a trailing comment":          "--- # the pool\n" + nodePool + "---   # the app\n" + deployment,
 		"--- with trailing spaces":             nodePool + "---   \n" + deployment,
 		"a document end marker":                nodePool + "...\n---\n" + deployment,
+		"a YAML flow mapping first":            "{apiVersion: karpenter.sh/v1, kind: NodePool, metadata: {name: default}, spec: {template: {spec: {nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}, requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [spot]}]}}}}\n---\n" + deployment,
 	}
 	for name, content := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -134,8 +134,9 @@ func decodeUTF16(data []byte, order binary.ByteOrder) ([]byte, error) {
 }
 
 // splitJSON reads a stream of JSON values. Like kubectl, a stream that
-// holds one JSON value and then something that is not JSON goes on as YAML
-// (a JSON object followed by "---" and YAML documents).
+// holds at most one JSON value and then something that is not JSON is
+// read as YAML from there (a JSON object followed by "---" and YAML
+// documents, or a file that starts with a YAML flow mapping).
 func splitJSON(file string, data []byte) ([]document, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var out []document
@@ -147,7 +148,7 @@ func splitJSON(file string, data []byte) ([]document, error) {
 		}
 		src := Source{File: file, Doc: len(out) + 1, Item: -1}
 		var syntax *json.SyntaxError
-		if errors.As(err, &syntax) && len(out) == 1 {
+		if errors.As(err, &syntax) && len(out) <= 1 {
 			rest, yerr := splitYAML(file, data[dec.InputOffset():], len(out))
 			if yerr == nil {
 				return append(out, rest...), nil
