@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"math"
 	"os"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -101,7 +102,10 @@ func (c *InstanceType) convert(opts Options) (*scheduling.InstanceType, error) {
 	}
 	capacity := c.Capacity
 	if capacity == nil {
-		capacity = allocatable.DeepCopy()
+		var err error
+		if capacity, err = c.labelCapacity(allocatable); err != nil {
+			return nil, err
+		}
 	}
 	offerings, err := c.offerings(opts)
 	if err != nil {
@@ -194,4 +198,47 @@ func MarkUnavailable(types []*scheduling.InstanceType, name, zone, capacityType 
 		it.RefreshOfferingRequirements()
 	}
 	return n
+}
+
+// Labels giving an instance type's own cpu count and memory: the AWS
+// provider's (memory in MiB) and the kwok provider's (memory a quantity).
+const (
+	awsInstanceCPULabelKey     = "karpenter.k8s.aws/instance-cpu"
+	awsInstanceMemoryLabelKey  = "karpenter.k8s.aws/instance-memory"
+	kwokInstanceCPULabelKey    = "karpenter.kwok.sh/instance-cpu"
+	kwokInstanceMemoryLabelKey = "karpenter.kwok.sh/instance-memory"
+)
+
+// labelCapacity is the capacity of a type the catalog gives no capacity
+// for: cpu and memory from its instance-cpu and instance-memory labels
+// (what a node of the type reports, and what NodePool limits count), every
+// other resource, and cpu or memory without a label, as allocatable.
+func (c *InstanceType) labelCapacity(allocatable corev1.ResourceList) (corev1.ResourceList, error) {
+	capacity := allocatable.DeepCopy()
+	for _, key := range []string{awsInstanceCPULabelKey, kwokInstanceCPULabelKey} {
+		v, ok := c.Labels[key]
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("instance type %s: label %s=%q is not a positive whole number of cpus", c.Name, key, v)
+		}
+		capacity[corev1.ResourceCPU] = *resource.NewQuantity(n, resource.DecimalSI)
+		break
+	}
+	if v, ok := c.Labels[awsInstanceMemoryLabelKey]; ok {
+		mib, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || mib <= 0 {
+			return nil, fmt.Errorf("instance type %s: label %s=%q is not a positive number of MiB", c.Name, awsInstanceMemoryLabelKey, v)
+		}
+		capacity[corev1.ResourceMemory] = *resource.NewQuantity(mib<<20, resource.BinarySI)
+	} else if v, ok := c.Labels[kwokInstanceMemoryLabelKey]; ok {
+		q, err := resource.ParseQuantity(v)
+		if err != nil || q.Sign() <= 0 {
+			return nil, fmt.Errorf("instance type %s: label %s=%q is not a positive memory quantity", c.Name, kwokInstanceMemoryLabelKey, v)
+		}
+		capacity[corev1.ResourceMemory] = q
+	}
+	return capacity, nil
 }

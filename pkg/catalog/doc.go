@@ -6,7 +6,12 @@
 //
 // Allocatable is the catalog's allocatable when present, else capacity minus
 // kubeReserved; a type with neither capacity nor allocatable is rejected.
-// Capacity, when absent, is taken to be the allocatable.
+// Capacity, when absent, is the instance type's own figures: cpu from its
+// karpenter.k8s.aws/instance-cpu (or karpenter.kwok.sh/instance-cpu) label,
+// memory from karpenter.k8s.aws/instance-memory (MiB) or
+// karpenter.kwok.sh/instance-memory (a quantity), so Nodes report, and
+// NodePool limits count, what a real node of the type has; other resources,
+// and a type without those labels, take the allocatable.
 //
 // Offerings: a type that lists offerings keeps them as they are. A type
 // without offerings gets derived ones:

@@ -99,8 +99,9 @@ func NewControllers(deps Deps) []Controller {
 		nodeclasshash.NewController(deps.KubeClient),
 		// Mirrors the NodeClass's readiness into NodeClassReady.
 		readiness.NewController(deps.KubeClient, deps.CloudProvider, deps.Clock),
-		// Runs the runtime validation into ValidationSucceeded.
-		validation.NewController(deps.KubeClient, deps.Clock),
+		// Runs the runtime validation into ValidationSucceeded; says on a
+		// static NodePool (spec.replicas) that karp does not serve it yet.
+		validation.NewController(deps.KubeClient, deps.Clock).WithRecorder(deps.Recorder),
 		// Stamps the template hash used for drift.
 		hash.NewController(deps.KubeClient),
 		// Batches pending pods, solves and creates NodeClaims (singleton).

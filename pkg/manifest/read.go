@@ -3,6 +3,7 @@ package manifest
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"unicode/utf16"
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -66,23 +68,75 @@ func hasManifestExtension(path string) bool {
 	return false
 }
 
-// document is one non-empty document of a file, as JSON.
+// document is one non-empty document of a file, as JSON. A document that
+// is an array (a JSON array or a YAML sequence) is one document per
+// element, each with its item index.
 type document struct {
 	source Source
 	json   []byte
 }
 
-// splitDocuments returns the documents of a file as JSON. A file whose
-// first non-blank byte is '{' or '[' is a stream of JSON values; anything
-// else is multi-document YAML.
+// splitDocuments returns the documents of a file as JSON, read the way
+// `kubectl apply -f` reads a file: a byte order mark selects UTF-8 or
+// UTF-16 and is dropped; a file whose first non-blank byte is '{' or '['
+// is a stream of JSON values, which may go on as YAML documents after its
+// first value (as apimachinery's YAMLOrJSONDecoder allows); anything else
+// is multi-document YAML split by apimachinery's YAMLReader, so CRLF line
+// endings and a comment after "---" work and other text after "---" is an
+// error. Empty, comment-only and null documents are skipped.
+//
+// karp also reads a document that is an array as its elements, where
+// kubectl stops with an error: a JSON array of objects is a common way to
+// save several objects (`jq -s`), and each element is read as if it were
+// its own document.
 func splitDocuments(file string, data []byte) ([]document, error) {
-	trimmed := bytes.TrimLeft(data, " \t\r\n")
-	if len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
-		return splitJSON(file, trimmed)
+	data, err := decodeBOM(data)
+	if err != nil {
+		return nil, &Error{Source: Source{File: file, Doc: 1, Item: -1}, Err: err}
 	}
-	return splitYAML(file, data)
+	trimmed := bytes.TrimLeft(data, " \t\r\n")
+	var docs []document
+	if len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
+		docs, err = splitJSON(file, trimmed)
+	} else {
+		docs, err = splitYAML(file, data, 0)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return expandArrays(docs)
 }
 
+// decodeBOM drops a UTF-8 byte order mark and decodes UTF-16 text that
+// starts with one, as kubectl does for the files it reads (Windows tools
+// write both).
+func decodeBOM(data []byte) ([]byte, error) {
+	switch {
+	case bytes.HasPrefix(data, []byte{0xef, 0xbb, 0xbf}):
+		return data[3:], nil
+	case bytes.HasPrefix(data, []byte{0xff, 0xfe}):
+		return decodeUTF16(data[2:], binary.LittleEndian)
+	case bytes.HasPrefix(data, []byte{0xfe, 0xff}):
+		return decodeUTF16(data[2:], binary.BigEndian)
+	}
+	return data, nil
+}
+
+func decodeUTF16(data []byte, order binary.ByteOrder) ([]byte, error) {
+	if len(data)%2 != 0 {
+		return nil, errors.New("reading UTF-16: odd number of bytes")
+	}
+	units := make([]uint16, len(data)/2)
+	for i := range units {
+		units[i] = order.Uint16(data[2*i:])
+	}
+	return []byte(string(utf16.Decode(units))), nil
+}
+
+// splitJSON reads a stream of JSON values. Like kubectl, a stream that
+// holds at most one JSON value and then something that is not JSON is
+// read as YAML from there (a JSON object followed by "---" and YAML
+// documents, or a file that starts with a YAML flow mapping).
 func splitJSON(file string, data []byte) ([]document, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var out []document
@@ -93,6 +147,13 @@ func splitJSON(file string, data []byte) ([]document, error) {
 			return out, nil
 		}
 		src := Source{File: file, Doc: len(out) + 1, Item: -1}
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) && len(out) <= 1 {
+			rest, yerr := splitYAML(file, data[dec.InputOffset():], len(out))
+			if yerr == nil {
+				return append(out, rest...), nil
+			}
+		}
 		if err != nil {
 			return nil, &Error{Source: src, Err: fmt.Errorf("parsing JSON: %w", err)}
 		}
@@ -100,7 +161,9 @@ func splitJSON(file string, data []byte) ([]document, error) {
 	}
 }
 
-func splitYAML(file string, data []byte) ([]document, error) {
+// splitYAML reads multi-document YAML; the documents are numbered after
+// the skip documents read before it.
+func splitYAML(file string, data []byte, skip int) ([]document, error) {
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	var out []document
 	for {
@@ -108,7 +171,7 @@ func splitYAML(file string, data []byte) ([]document, error) {
 		if errors.Is(err, io.EOF) {
 			return out, nil
 		}
-		src := Source{File: file, Doc: len(out) + 1, Item: -1}
+		src := Source{File: file, Doc: skip + len(out) + 1, Item: -1}
 		if err != nil {
 			return nil, &Error{Source: src, Err: fmt.Errorf("reading YAML: %w", err)}
 		}
@@ -124,6 +187,28 @@ func splitYAML(file string, data []byte) ([]document, error) {
 		}
 		out = append(out, document{source: src, json: js})
 	}
+}
+
+// expandArrays replaces each document that is an array by its elements.
+func expandArrays(docs []document) ([]document, error) {
+	var out []document
+	for _, d := range docs {
+		if trimmed := bytes.TrimLeft(d.json, " \t\r\n"); len(trimmed) == 0 || trimmed[0] != '[' {
+			out = append(out, d)
+			continue
+		}
+		var items []json.RawMessage
+		if err := json.Unmarshal(d.json, &items); err != nil {
+			return nil, &Error{Source: d.source, Err: fmt.Errorf("parsing an array of objects: %w", err)}
+		}
+		for i, item := range items {
+			if string(item) == "null" {
+				continue
+			}
+			out = append(out, document{source: d.source.item(i), json: item})
+		}
+	}
+	return out, nil
 }
 
 // isBlankYAML reports whether a document holds only whitespace, comments

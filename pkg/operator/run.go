@@ -52,6 +52,11 @@ func Run(ctx context.Context, opts *options.Options) error {
 	}
 	log.FromContext(ctx).Info("starting karp controller", "cloudProvider", cp.Name(), "host", restConfig.Host,
 		"leaderElection", !opts.DisableLeaderElection, "metricsPort", opts.MetricsPort, "healthProbePort", opts.HealthProbePort)
+	// Settings accepted for compatibility that change nothing yet are
+	// named, so nobody relies on them unknowingly.
+	for _, setting := range opts.Inert() {
+		log.FromContext(ctx).Info("warning: setting has no effect in karp", "setting", setting)
+	}
 	if err := op.Start(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("running manager: %w", err)
 	}

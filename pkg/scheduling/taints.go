@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -11,14 +12,35 @@ import (
 type Taints []corev1.Taint
 
 // KnownEphemeralTaints are taints the control plane or karp put on nodes
-// while they start; they are ignored when scheduling onto a node that is not
-// initialized yet because they are expected to go away.
+// while they start. The one list serves scheduling and initialization: they
+// are ignored when scheduling onto a node that is not initialized yet,
+// because they are expected to go away, and a NodeClaim is not Initialized
+// while its Node carries one.
 var KnownEphemeralTaints = []corev1.Taint{
 	{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule},
 	{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoExecute},
 	{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule},
 	{Key: "node.cloudprovider.kubernetes.io/uninitialized", Value: "true", Effect: corev1.TaintEffectNoSchedule},
 	{Key: "karpenter.sh/unregistered", Effect: corev1.TaintEffectNoExecute},
+}
+
+// KnownEphemeralTaintKeyPrefixes are key prefixes of ephemeral taints, of
+// any value and effect: readiness.k8s.io/ is the Node Readiness
+// Controller's, which lifts each taint once its rule's conditions hold.
+var KnownEphemeralTaintKeyPrefixes = []string{"readiness.k8s.io/"}
+
+// IsKnownEphemeralTaint reports whether taint is one of
+// KnownEphemeralTaints or has one of KnownEphemeralTaintKeyPrefixes.
+func IsKnownEphemeralTaint(taint corev1.Taint) bool {
+	if matchesAny(taint, KnownEphemeralTaints) {
+		return true
+	}
+	for _, prefix := range KnownEphemeralTaintKeyPrefixes {
+		if strings.HasPrefix(taint.Key, prefix) && len(taint.Key) > len(prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // ToleratesPod returns an error naming the first NoSchedule or NoExecute
@@ -62,8 +84,7 @@ func Tolerates(tolerations []corev1.Toleration, taint *corev1.Taint) bool {
 func (t Taints) WithoutEphemeral(startup []corev1.Taint) Taints {
 	out := make(Taints, 0, len(t))
 	for _, taint := range t {
-		if matchesAny(taint, KnownEphemeralTaints) || matchesAny(taint, startup) ||
-			len(taint.Key) > len("readiness.k8s.io/") && taint.Key[:len("readiness.k8s.io/")] == "readiness.k8s.io/" {
+		if IsKnownEphemeralTaint(taint) || matchesAny(taint, startup) {
 			continue
 		}
 		out = append(out, taint)

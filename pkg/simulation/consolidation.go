@@ -68,10 +68,11 @@ type Consolidation struct {
 
 // Consolidate answers "if the candidates went, where would their pods
 // go?": every reschedulable pod of the candidates must fit on the other
-// initialized nodes plus new NodeClaims. in.Pods should be empty (pending
-// pods are the provisioner's business); in.Nodes must hold the candidates.
-// Nodes already marked for deletion that are not candidates are left out:
-// their pods are being placed by the provisioner already.
+// initialized nodes plus new NodeClaims. in.Nodes must hold the candidates.
+// in.Pods are the pending pods: they, and the pods of other nodes already
+// marked for deletion, are placed first (reserveForWaitingPods), so a
+// consolidation never takes room they need; whether they fit at all is
+// the provisioner's business, not the candidates'.
 //
 // Unlike upstream, which rejects any move that needs more than one new
 // node, a replacement by two or more smaller nodes is accepted when it is
@@ -84,6 +85,7 @@ func Consolidate(ctx context.Context, in Input, candidates []ConsolidationCandid
 		price += c.Price
 		allSpot = allSpot && c.CapacityType == karpv1.CapacityTypeSpot
 	}
+	in = reserveForWaitingPods(ctx, in, names)
 	in.Nodes = withCandidatesMarked(in.Nodes, names)
 	res := Solve(ctx, in)
 	out := &Consolidation{Decision: ConsolidationNone, Result: res}
@@ -121,10 +123,94 @@ func Consolidate(ctx context.Context, in Input, candidates []ConsolidationCandid
 		out.Decision, out.Replacements, out.Savings = ConsolidationReplace, repl, price-total
 		return out
 	}
-	out.Decision, out.Savings = ConsolidationReplace, price-cost
+	// Each replacement is priced at the dearest offering the provider may
+	// launch it with (any listed type, any zone its requirements allow),
+	// not at the cheapest: the move must save money whichever it picks.
+	var replacements []*NodeClaim
+	worst := 0.0
 	for _, nc := range res.NodeClaims {
 		budget := price - (cost - nc.Price)
-		out.Replacements = append(out.Replacements, narrowed(nc, budget, opts.RequireCheaper))
+		r := narrowed(nc, budget, opts.RequireCheaper)
+		if r == nil {
+			out.Reason = fmt.Sprintf("no cheaper placement: every instance type that fits may launch at $%.4f/h or more, the nodes cost $%.4f/h",
+				budget, price)
+			return out
+		}
+		replacements = append(replacements, r)
+		worst += worstLaunchPrice(r.InstanceTypes, r.Requirements)
+	}
+	if opts.RequireCheaper && worst >= price {
+		out.Reason = fmt.Sprintf("no cheaper placement: replacements may cost $%.4f/h, the nodes cost $%.4f/h", worst, price)
+		return out
+	}
+	out.Decision, out.Replacements, out.Savings = ConsolidationReplace, replacements, price-worst
+	return out
+}
+
+// WorstLaunchPrice is what the NodeClaim may cost per hour: the dearest
+// usable offering of any type it lists, in any zone and capacity type its
+// requirements allow. Consolidation savings are priced with it.
+func WorstLaunchPrice(nc *NodeClaim) float64 {
+	return worstLaunchPrice(nc.InstanceTypes, nc.Requirements)
+}
+
+// worstLaunchPrice is the price of the dearest usable offering compatible
+// with reqs of any of types: what a NodeClaim listing them may cost.
+func worstLaunchPrice(types []*scheduling.InstanceType, reqs scheduling.Requirements) float64 {
+	worst := 0.0
+	for _, it := range types {
+		if p, ok := typeWorstPrice(it, reqs); ok {
+			worst = max(worst, p)
+		}
+	}
+	return worst
+}
+
+// typeWorstPrice is the dearest usable offering of it compatible with
+// reqs; false when it has none.
+func typeWorstPrice(it *scheduling.InstanceType, reqs scheduling.Requirements) (float64, bool) {
+	worst, found := 0.0, false
+	for _, o := range it.Offerings {
+		if o.Usable() && o.CompatibleWith(reqs) {
+			worst, found = max(worst, o.Price), true
+		}
+	}
+	return worst, found
+}
+
+// reserveForWaitingPods places the pods waiting for room (in.Pods and the
+// pods of nodes marked for deletion that are not candidates) with the
+// candidates still in place, and returns the input with each pod placed on
+// an existing node added to that node, so they hold its room; the marked
+// nodes and the pending pods are then left out. Pods that would need new
+// NodeClaims, or fit nowhere, hold no existing room and are dropped: the
+// provisioner places them. A pod placed on a candidate becomes one of its
+// pods and must find room elsewhere for the candidate to go.
+func reserveForWaitingPods(ctx context.Context, in Input, candidates map[string]bool) Input {
+	waiting := len(in.Pods) > 0
+	for _, n := range in.Nodes {
+		waiting = waiting || (n.MarkedForDeletion && !candidates[n.Name])
+	}
+	out := in
+	out.Pods = nil
+	if !waiting {
+		return out
+	}
+	placed := map[*Node][]*corev1.Pod{}
+	for _, ep := range Solve(ctx, in).ExistingNodes {
+		placed[ep.Node] = append(placed[ep.Node], ep.Pods...)
+	}
+	out.Nodes = make([]*Node, 0, len(in.Nodes))
+	for _, n := range in.Nodes {
+		if n.MarkedForDeletion && !candidates[n.Name] {
+			continue
+		}
+		if pods := placed[n]; len(pods) > 0 {
+			cp := *n
+			cp.Pods = append(slices.Clone(n.Pods), pods...)
+			n = &cp
+		}
+		out.Nodes = append(out.Nodes, n)
 	}
 	return out
 }
@@ -149,8 +235,10 @@ func withCandidatesMarked(nodes []*Node, names map[string]bool) []*Node {
 
 // narrowed returns a copy of the NodeClaim pinned to its offering's
 // capacity type and, when cheaper is required, listing only the instance
-// types whose price on that capacity type stays below budget: whichever of
-// them the provider launches, the move stays cheaper.
+// types whose dearest offering on that capacity type (in any zone the
+// requirements allow) stays below budget: whichever of them the provider
+// launches, the move stays cheaper. It returns nil when cheaper is required
+// and no type (or, with minValues, not enough types) stays below budget.
 func narrowed(nc *NodeClaim, budget float64, cheaper bool) *NodeClaim {
 	cp := *nc
 	if nc.Offering == nil {
@@ -164,17 +252,17 @@ func narrowed(nc *NodeClaim, budget float64, cheaper bool) *NodeClaim {
 	}
 	reqs := cp.Requirements
 	cp.InstanceTypes = slices.DeleteFunc(slices.Clone(nc.InstanceTypes), func(it *scheduling.InstanceType) bool {
-		o, ok := it.CheapestOffering(reqs)
-		return !ok || o.Price >= budget
+		p, ok := typeWorstPrice(it, reqs)
+		return !ok || p >= budget
 	})
 	if len(cp.InstanceTypes) == 0 {
-		cp.InstanceTypes = []*scheduling.InstanceType{nc.InstanceType}
+		return nil
 	}
 	old := nc.Requirements.Get(corev1.LabelInstanceTypeStable)
 	if old != nil && old.MinValues != nil && len(cp.InstanceTypes) < *old.MinValues {
-		// Narrowing would break minValues: keep the solver's list.
-		cp.InstanceTypes = nc.InstanceTypes
-		return &cp
+		// Narrowing would break minValues, and keeping the solver's list
+		// could make the move dearer: no replacement.
+		return nil
 	}
 	names := make([]string, 0, len(cp.InstanceTypes))
 	for _, it := range cp.InstanceTypes {

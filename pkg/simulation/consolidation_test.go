@@ -80,10 +80,12 @@ func TestConsolidate(t *testing.T) {
 			opts:       ConsolidationOptions{RequireCheaper: true},
 			want:       ConsolidationNone, wantReason: "no cheaper placement: replacements cost $0.1000/h, the nodes cost $0.1000/h",
 		},
+		// The replacement may launch either type: its savings are priced at
+		// the dearer one.
 		"drift replaces at any price": {
 			nodes:      []*Node{poolNode("a", small, cpuPod("p1", "1500m"))},
 			candidates: []ConsolidationCandidate{{Name: "a", Price: 0.10}},
-			want:       ConsolidationReplace, wantClaims: 1, wantSaving: 0,
+			want:       ConsolidationReplace, wantClaims: 1, wantSaving: -0.90,
 		},
 		"a pod with nowhere to go": {
 			nodes:      []*Node{poolNode("a", big, cpuPod("p1", "12"))},

@@ -76,6 +76,11 @@ type Node struct {
 	// MarkedForDeletion nodes lend no capacity; their reschedulable pods are
 	// placed again with the pending ones.
 	MarkedForDeletion bool
+	// Launched is true once the node's instance exists (always for a
+	// registered node). An in-flight NodeClaim not launched yet and pinned
+	// to a capacity reservation holds one of its places: the provider's
+	// count of what the reservation holds only drops at launch.
+	Launched bool
 }
 
 // Input is everything Solve needs, gathered by the caller.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
 )
@@ -18,6 +19,17 @@ type option struct {
 	tight float64 // room left after placing, lower is a tighter fit
 }
 
+// cancelledMessage starts the status of every pod a cancelled solve had
+// no time to place.
+const cancelledMessage = "simulation cancelled: "
+
+// Cancelled reports whether st is the status of a pod the solve had no
+// time to place (its context ended first), as opposed to one that does not
+// fit: such a pod is simply placed by a later solve.
+func Cancelled(st *scheduling.Status) bool {
+	return st != nil && st.Code == scheduling.Error && strings.HasPrefix(st.Message(), cancelledMessage)
+}
+
 // run places pods in order, retrying the ones that failed as long as a pass
 // places something (a pod may need another pod placed first). It returns
 // the pods left unplaced.
@@ -28,7 +40,7 @@ func (s *solver) run(ctx context.Context, pods []*podInfo) []*podInfo {
 		for i, p := range queue {
 			if ctx.Err() != nil {
 				for _, q := range queue[i:] {
-					q.status = scheduling.NewStatus(scheduling.Error, "simulation cancelled: "+ctx.Err().Error())
+					q.status = scheduling.NewStatus(scheduling.Error, cancelledMessage+ctx.Err().Error())
 				}
 				return append(next, queue[i:]...)
 			}

@@ -111,10 +111,30 @@ func splitDRA(pods []*podInfo) (keep, rejected []*podInfo) {
 	return keep, rejected
 }
 
+// countHeldReservations counts, against each capacity reservation, the
+// in-flight NodeClaims of earlier passes pinned to it that have not
+// launched yet: the provider's count drops only at launch, so without them
+// a reservation with room for one would be promised twice.
+func (s *solver) countHeldReservations() {
+	for _, n := range s.in.Nodes {
+		if n.Launched || n.Requirements == nil {
+			continue
+		}
+		r := n.Requirements.Get(scheduling.LabelReservationID)
+		if r == nil || r.Len() != 1 {
+			continue
+		}
+		for _, id := range r.Values() {
+			s.reservationUse[id]++
+		}
+	}
+}
+
 func newSolver(in *Input) *solver {
 	s := &solver{in: in, classByKey: map[string]*class{}, entryByKey: map[string]*entry{}, pinCounts: map[int64]int{},
 		typeRequirements: map[[3]int]*scheduling.Requirement{}, reservationUse: map[string]int{}, topoKeyIDs: map[string]int{},
 		domainIDs: map[string]dom{}}
+	s.countHeldReservations()
 	s.maxInstanceTypes = in.Options.MaxInstanceTypes
 	if s.maxInstanceTypes <= 0 {
 		s.maxInstanceTypes = DefaultMaxInstanceTypes

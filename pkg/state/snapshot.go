@@ -92,6 +92,9 @@ func (c *Cluster) toSimulation(sn *StateNode) *simulation.Node {
 	if sn.NodeClaim != nil {
 		n.StartupTaints = sn.NodeClaim.Spec.StartupTaints
 	}
+	// A node exists once its instance does; an in-flight NodeClaim once
+	// it is Launched (until then it holds its capacity reservation).
+	n.Launched = sn.Node != nil || (sn.NodeClaim != nil && sn.NodeClaim.StatusConditions().IsTrue(karpv1.ConditionTypeLaunched))
 	for _, p := range sn.Pods {
 		if sn.MarkedForDeletion && c.IsNominated(p) {
 			continue

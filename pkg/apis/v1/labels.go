@@ -94,18 +94,13 @@ var WellKnownLabels = sets.New(
 )
 
 // RestrictedLabelDomains are the label domains (and their subdomains) users
-// may not set on NodePool templates or requirements.
+// may not set on NodePool templates or requirements, except for well-known
+// labels. Only karp's own domain is reserved: like upstream Karpenter (which
+// dropped its kubernetes.io and k8s.io restrictions), karp lets users set
+// labels such as app.kubernetes.io/name or k8s.io/team, which it syncs onto
+// Nodes itself rather than through the kubelet.
 var RestrictedLabelDomains = sets.New(
-	"kubernetes.io",
-	"k8s.io",
 	Group,
-)
-
-// LabelDomainExceptions are subdomains of restricted domains that users may use.
-var LabelDomainExceptions = sets.New(
-	"kops.k8s.io",
-	"node.kubernetes.io",
-	"node-restriction.kubernetes.io",
 )
 
 // RestrictedLabels may never be set on a NodePool template.
@@ -132,9 +127,9 @@ func GetLabelDomain(key string) string {
 }
 
 // IsRestrictedLabel returns an error when key may not be set by users on a
-// NodePool template: the always-restricted labels, and keys in restricted
-// domains that are neither well known (core or the extra ones a provider
-// passes) nor in an excepted subdomain.
+// NodePool template: the always-restricted labels, and keys in a restricted
+// domain (or a subdomain of it) that are not well known (core or the extra
+// ones a provider passes).
 func IsRestrictedLabel(key string, extraWellKnown ...sets.Set[string]) error {
 	if RestrictedLabels.Has(key) {
 		return fmt.Errorf("label %s is restricted", key)
@@ -148,11 +143,6 @@ func IsRestrictedLabel(key string, extraWellKnown ...sets.Set[string]) error {
 		}
 	}
 	domain := GetLabelDomain(key)
-	for exception := range LabelDomainExceptions {
-		if inDomain(domain, exception) {
-			return nil
-		}
-	}
 	for restricted := range RestrictedLabelDomains {
 		if inDomain(domain, restricted) {
 			return fmt.Errorf("label %s is in the restricted domain %s", key, restricted)

@@ -19,18 +19,19 @@ func TestIsRestrictedLabel(t *testing.T) {
 		"karpenter.sh/custom":                    true,
 		"sub.karpenter.sh/custom":                true,
 		"notkarpenter.sh/custom":                 false,
-		"kubernetes.io/custom":                   true,
+		"kubernetes.io/custom":                   false,
+		"node-role.kubernetes.io/worker":         false,
 		"topology.kubernetes.io/zone":            false,
 		"node.kubernetes.io/instance-type":       false,
 		"node.kubernetes.io/anything":            false,
 		"node-restriction.kubernetes.io/team":    false,
-		"k8s.io/custom":                          true,
+		"k8s.io/custom":                          false,
 		"kops.k8s.io/instancegroup":              false,
 		"example.com/team":                       false,
 		"team":                                   false,
 		"karpenter.kwok.sh/instance-cpu":         false,
 		"node.kubernetes.io/windows-build":       false,
-		"failure-domain.beta.kubernetes.io/zone": true,
+		"failure-domain.beta.kubernetes.io/zone": false,
 	}
 	for key, wantRestricted := range tests {
 		err := karpv1.IsRestrictedLabel(key, providerLabels)

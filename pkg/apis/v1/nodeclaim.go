@@ -122,8 +122,6 @@ type NodeSelectorRequirementWithMinValues struct {
 	// Key is the label key the requirement selects on.
 	// +kubebuilder:validation:MaxLength:=316
 	// +kubebuilder:validation:Pattern=`^(([a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?)(\.([a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?))*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$`
-	// +kubebuilder:validation:XValidation:message="label domain \"kubernetes.io\" is restricted",rule="self in ['beta.kubernetes.io/instance-type', 'failure-domain.beta.kubernetes.io/region', 'beta.kubernetes.io/os', 'beta.kubernetes.io/arch', 'failure-domain.beta.kubernetes.io/zone', 'topology.kubernetes.io/zone', 'topology.kubernetes.io/region', 'node.kubernetes.io/instance-type', 'kubernetes.io/arch', 'kubernetes.io/os', 'node.kubernetes.io/windows-build'] || !self.matches('^([^/]*[.])?kubernetes[.]io/') || self.matches('^([^/]*[.])?(node|node-restriction)[.]kubernetes[.]io/')"
-	// +kubebuilder:validation:XValidation:message="label domain \"k8s.io\" is restricted",rule="!self.matches('^([^/]*[.])?k8s[.]io/') || self.matches('^([^/]*[.])?kops[.]k8s[.]io/')"
 	// +kubebuilder:validation:XValidation:message="label domain \"karpenter.sh\" is restricted",rule="self in ['karpenter.sh/capacity-type', 'karpenter.sh/nodepool'] || !self.matches('^([^/]*[.])?karpenter[.]sh/')"
 	// +kubebuilder:validation:XValidation:message="label \"kubernetes.io/hostname\" is restricted",rule="self != 'kubernetes.io/hostname'"
 	// +required

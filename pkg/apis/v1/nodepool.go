@@ -86,13 +86,12 @@ type NodeClaimTemplate struct {
 // ObjectMeta is the metadata a NodePool puts on its NodeClaims and Nodes.
 type ObjectMeta struct {
 	// Labels are copied onto every NodeClaim and Node of the pool.
-	// Label keys in the kubernetes.io, k8s.io and karpenter.sh domains are
-	// restricted (see the schema); the value rules are added to the
+	// Keys in the karpenter.sh domain (except the well-known ones) and
+	// kubernetes.io/hostname are restricted; the kubernetes.io and k8s.io
+	// domains are open, as upstream. The value rules are added to the
 	// generated CRD by hack/crdpatch.
 	// +kubebuilder:validation:MaxProperties:=100
 	// +kubebuilder:validation:XValidation:message="label keys must be qualified names (an optional DNS subdomain prefix and '/', then a name of at most 63 characters)",rule="self.all(x, x.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))"
-	// +kubebuilder:validation:XValidation:message="label domain \"kubernetes.io\" is restricted",rule="self.all(x, x in ['beta.kubernetes.io/instance-type', 'failure-domain.beta.kubernetes.io/region', 'beta.kubernetes.io/os', 'beta.kubernetes.io/arch', 'failure-domain.beta.kubernetes.io/zone', 'topology.kubernetes.io/zone', 'topology.kubernetes.io/region', 'node.kubernetes.io/instance-type', 'kubernetes.io/arch', 'kubernetes.io/os', 'node.kubernetes.io/windows-build'] || !x.matches('^([^/]*[.])?kubernetes[.]io/') || x.matches('^([^/]*[.])?(node|node-restriction)[.]kubernetes[.]io/'))"
-	// +kubebuilder:validation:XValidation:message="label domain \"k8s.io\" is restricted",rule="self.all(x, !x.matches('^([^/]*[.])?k8s[.]io/') || x.matches('^([^/]*[.])?kops[.]k8s[.]io/'))"
 	// +kubebuilder:validation:XValidation:message="label domain \"karpenter.sh\" is restricted",rule="self.all(x, x in ['karpenter.sh/capacity-type', 'karpenter.sh/nodepool'] || !x.matches('^([^/]*[.])?karpenter[.]sh/'))"
 	// +kubebuilder:validation:XValidation:message="label \"karpenter.sh/nodepool\" is restricted",rule="self.all(x, x != 'karpenter.sh/nodepool')"
 	// +kubebuilder:validation:XValidation:message="label \"kubernetes.io/hostname\" is restricted",rule="self.all(x, x != 'kubernetes.io/hostname')"

@@ -78,11 +78,11 @@ func TestNodePoolRuntimeValidate(t *testing.T) {
 			},
 			wantErr: "minValues 2 exceeds the 1 values",
 		},
-		"kubernetes.io domain requirement": {
+		"hostname requirement": {
 			mutate: func(np *karpv1.NodePool) {
-				np.Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{req("kubernetes.io/custom", corev1.NodeSelectorOpExists)}
+				np.Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{req("kubernetes.io/hostname", corev1.NodeSelectorOpExists)}
 			},
-			wantErr: "restricted domain kubernetes.io",
+			wantErr: "label kubernetes.io/hostname is restricted",
 		},
 	}
 	for name, tc := range tests {

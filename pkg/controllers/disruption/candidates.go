@@ -163,20 +163,39 @@ func (c *Controller) newCandidate(w *world, sn *state.StateNode, pdbs *pdbIndex)
 		w.block(name, BlockedDoNotDisrupt, "node has the %s annotation", karpv1.DoNotDisruptAnnotationKey)
 		return nil
 	}
+	// A pod blocker keeps the node from every method, except that drift
+	// may still take a node whose NodeClaim has a terminationGracePeriod.
+	graceful := sn.NodeClaim.Spec.TerminationGracePeriod != nil
 	for _, pod := range cand.ReschedulablePods {
 		dnd := doNotDisrupt(pod, w.now)
-		c.events.doNotDisrupt(pod, dnd)
+		c.events.doNotDisrupt(string(sn.Node.UID), pod, dnd)
 		if dnd.active {
 			w.block(name, BlockedDoNotDisrupt, "pod %s/%s has the %s annotation", pod.Namespace, pod.Name,
 				karpv1.DoNotDisruptAnnotationKey)
-			return nil
+			return podBlocked(cand, graceful)
 		}
 		if msg := pdbs.blocks(pod); msg != "" {
 			w.block(name, BlockedPDB, "%s", msg)
-			return nil
+			return podBlocked(cand, graceful)
 		}
 	}
 	return cand
+}
+
+// podBlocked returns the candidate marked PodBlocked when its NodeClaim has
+// a terminationGracePeriod, else nil.
+func podBlocked(cand *Candidate, graceful bool) *Candidate {
+	if !graceful {
+		return nil
+	}
+	cand.PodBlocked = true
+	return cand
+}
+
+// mayTake reports whether method m may consider the candidate: a
+// PodBlocked candidate only by eventual disruption (drift).
+func mayTake(m Method, cand *Candidate) bool {
+	return !cand.PodBlocked || m.Reason() == karpv1.DisruptionReasonDrifted
 }
 
 // offeringPrice is the price of the node's offering, else the cheapest
@@ -227,40 +246,36 @@ func lifetimeRemaining(np *karpv1.NodePool, nc *karpv1.NodeClaim, now time.Time)
 // doNotDisruptStatus is what a pod's karpenter.sh/do-not-disrupt
 // annotation means at a time.
 type doNotDisruptStatus struct {
-	// active: the pod blocks voluntary disruption of its node.
+	// active: the pod blocks voluntary disruption of its node
+	// (scheduling.DoNotDisruptActive, the one rule drain uses too).
 	active bool
-	// until is when a duration-valued annotation elapses (zero for "true"
-	// or no annotation).
+	// until is when a duration-valued annotation elapses (zero for "true",
+	// no annotation, or a pod not started yet, which stays protected).
 	until time.Time
 	// invalid says why a value is ignored (neither "true" nor a positive
 	// duration), as upstream ignores it.
 	invalid string
 }
 
-// doNotDisrupt reads the pod's do-not-disrupt annotation: "true", or a
-// positive duration counted from the pod's start (its creation before it
-// started). Other values are ignored, as upstream does.
+// doNotDisrupt reads the pod's do-not-disrupt annotation for the events
+// that explain it; whether it protects the pod is DoNotDisruptActive's
+// rule: "true", or a positive duration counted from the pod's start.
 func doNotDisrupt(pod *corev1.Pod, now time.Time) doNotDisruptStatus {
+	st := doNotDisruptStatus{active: scheduling.DoNotDisruptActive(pod, now)}
 	v, ok := pod.Annotations[karpv1.DoNotDisruptAnnotationKey]
-	if !ok {
-		return doNotDisruptStatus{}
-	}
-	if v == "true" {
-		return doNotDisruptStatus{active: true}
+	if !ok || v == "true" {
+		return st
 	}
 	d, err := time.ParseDuration(v)
-	if err != nil {
-		return doNotDisruptStatus{invalid: fmt.Sprintf("%q is not a duration", v)}
+	switch {
+	case err != nil:
+		st.invalid = fmt.Sprintf("%q is not a duration", v)
+	case d <= 0:
+		st.invalid = fmt.Sprintf("duration %q must be positive", v)
+	case pod.Status.StartTime != nil:
+		st.until = pod.Status.StartTime.Add(d)
 	}
-	if d <= 0 {
-		return doNotDisruptStatus{invalid: fmt.Sprintf("duration %q must be positive", v)}
-	}
-	start := pod.CreationTimestamp.Time
-	if pod.Status.StartTime != nil {
-		start = pod.Status.StartTime.Time
-	}
-	until := start.Add(d)
-	return doNotDisruptStatus{active: now.Before(until), until: until}
+	return st
 }
 
 // pdbIndex finds the PDBs that cover a pod.

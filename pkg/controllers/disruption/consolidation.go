@@ -78,7 +78,7 @@ func balanced(w *world, cmd Command) string {
 		disruption[c.NodePool.Name] += c.DisruptionCost
 	}
 	for _, r := range cmd.Replacements {
-		savings[r.NodePool.Name] -= r.Price
+		savings[r.NodePool.Name] -= simulation.WorstLaunchPrice(r)
 	}
 	// Every pool the move touches is scored and counted before the answer,
 	// so the metrics see each pool's decision.

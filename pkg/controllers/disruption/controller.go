@@ -214,6 +214,9 @@ func (c *Controller) compute(ctx context.Context, w *world) (Command, error) {
 func (w *world) filter(ctx context.Context, m Method) []*Candidate {
 	var out []*Candidate
 	for _, cand := range w.candidates {
+		if !mayTake(m, cand) {
+			continue // its pod blocker is recorded
+		}
 		ok, why := m.ShouldDisrupt(ctx, w, cand)
 		if !ok {
 			w.record(cand.Name(), why)

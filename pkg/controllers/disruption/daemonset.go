@@ -100,10 +100,10 @@ func (d *DaemonSetFit) announce(c *Candidate, pods []*corev1.Pod, cmd Command) {
 		how = fmt.Sprintf("replacing it with %d node(s) that fit its pods and DaemonSets", n)
 	}
 	node := c.StateNode.Node
-	d.events.publish(node, string(node.UID), corev1.EventTypeNormal, ReasonDaemonSetReplacement,
+	d.events.publish(node, string(node.UID), string(node.UID), corev1.EventTypeNormal, ReasonDaemonSetReplacement,
 		fmt.Sprintf("DaemonSet pod(s) %s do not fit this node; %s", strings.Join(names, ", "), how))
 	for _, p := range pods {
-		d.events.publish(p, string(p.UID), corev1.EventTypeNormal, ReasonDaemonSetReplacement,
+		d.events.publish(p, string(node.UID), string(p.UID), corev1.EventTypeNormal, ReasonDaemonSetReplacement,
 			fmt.Sprintf("Pod does not fit node %s for lack of resources; karp is %s", c.Name(), how))
 	}
 }

@@ -39,28 +39,40 @@ type EventRecorder interface {
 
 // recorder publishes the controller's events, each at most once per
 // object, reason and message (a node's "why not" is re-published only when
-// it changes).
+// it changes). What it remembers is filed under the node each event is
+// about (a DaemonSet pod's event under the node it targets) and dropped
+// with the node: when karp starts disrupting it (forget) or when a pass
+// no longer sees it (retain), so the memory is bounded by the nodes that
+// exist.
 type recorder struct {
 	rec EventRecorder
 
 	mu   sync.Mutex
-	last map[string]string // object UID + reason -> last message
+	last map[eventKey]string // -> last message
+}
+
+// eventKey is one object's events of one reason, filed under a node's UID.
+type eventKey struct {
+	node, object, reason string
 }
 
 func newRecorder(rec EventRecorder) *recorder {
-	return &recorder{rec: rec, last: map[string]string{}}
+	return &recorder{rec: rec, last: map[eventKey]string{}}
 }
 
-func (r *recorder) publish(obj runtime.Object, uid, eventType, reason, message string) {
+// publish sends an event about obj (UID uid) unless the same message of
+// the same reason was the last one sent; node is the UID of the node the
+// event is about.
+func (r *recorder) publish(obj runtime.Object, node, uid, eventType, reason, message string) {
 	if r.rec == nil || obj == nil {
 		return
 	}
 	if len(message) > maxMessageLength {
 		message = message[:maxMessageLength-3] + "..."
 	}
-	key := uid + "\x00" + reason
+	key := eventKey{node: node, object: uid, reason: reason}
 	r.mu.Lock()
-	if r.last[key] == message {
+	if last, ok := r.last[key]; ok && last == message {
 		r.mu.Unlock()
 		return
 	}
@@ -69,13 +81,25 @@ func (r *recorder) publish(obj runtime.Object, uid, eventType, reason, message s
 	r.rec.Eventf(obj, nil, eventType, reason, "Disruption", "%s", message)
 }
 
-// forget drops what was published for a node, so a node that comes back
+// forget drops what was published about a node, so a node that comes back
 // to the same state is reported again.
-func (r *recorder) forget(uid string) {
+func (r *recorder) forget(node string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for k := range r.last {
-		if strings.HasPrefix(k, uid+"\x00") {
+		if k.node == node {
+			delete(r.last, k)
+		}
+	}
+}
+
+// retain drops what was published about every node whose UID is not in
+// nodes (the nodes that exist).
+func (r *recorder) retain(nodes map[string]bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k := range r.last {
+		if !nodes[k.node] {
 			delete(r.last, k)
 		}
 	}
@@ -88,7 +112,7 @@ func (r *recorder) blocked(node *corev1.Node, b blocker) {
 	case BlockedConsolidateAfter, BlockedNoCheaper, BlockedSpotToSpot, BlockedPolicy, BlockedUnknownPrice, BlockedDisabled:
 		reason = ReasonUnconsolidatable
 	}
-	r.publish(node, string(node.UID), corev1.EventTypeNormal, reason, b.message)
+	r.publish(node, string(node.UID), string(node.UID), corev1.EventTypeNormal, reason, b.message)
 }
 
 func (r *recorder) launching(c *Candidate, cmd Command, replacements []string) {
@@ -96,21 +120,21 @@ func (r *recorder) launching(c *Candidate, cmd Command, replacements []string) {
 	if len(replacements) > 0 {
 		msg += ", launching " + strings.Join(replacements, ", ")
 	}
-	r.publish(c.StateNode.Node, string(c.StateNode.Node.UID), corev1.EventTypeNormal, ReasonDisruptionLaunching, msg)
+	r.publish(c.StateNode.Node, string(c.StateNode.Node.UID), string(c.StateNode.Node.UID), corev1.EventTypeNormal, ReasonDisruptionLaunching, msg)
 }
 
 func (r *recorder) waiting(c *Candidate, replacements []string) {
-	r.publish(c.StateNode.Node, string(c.StateNode.Node.UID), corev1.EventTypeNormal, ReasonDisruptionWaitingReadiness,
+	r.publish(c.StateNode.Node, string(c.StateNode.Node.UID), string(c.StateNode.Node.UID), corev1.EventTypeNormal, ReasonDisruptionWaitingReadiness,
 		"Waiting on readiness to continue disruption: "+strings.Join(replacements, ", "))
 }
 
 func (r *recorder) terminating(c *Candidate, cmd Command) {
-	r.publish(c.StateNode.Node, string(c.StateNode.Node.UID), corev1.EventTypeNormal, ReasonDisruptionTerminating,
+	r.publish(c.StateNode.Node, string(c.StateNode.Node.UID), string(c.StateNode.Node.UID), corev1.EventTypeNormal, ReasonDisruptionTerminating,
 		fmt.Sprintf("Disrupting node: %s", cmd.Reason))
 }
 
 func (r *recorder) rejected(c *Candidate, why string) {
-	r.publish(c.StateNode.Node, string(c.StateNode.Node.UID), corev1.EventTypeNormal, ReasonConsolidationRejected, why)
+	r.publish(c.StateNode.Node, string(c.StateNode.Node.UID), string(c.StateNode.Node.UID), corev1.EventTypeNormal, ReasonConsolidationRejected, why)
 }
 
 // candidate announces, on the node and its NodeClaim, a consolidation
@@ -122,9 +146,10 @@ func (r *recorder) candidate(c *Candidate, cmd Command) {
 		what = fmt.Sprintf("%s: [%s] (part of %d-node consolidation)", cmd.Decision(), c.Name(), len(cmd.Candidates))
 	}
 	msg := fmt.Sprintf("Consolidation candidate: %s (savings: $%.2f)", what, cmd.Savings)
-	r.publish(c.StateNode.Node, string(c.StateNode.Node.UID), corev1.EventTypeNormal, ReasonConsolidationCandidate, msg)
+	node := string(c.StateNode.Node.UID)
+	r.publish(c.StateNode.Node, node, node, corev1.EventTypeNormal, ReasonConsolidationCandidate, msg)
 	if nc := c.StateNode.NodeClaim; nc != nil {
-		r.publish(nc, string(nc.UID), corev1.EventTypeNormal, ReasonConsolidationCandidate, msg)
+		r.publish(nc, node, string(nc.UID), corev1.EventTypeNormal, ReasonConsolidationCandidate, msg)
 	}
 }
 
@@ -133,29 +158,35 @@ func (r *recorder) candidate(c *Candidate, cmd Command) {
 func (r *recorder) approved(cmd Command, nodePool *karpv1.NodePool, s balancedScore) {
 	msg := fmt.Sprintf("score %.2f >= threshold %.2f (k: %d, savings %.1f%%, disruption %.1f%%)",
 		s.score, balancedThreshold, balancedK, s.savingsPct, s.disruptionPct)
-	if len(cmd.Candidates) != 1 {
-		r.publish(nodePool, string(nodePool.UID), corev1.EventTypeNormal, ReasonConsolidationApproved, msg)
+	if len(cmd.Candidates) == 0 {
 		return
 	}
+	// Filed under the first candidate's node, so it is forgotten with it.
 	c := cmd.Candidates[0]
-	r.publish(c.StateNode.Node, string(c.StateNode.Node.UID), corev1.EventTypeNormal, ReasonConsolidationApproved, msg)
+	node := string(c.StateNode.Node.UID)
+	if len(cmd.Candidates) != 1 {
+		r.publish(nodePool, node, string(nodePool.UID), corev1.EventTypeNormal, ReasonConsolidationApproved, msg)
+		return
+	}
+	r.publish(c.StateNode.Node, node, node, corev1.EventTypeNormal, ReasonConsolidationApproved, msg)
 	if nc := c.StateNode.NodeClaim; nc != nil {
-		r.publish(nc, string(nc.UID), corev1.EventTypeNormal, ReasonConsolidationApproved, msg)
+		r.publish(nc, node, string(nc.UID), corev1.EventTypeNormal, ReasonConsolidationApproved, msg)
 	}
 }
 
 // doNotDisrupt reports on the pod what its duration-valued
-// karpenter.sh/do-not-disrupt annotation means now.
-func (r *recorder) doNotDisrupt(pod *corev1.Pod, dnd doNotDisruptStatus) {
+// karpenter.sh/do-not-disrupt annotation means now; node is the UID of
+// the node the pod runs on.
+func (r *recorder) doNotDisrupt(node string, pod *corev1.Pod, dnd doNotDisruptStatus) {
 	switch {
 	case dnd.invalid != "":
-		r.publish(pod, string(pod.UID), corev1.EventTypeWarning, ReasonInvalidDoNotDisruptAnnotation,
+		r.publish(pod, node, string(pod.UID), corev1.EventTypeWarning, ReasonInvalidDoNotDisruptAnnotation,
 			fmt.Sprintf("Invalid %s annotation: %s, ignoring annotation", karpv1.DoNotDisruptAnnotationKey, dnd.invalid))
 	case !dnd.until.IsZero() && dnd.active:
-		r.publish(pod, string(pod.UID), corev1.EventTypeNormal, ReasonDoNotDisruptUntil,
+		r.publish(pod, node, string(pod.UID), corev1.EventTypeNormal, ReasonDoNotDisruptUntil,
 			fmt.Sprintf("The %s grace period will elapse at %s", karpv1.DoNotDisruptAnnotationKey, dnd.until.UTC().Format(time.RFC3339)))
 	case !dnd.until.IsZero():
-		r.publish(pod, string(pod.UID), corev1.EventTypeNormal, ReasonDoNotDisruptGracePeriodElapsed,
+		r.publish(pod, node, string(pod.UID), corev1.EventTypeNormal, ReasonDoNotDisruptGracePeriodElapsed,
 			fmt.Sprintf("The %s grace period has elapsed, pod is now disruptable", karpv1.DoNotDisruptAnnotationKey))
 	}
 }

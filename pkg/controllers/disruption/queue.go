@@ -48,13 +48,23 @@ func (c *Controller) queuedIDs() map[string]bool {
 	return out
 }
 
-// start runs a command: launch the replacements (nominating the
-// candidates' pods to them), taint the candidates and set their
-// DisruptionReason, mark them for deletion, then either delete them at once
-// (no replacements) or queue the command until the replacements initialize.
-// Any failure undoes what was done.
+// start runs a command: taint the candidates karpenter.sh/disrupted and
+// set their DisruptionReason, then launch the replacements (nominating the
+// candidates' pods to them), mark the candidates for deletion, and either
+// delete them at once (no replacements) or queue the command until the
+// replacements initialize. The taint comes first, as upstream, so no pod
+// lands on a candidate while its replacement launches. Any failure undoes
+// what was done.
 func (c *Controller) start(ctx context.Context, cmd Command) error {
 	q := &queued{cmd: cmd, started: c.clock.Now()}
+	for _, cand := range cmd.Candidates {
+		if err := c.setDisrupted(ctx, cand.Name(), true); err != nil {
+			return errors.Join(err, c.rollback(ctx, q))
+		}
+		if err := c.setReason(ctx, cand.NodeClaim().Name, cmd.Reason); err != nil {
+			return errors.Join(err, c.rollback(ctx, q))
+		}
+	}
 	for _, r := range cmd.Replacements {
 		obj := render.NodeClaim(r)
 		if err := c.kubeClient.Create(ctx, obj); err != nil {
@@ -64,14 +74,6 @@ func (c *Controller) start(ctx context.Context, cmd Command) error {
 		q.replacements = append(q.replacements, obj.Name)
 	}
 	c.nominate(q)
-	for _, cand := range cmd.Candidates {
-		if err := c.setDisrupted(ctx, cand.Name(), true); err != nil {
-			return errors.Join(err, c.rollback(ctx, q))
-		}
-		if err := c.setReason(ctx, cand.NodeClaim().Name, cmd.Reason); err != nil {
-			return errors.Join(err, c.rollback(ctx, q))
-		}
-	}
 	c.cluster.MarkForDeletion(q.ids()...)
 	decisionsTotal.WithLabelValues(cmd.Decision(), reasonValue(cmd.Reason), cmd.Method.ConsolidationType()).Inc()
 	for _, pool := range commandNodePools(cmd) {

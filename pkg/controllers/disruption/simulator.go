@@ -22,12 +22,14 @@ type passSimulator struct {
 var _ Simulator = (*passSimulator)(nil)
 
 // refresh gathers the solver input: every node of the cluster state, the
-// launchable NodePools with their instance types, DaemonSets, LimitRanges
-// and namespaces, and the volume topology of the candidates' pods (so a
-// pod with a zonal volume only moves within its zone).
+// pending pods (a consolidation must leave them, and the pods of nodes
+// being deleted, the room they need), the launchable NodePools with their
+// instance types, DaemonSets, LimitRanges and namespaces, and the volume
+// topology of the candidates' pods (so a pod with a zonal volume only
+// moves within its zone).
 func (s *passSimulator) refresh(ctx context.Context, c *Controller, w *world) error {
 	nodes, _ := c.cluster.Snapshot()
-	in := simulation.Input{Nodes: nodes, DaemonSets: c.cluster.DaemonSets(), Options: s.opts}
+	in := simulation.Input{Nodes: nodes, Pods: c.cluster.ProvisionablePods(), DaemonSets: c.cluster.DaemonSets(), Options: s.opts}
 	for _, name := range w.poolNames {
 		np, its := w.nodePools[name], w.typeList[name]
 		if its == nil || np.DeletionTimestamp != nil || np.Spec.Replicas != nil ||

@@ -110,6 +110,8 @@ type nodeOpts struct {
 	taints      []corev1.Taint
 	finalizers  []string
 	initialized time.Time
+	// terminationGracePeriod, when set, is the NodeClaim's.
+	terminationGracePeriod time.Duration
 }
 
 // runningNode creates an initialized NodeClaim and its Ready Node of the
@@ -127,7 +129,11 @@ func (h *harness) runningNode(name string, o nodeOpts, pods ...*corev1.Pod) *kar
 		corev1.LabelTopologyZone: zone, karpv1.CapacityTypeLabelKey: karpv1.CapacityTypeOnDemand,
 		corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux", corev1.LabelHostname: name}
 	providerID := "fake://" + name
-	nc := test.MakeNodeClaim(name).Labels(labels).Annotations(o.annotations).Finalizers(o.finalizers...).Obj()
+	ncw := test.MakeNodeClaim(name).Labels(labels).Annotations(o.annotations).Finalizers(o.finalizers...)
+	if o.terminationGracePeriod > 0 {
+		ncw.TerminationGracePeriod(o.terminationGracePeriod)
+	}
+	nc := ncw.Obj()
 	h.create(nc)
 	nc.Status.ProviderID, nc.Status.NodeName = providerID, name
 	nc.Status.Capacity, nc.Status.Allocatable = o.it.Capacity, o.it.Allocatable

@@ -64,6 +64,11 @@ type Candidate struct {
 	// DisruptionCost is upstream's eviction cost of the pods, scaled by how
 	// much of its lifetime the node has left.
 	DisruptionCost float64
+	// PodBlocked is set when a pod (do-not-disrupt, or a PDB allowing no
+	// eviction) holds a node whose NodeClaim has a terminationGracePeriod:
+	// only eventual disruption (drift) may take it, its drain then bounded
+	// by the grace period (upstream's rule); the blocker is recorded.
+	PodBlocked bool
 }
 
 // Name is the node's name.

@@ -39,6 +39,9 @@ func (c *Controller) validate(ctx context.Context, w *world, p *pending) (Comman
 	for _, old := range p.cmd.Candidates {
 		cand := fresh[old.Name()]
 		ok := false
+		if cand != nil && !mayTake(method, cand) {
+			cand = nil
+		}
 		if cand != nil {
 			var why blocker
 			ok, why = method.ShouldDisrupt(ctx, w, cand)

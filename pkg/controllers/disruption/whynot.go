@@ -56,6 +56,14 @@ func (c *Controller) explain(ctx context.Context, w *world) error {
 			c.events.forget(string(sn.Node.UID))
 		}
 	}
+	// Forget the events of nodes that are gone.
+	live := make(map[string]bool, len(w.stateNodes))
+	for _, sn := range w.stateNodes {
+		if sn.Node != nil {
+			live[string(sn.Node.UID)] = true
+		}
+	}
+	c.events.retain(live)
 	return errors.Join(errs...)
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning/hint"
 	"github.com/karp-autoscaler/karp/pkg/metrics"
 	"github.com/karp-autoscaler/karp/pkg/render"
+	"github.com/karp-autoscaler/karp/pkg/scheduling"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
 	"github.com/karp-autoscaler/karp/pkg/state"
 )
@@ -85,23 +86,26 @@ func (p *Provisioner) act(ctx context.Context, in *simulation.Input, res *simula
 const createWorkers = 16
 
 // admit returns the NodeClaims the NodePools' limits still allow, in
-// order, counting each admitted one against the next; the pods of the
-// others get a FailedScheduling event naming the limit.
+// order, counting each admitted one against the next as the largest
+// instance type it lists (the provider may launch any of them). A
+// NodeClaim whose largest option would break a limit keeps only the types
+// that fit; when its chosen type does not, the pods of the NodeClaim get
+// a FailedScheduling event naming the limit.
 func (p *Provisioner) admit(limits *limitTracker, claims []*simulation.NodeClaim) []*simulation.NodeClaim {
 	var out []*simulation.NodeClaim
 	for _, nc := range claims {
 		nodePool := limits.current(nc.NodePool)
-		if reason := limits.exceededBy(nodePool, nc); reason != "" {
+		fitted, reason := limits.fit(nodePool, nc)
+		if reason != "" {
 			for _, pod := range nc.Pods {
 				p.recorder.FailedScheduling(pod, fmt.Sprintf("nodepool %q: %s", nodePool.Name, reason))
 			}
 			continue
 		}
-		limits.add(nodePool.Name, nc)
+		limits.add(nodePool.Name, maximumCapacity(fitted.InstanceTypes))
 		// Render from the NodePool as it is now.
-		admitted := *nc
-		admitted.NodePool = nodePool
-		out = append(out, &admitted)
+		fitted.NodePool = nodePool
+		out = append(out, fitted)
 	}
 	return out
 }
@@ -178,8 +182,45 @@ func (t *limitTracker) current(np *karpv1.NodePool) *karpv1.NodePool {
 	return np
 }
 
-// exceededBy says which limit launching nc would break, or "".
-func (t *limitTracker) exceededBy(np *karpv1.NodePool, nc *simulation.NodeClaim) string {
+// fit returns a copy of nc whose instance types are those the NodePool's
+// limits allow whichever of them launches, or why not even its chosen
+// type fits.
+func (t *limitTracker) fit(np *karpv1.NodePool, nc *simulation.NodeClaim) (*simulation.NodeClaim, string) {
+	out := *nc
+	if len(np.Spec.Limits) == 0 {
+		return &out, ""
+	}
+	if reason := t.exceededBy(np, nc.InstanceType.Capacity); reason != "" {
+		return nil, reason
+	}
+	if t.exceededBy(np, maximumCapacity(nc.InstanceTypes)) == "" {
+		return &out, ""
+	}
+	// The chosen type fits, a larger listed one does not: keep the types
+	// that fit (cheapest first, as listed). Each fits on its own, so
+	// their element-wise maximum does too.
+	var kept []*scheduling.InstanceType
+	var names []string
+	for _, it := range nc.InstanceTypes {
+		if t.exceededBy(np, it.Capacity) == "" {
+			kept = append(kept, it)
+			names = append(names, it.Name)
+		}
+	}
+	out.InstanceTypes = kept
+	out.Requirements = nc.Requirements.Copy()
+	narrowed := scheduling.NewRequirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, names...)
+	if old := nc.Requirements.Get(corev1.LabelInstanceTypeStable); old != nil {
+		narrowed.MinValues = old.MinValues
+	}
+	delete(out.Requirements, corev1.LabelInstanceTypeStable)
+	out.Requirements.Add(narrowed)
+	return &out, ""
+}
+
+// exceededBy says which limit launching a node of the given capacity
+// would break, or "".
+func (t *limitTracker) exceededBy(np *karpv1.NodePool, capacity corev1.ResourceList) string {
 	if len(np.Spec.Limits) == 0 {
 		return ""
 	}
@@ -188,7 +229,7 @@ func (t *limitTracker) exceededBy(np *karpv1.NodePool, nc *simulation.NodeClaim)
 		u = &usage{resources: corev1.ResourceList{}}
 	}
 	next := u.resources.DeepCopy()
-	addTo(next, nc.InstanceType.Capacity)
+	addTo(next, capacity)
 	next["nodes"] = *resource.NewQuantity(u.nodes+1, resource.DecimalSI)
 	for name, limit := range np.Spec.Limits {
 		if used, ok := next[name]; ok && used.Cmp(limit) > 0 {
@@ -202,11 +243,12 @@ func (t *limitTracker) exceededBy(np *karpv1.NodePool, nc *simulation.NodeClaim)
 	return ""
 }
 
-func (t *limitTracker) add(pool string, nc *simulation.NodeClaim) {
+// add counts a node of the given capacity against the pool.
+func (t *limitTracker) add(pool string, capacity corev1.ResourceList) {
 	u := t.usage[pool]
 	if u == nil {
 		u = &usage{resources: corev1.ResourceList{}}
 		t.usage[pool] = u
 	}
-	u.add(nc.InstanceType.Capacity)
+	u.add(capacity)
 }

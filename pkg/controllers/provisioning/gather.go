@@ -109,10 +109,12 @@ func addTo(sum, more corev1.ResourceList) {
 	}
 }
 
-// fillInFlight gives NodeClaims that have not launched yet the capacity
+// fillInFlight gives NodeClaims that have not launched yet the allocatable
 // every instance type they list guarantees (the element-wise minimum), so
 // pods nominated to them, or pods pending again after a restart, are
-// counted against capacity that will exist instead of launching more.
+// counted against capacity that will exist instead of launching more; and,
+// for NodePool limits, the capacity of the largest type they list (the
+// element-wise maximum), since the provider may launch any of them.
 func fillInFlight(nodes []*simulation.Node, stateNodes []*state.StateNode, typesByPool map[string][]*scheduling.InstanceType) {
 	for i, n := range nodes {
 		sn := stateNodes[i]
@@ -124,7 +126,7 @@ func fillInFlight(nodes []*simulation.Node, stateNodes []*state.StateNode, types
 			continue
 		}
 		n.Allocatable = minimum(listed, func(it *scheduling.InstanceType) corev1.ResourceList { return it.Allocatable })
-		n.Capacity = minimum(listed, func(it *scheduling.InstanceType) corev1.ResourceList { return it.Capacity })
+		n.Capacity = maximumCapacity(listed)
 	}
 }
 
@@ -154,6 +156,19 @@ func minimum(types []*scheduling.InstanceType, get func(*scheduling.InstanceType
 			}
 			if other.Cmp(q) < 0 {
 				out[name] = other.DeepCopy()
+			}
+		}
+	}
+	return out
+}
+
+// maximumCapacity is the element-wise maximum capacity of types.
+func maximumCapacity(types []*scheduling.InstanceType) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for _, it := range types {
+		for name, q := range it.Capacity {
+			if cur, ok := out[name]; !ok || q.Cmp(cur) > 0 {
+				out[name] = q.DeepCopy()
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/fake"
 	"github.com/karp-autoscaler/karp/pkg/test"
 )
 
@@ -88,4 +89,74 @@ func TestNodeLimitCountsInFlightNodeClaims(t *testing.T) {
 func limitOf(np *karpv1.NodePool, name corev1.ResourceName) int64 {
 	q := np.Spec.Limits[name]
 	return q.Value()
+}
+
+// limitTypes makes the provider offer a cheap 2-cpu type and a dearer
+// 8-cpu one, so the solver picks the small one but may list the big one.
+func limitTypes(h *harness) {
+	h.t.Helper()
+	list := func(cpu string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("8Gi"),
+			corev1.ResourcePods: resource.MustParse("20")}
+	}
+	h.provider.SetInstanceTypes(
+		fake.NewInstanceType(fake.InstanceTypeOptions{Name: "two-cpu", Resources: list("2")}),
+		fake.NewInstanceType(fake.InstanceTypeOptions{Name: "eight-cpu", Resources: list("8")}),
+	)
+}
+
+// worstCaseCPU sums, over the pool's NodeClaims, the cpu capacity of the
+// largest instance type each lists: what the pool holds if the provider
+// launches the largest option of every NodeClaim.
+func worstCaseCPU(t *testing.T, h *harness) int64 {
+	t.Helper()
+	sizes := map[string]int64{"two-cpu": 2, "eight-cpu": 8}
+	var total int64
+	for _, nc := range h.nodeClaims() {
+		var largest int64
+		for _, r := range nc.Spec.Requirements {
+			if r.Key != corev1.LabelInstanceTypeStable {
+				continue
+			}
+			for _, v := range r.Values {
+				largest = max(largest, sizes[v])
+			}
+		}
+		t.Logf("NodeClaim %s: largest listed type has %d cpu", nc.Name, largest)
+		total += largest
+	}
+	return total
+}
+
+// TestCPULimitHoldsWhicheverListedTypeLaunchesInOnePass: two NodeClaims of
+// one pass may each list the 8-cpu type only while both can be 8-cpu within
+// the limit.
+func TestCPULimitHoldsWhicheverListedTypeLaunchesInOnePass(t *testing.T) {
+	h := newHarness(t)
+	limitTypes(h)
+	h.readyNodePool(test.MakeNodePool("limited").Limits(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")}).Obj())
+	h.pendingPods(test.MakePod("a").Requests("cpu", "1500m").Obj(), test.MakePod("b").Requests("cpu", "1500m").Obj())
+	if res := h.schedule(); len(res.Created) == 0 {
+		t.Fatal("created no NodeClaim")
+	}
+	if got := worstCaseCPU(t, h); got > 10 {
+		t.Errorf("the NodeClaims may launch %d cpu, over the limit of 10", got)
+	}
+}
+
+// TestCPULimitHoldsWhicheverListedTypeLaunchesAcrossPasses: an in-flight
+// NodeClaim counts against the limit as its largest listed type.
+func TestCPULimitHoldsWhicheverListedTypeLaunchesAcrossPasses(t *testing.T) {
+	h := newHarness(t)
+	limitTypes(h)
+	h.readyNodePool(test.MakeNodePool("limited").Limits(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")}).Obj())
+	h.pendingPods(test.MakePod("a").Requests("cpu", "1500m").Obj())
+	if res := h.schedule(); len(res.Created) != 1 {
+		t.Fatalf("first pass created %v, want one NodeClaim", res.Created)
+	}
+	h.pendingPods(test.MakePod("b").Requests("cpu", "1500m").Obj())
+	h.schedule()
+	if got := worstCaseCPU(t, h); got > 10 {
+		t.Errorf("the NodeClaims may launch %d cpu, over the limit of 10", got)
+	}
 }

@@ -37,7 +37,15 @@ type Options struct {
 	// PreferencePolicy and MinValuesPolicy are passed to the solver.
 	PreferencePolicy simulation.PreferencePolicy
 	MinValuesPolicy  simulation.MinValuesPolicy
+	// SolveTimeout bounds one solve (upstream: 1 minute); the pass then
+	// acts on the pods placed so far and the next pass, started at once,
+	// places the rest. Zero or less: unbounded. A wall-clock bound, like
+	// upstream's: it guards against pathological inputs, not a schedule.
+	SolveTimeout time.Duration
 }
+
+// DefaultSolveTimeout is upstream's bound on one provisioning solve.
+const DefaultSolveTimeout = time.Minute
 
 // DefaultBatchHoldDuration is karp's default bound on the batch hold.
 const DefaultBatchHoldDuration = 10 * time.Second
@@ -45,7 +53,8 @@ const DefaultBatchHoldDuration = 10 * time.Second
 // DefaultOptions are upstream's defaults (the batch hold is karp's own).
 func DefaultOptions() Options {
 	return Options{BatchIdleDuration: time.Second, BatchMaxDuration: 10 * time.Second, BatchHoldDuration: DefaultBatchHoldDuration,
-		PreferencePolicy: simulation.PreferencePolicyRespect, MinValuesPolicy: simulation.MinValuesPolicyStrict}
+		PreferencePolicy: simulation.PreferencePolicyRespect, MinValuesPolicy: simulation.MinValuesPolicyStrict,
+		SolveTimeout: DefaultSolveTimeout}
 }
 
 // NominationTTL is how long a nomination keeps a pod out of the next
@@ -64,6 +73,9 @@ type Provisioner struct {
 	clock         clock.Clock
 	opts          Options
 	batcher       *Batcher
+	// hints writes the hints of pods placed on existing nodes in the
+	// background (one writer at a time, stopped with the controller).
+	hints *hint.Writer
 
 	// retry is set when a closed window could not be acted on (state not
 	// synced); the next pass runs without waiting for a new trigger.
@@ -79,7 +91,7 @@ func NewProvisioner(kubeClient client.Client, cloudProvider cloudprovider.CloudP
 	recorder EventRecorder, clk clock.Clock, opts Options) *Provisioner {
 	return &Provisioner{kubeClient: kubeClient, cloudProvider: cloudProvider, cluster: cluster,
 		recorder: NewRecorder(recorder, clk), clock: clk, opts: opts,
-		batcher: NewBatcher(clk, opts.BatchIdleDuration, opts.BatchMaxDuration)}
+		batcher: NewBatcher(clk, opts.BatchIdleDuration, opts.BatchMaxDuration), hints: hint.NewWriter(kubeClient)}
 }
 
 // Batcher is the batcher the triggers feed.
@@ -142,6 +154,9 @@ type Results struct {
 	Solve *simulation.Result
 	// Created are the NodeClaims created, in order.
 	Created []string
+	// Deferred counts the pods the solve had no time to place (its time
+	// bound ran out); the next pass places them.
+	Deferred int
 }
 
 // Schedule runs one provisioning pass over the current state (which the
@@ -173,7 +188,7 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Results, error) {
 	}
 	// 3. Solve.
 	start := p.clock.Now()
-	res := simulation.Solve(ctx, *in)
+	res, deferred := p.solve(ctx, in)
 	schedulingDuration.Observe(p.clock.Since(start).Seconds())
 	// 4. Act: create NodeClaims, nominate, explain the rest.
 	ids := make(map[*simulation.Node]string, len(nodes))
@@ -190,10 +205,45 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Results, error) {
 	for _, ep := range res.ExistingNodes {
 		pods := slices.DeleteFunc(slices.Clone(ep.Pods), state.IsAwaitingScheduler)
 		if name := nodeNames[ep.Node]; name != "" && len(pods) > 0 {
-			go hint.Write(context.WithoutCancel(ctx), p.kubeClient, pods, name)
+			// The reconcile context lives as long as the controller
+			// (no per-reconcile timeout is set), so the writer stops with it.
+			p.hints.Write(ctx, pods, name)
 		}
 	}
-	return &Results{Solve: res, Created: created}, err
+	return &Results{Solve: res, Created: created, Deferred: deferred}, err
+}
+
+// solve runs the solver within SolveTimeout. When the bound runs out, the
+// pods it had no time for are taken out of the result's errors (they are
+// not unschedulable) and counted, and the next pass starts without waiting
+// for a new batch, so they are placed then.
+func (p *Provisioner) solve(ctx context.Context, in *simulation.Input) (*simulation.Result, int) {
+	solveCtx := ctx
+	if p.opts.SolveTimeout > 0 {
+		var cancel context.CancelFunc
+		solveCtx, cancel = context.WithTimeout(ctx, p.opts.SolveTimeout)
+		defer cancel()
+	}
+	res := simulation.Solve(solveCtx, *in)
+	if solveCtx.Err() == nil || ctx.Err() != nil {
+		return res, 0
+	}
+	kept := res.PodErrors[:0]
+	deferred := 0
+	for _, pe := range res.PodErrors {
+		if simulation.Cancelled(pe.Status) {
+			deferred++
+			continue
+		}
+		kept = append(kept, pe)
+	}
+	res.PodErrors = kept
+	if deferred > 0 {
+		p.retry = true
+		log.FromContext(ctx).Info("provisioning solve reached its time bound, acting on the pods placed so far",
+			"timeout", p.opts.SolveTimeout, "deferred", deferred)
+	}
+	return res, deferred
 }
 
 func anyReschedulable(nodes []*simulation.Node) bool {

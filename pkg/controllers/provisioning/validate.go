@@ -103,9 +103,8 @@ type errRestricted struct{ error }
 func (e errRestricted) Unwrap() error { return e.error }
 
 // restrictedHint says which labels pods may select on.
-var restrictedHint = fmt.Sprintf("karp provisions for well-known labels (%s) and labels outside the %s domains (except under %s)",
-	strings.Join(sets.List(karpv1.WellKnownLabels), ", "), strings.Join(sets.List(karpv1.RestrictedLabelDomains), ", "),
-	strings.Join(sets.List(karpv1.LabelDomainExceptions), ", "))
+var restrictedHint = fmt.Sprintf("karp provisions for well-known labels (%s) and labels outside the %s domains",
+	strings.Join(sets.List(karpv1.WellKnownLabels), ", "), strings.Join(sets.List(karpv1.RestrictedLabelDomains), ", "))
 
 // optedOut reports whether every required node affinity term (so every
 // way the pod can schedule) requires karpenter.sh/nodepool to be absent.

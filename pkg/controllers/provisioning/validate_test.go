@@ -34,9 +34,8 @@ func TestValidatePod(t *testing.T) {
 		"nodeSelector in karp's domain": {
 			pod:     test.MakePod("p").NodeSelector(map[string]string{"karpenter.sh/custom": "x"}).Obj(),
 			wantErr: []string{"nodeSelector karpenter.sh/custom", "restricted domain karpenter.sh"}},
-		"required affinity on a kubernetes.io subdomain": {
-			pod:     test.MakePod("p").NodeAffinityTerm(req("node-role.kubernetes.io/worker", corev1.NodeSelectorOpExists)).Obj(),
-			wantErr: []string{"required node affinity term 0, node-role.kubernetes.io/worker", "restricted domain kubernetes.io"}},
+		"required affinity on a kubernetes.io subdomain (a NodePool may set it)": {
+			pod: test.MakePod("p").NodeAffinityTerm(req("node-role.kubernetes.io/worker", corev1.NodeSelectorOpExists)).Obj()},
 		"required affinity with matchFields": {
 			pod:     test.MakePod("p").NodeAffinityFieldTerm(req("metadata.name", corev1.NodeSelectorOpIn, "node-1")).Obj(),
 			wantErr: []string{"required node affinity term 0: matchFields is not supported"}},

@@ -7,6 +7,7 @@ import (
 	"k8s.io/klog/v2"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/scheduling"
 )
 
 // stuckTerminatingAfter is how long past its deletion timestamp a pod is
@@ -74,7 +75,7 @@ func planDrain(pods []corev1.Pod, deadline, now time.Time) drainPlan {
 				plan.nextForce = at
 			}
 		}
-		if pod.DeletionTimestamp == nil && doNotDisruptActive(pod, now) {
+		if pod.DeletionTimestamp == nil && scheduling.DoNotDisruptActive(pod, now) {
 			plan.blocked = append(plan.blocked, pod)
 		}
 		g := drainGroup(pod)
@@ -85,7 +86,7 @@ func planDrain(pods []corev1.Pod, deadline, now time.Time) drainPlan {
 			continue
 		}
 		for _, pod := range groups[g] {
-			if pod.DeletionTimestamp == nil && !doNotDisruptActive(pod, now) {
+			if pod.DeletionTimestamp == nil && !scheduling.DoNotDisruptActive(pod, now) {
 				plan.evict = append(plan.evict, pod)
 			}
 		}
@@ -160,26 +161,4 @@ func drainGroup(pod *corev1.Pod) int {
 	default:
 		return groupWorkload
 	}
-}
-
-// doNotDisruptActive reports whether pod's karpenter.sh/do-not-disrupt
-// annotation protects it at now: "true", or a positive duration counted
-// from the pod's start (a pod not yet started is protected). Any other
-// value is ignored.
-func doNotDisruptActive(pod *corev1.Pod, now time.Time) bool {
-	v, ok := pod.Annotations[karpv1.DoNotDisruptAnnotationKey]
-	if !ok {
-		return false
-	}
-	if v == "true" {
-		return true
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return false
-	}
-	if pod.Status.StartTime == nil {
-		return true
-	}
-	return now.Before(pod.Status.StartTime.Add(d))
 }

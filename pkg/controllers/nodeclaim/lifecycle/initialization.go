@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/scheduling"
 )
 
 // Initialized condition reasons.
@@ -24,14 +25,6 @@ const (
 	ReasonKnownEphemeralTaintsExist = "KnownEphemeralTaintsExist"
 	ReasonResourceNotRegistered     = "ResourceNotRegistered"
 )
-
-// KnownEphemeralTaints are put on new Nodes by Kubernetes itself and go
-// away on their own; a Node carrying one is not initialized yet.
-var KnownEphemeralTaints = []corev1.Taint{
-	{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule},
-	{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule},
-	{Key: "node.cloudprovider.kubernetes.io/uninitialized", Value: "true", Effect: corev1.TaintEffectNoSchedule},
-}
 
 // initialization marks the NodeClaim Initialized once its Node is usable.
 type initialization struct {
@@ -87,7 +80,7 @@ func (i *initialization) get(ctx context.Context, name string, node *corev1.Node
 
 // notInitialized returns why the Node is not usable yet ("" when it is):
 // it must be Ready, without the NodeClaim's startup taints or a known
-// ephemeral taint, and have every requested extended resource.
+// ephemeral taint (scheduling.IsKnownEphemeralTaint), and have every requested extended resource.
 func notInitialized(nodeClaim *karpv1.NodeClaim, node *corev1.Node) (reason, message string) {
 	if !nodeReady(node) {
 		return ReasonNodeNotReady, "Node status is NotReady"
@@ -97,8 +90,10 @@ func notInitialized(nodeClaim *karpv1.NodeClaim, node *corev1.Node) (reason, mes
 			return ReasonStartupTaintsExist, fmt.Sprintf("StartupTaint %q still exists", t.ToString())
 		}
 	}
-	for _, t := range KnownEphemeralTaints {
-		if hasTaint(node, t) {
+	// The same list scheduling ignores on uninitialized nodes, so a pod
+	// planned onto this Node past such a taint waits for it to go.
+	for _, t := range node.Spec.Taints {
+		if scheduling.IsKnownEphemeralTaint(t) {
 			return ReasonKnownEphemeralTaintsExist, fmt.Sprintf("KnownEphemeralTaint %q still exists", t.ToString())
 		}
 	}

@@ -36,6 +36,22 @@ func TestInitializationGates(t *testing.T) {
 			wantReason: lifecycle.ReasonKnownEphemeralTaintsExist,
 			fix:        func(n *corev1.Node) { n.Spec.Taints = nil },
 		},
+		"node readiness controller taint": {
+			nodeClaim: test.MakeNodeClaim("gate").NodePool("default").Obj(),
+			node: func(n *corev1.Node) {
+				n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "readiness.k8s.io/network-ready", Value: "pending", Effect: corev1.TaintEffectNoSchedule})
+			},
+			wantReason: lifecycle.ReasonKnownEphemeralTaintsExist,
+			fix:        func(n *corev1.Node) { n.Spec.Taints = nil },
+		},
+		"not-ready NoExecute taint": {
+			nodeClaim: test.MakeNodeClaim("gate").NodePool("default").Obj(),
+			node: func(n *corev1.Node) {
+				n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoExecute})
+			},
+			wantReason: lifecycle.ReasonKnownEphemeralTaintsExist,
+			fix:        func(n *corev1.Node) { n.Spec.Taints = nil },
+		},
 		"requested extended resource not registered": {
 			nodeClaim:  test.MakeNodeClaim("gate").NodePool("default").Requests(corev1.ResourceList{gpu: resource.MustParse("1")}).Obj(),
 			node:       func(n *corev1.Node) { delete(n.Status.Allocatable, gpu) },

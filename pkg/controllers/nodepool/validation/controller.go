@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,12 +22,27 @@ import (
 // ReasonNodePoolValidationFailed is ValidationSucceeded's reason when False.
 const ReasonNodePoolValidationFailed = "NodePoolValidationFailed"
 
+// ConditionTypeReplicasServed is False on a static NodePool (spec.replicas
+// set): karp does not launch static NodePools yet, so such a NodePool gets
+// no nodes, and says so here and in a warning event (reason
+// ReasonStaticCapacityNotImplemented) rather than silently. A dynamic
+// NodePool does not carry it. It is informational: not part of Ready.
+const ConditionTypeReplicasServed = "ReplicasServed"
+
+// ReasonStaticCapacityNotImplemented is ReplicasServed's reason when False
+// and the reason of the warning event.
+const ReasonStaticCapacityNotImplemented = "StaticCapacityNotImplemented"
+
+// staticMessage explains ReplicasServed=False.
+const staticMessage = "karp does not launch static NodePools (spec.replicas) yet; this NodePool gets no nodes"
+
 // Controller validates NodePools.
 type Controller struct {
 	kubeClient client.Client
 	clock      clock.Clock
 	// wellKnown are provider label keys users may constrain on.
 	wellKnown []sets.Set[string]
+	recorder  events.EventRecorder
 }
 
 var _ reconcile.ObjectReconciler[*karpv1.NodePool] = (*Controller)(nil)
@@ -34,6 +51,13 @@ var _ reconcile.ObjectReconciler[*karpv1.NodePool] = (*Controller)(nil)
 // instance labels are accepted as well known.
 func NewController(kubeClient client.Client, clk clock.Clock) *Controller {
 	return &Controller{kubeClient: kubeClient, clock: clk, wellKnown: []sets.Set[string]{kwokv1alpha1.WellKnownLabels}}
+}
+
+// WithRecorder makes the controller publish a warning event on each static
+// NodePool it cannot serve.
+func (c *Controller) WithRecorder(rec events.EventRecorder) *Controller {
+	c.recorder = rec
+	return c
 }
 
 // Name is the controller's name.
@@ -59,6 +83,16 @@ func (c *Controller) Reconcile(ctx context.Context, nodePool *karpv1.NodePool) (
 		conditions.SetFalse(karpv1.ConditionTypeValidationSucceeded, ReasonNodePoolValidationFailed, err.Error())
 	} else {
 		conditions.SetTrue(karpv1.ConditionTypeValidationSucceeded)
+	}
+	static := nodePool.Spec.Replicas != nil
+	if static {
+		conditions.SetFalse(ConditionTypeReplicasServed, ReasonStaticCapacityNotImplemented, staticMessage)
+	} else {
+		conditions.Clear(ConditionTypeReplicasServed)
+	}
+	// The watch passes generation changes only: one event per spec change.
+	if static && c.recorder != nil {
+		c.recorder.Eventf(nodePool, nil, corev1.EventTypeWarning, ReasonStaticCapacityNotImplemented, "Validate", staticMessage)
 	}
 	if equality.Semantic.DeepEqual(stored.Status, nodePool.Status) {
 		return reconcile.Result{}, nil

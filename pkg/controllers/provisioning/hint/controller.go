@@ -107,6 +107,11 @@ func (c *Controller) Reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	if nodeClaim.Status.NodeName == "" || !nodeClaim.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil
 	}
-	Write(ctx, c.kubeClient, c.cluster.HintedPods(state.NodeClaimID(nodeClaim.Name)), nodeClaim.Status.NodeName)
+	pods := c.cluster.HintedPods(state.NodeClaimID(nodeClaim.Name))
+	hints := make([]Hint, 0, len(pods))
+	for _, pod := range pods {
+		hints = append(hints, Hint{Pod: pod, Node: nodeClaim.Status.NodeName})
+	}
+	writeHints(ctx, c.kubeClient, hints)
 	return reconcile.Result{}, nil
 }

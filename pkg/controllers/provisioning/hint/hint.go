@@ -22,17 +22,6 @@ import (
 // hintWorkers bounds concurrent pod status patches.
 const hintWorkers = 16
 
-// Write writes nodeName as the nominated node of each pod still pending
-// without that hint. Errors are logged: a missing hint only costs the
-// scheduler's default placement.
-func Write(ctx context.Context, kubeClient client.Client, pods []*corev1.Pod, nodeName string) {
-	hints := make([]Hint, 0, len(pods))
-	for _, pod := range pods {
-		hints = append(hints, Hint{Pod: pod, Node: nodeName})
-	}
-	writeHints(ctx, kubeClient, hints)
-}
-
 // Hint is a pod and the node it was planned for.
 type Hint struct {
 	Pod  *corev1.Pod
