@@ -101,7 +101,9 @@ func (c *CloudProvider) launch(ctx context.Context, nodeClass *awsv1.EC2NodeClas
 		ReservationID: reservationID,
 		Tags:          tags,
 	}
-	if nodeClass.Spec.Context != nil {
+	if nodeClass.Spec.Context != nil && nodeClaim.Annotations[karpv1.NodeClaimMinValuesRelaxedAnnotationKey] != "true" {
+		// As upstream, a NodeClaim whose minValues were relaxed does not
+		// pass the reserved Context on.
 		req.Context = *nodeClass.Spec.Context
 	}
 	req.ZoneIDs = map[string]string{}

@@ -423,3 +423,24 @@ func TestLaunchSubnetHasTheMostFreeAddresses(t *testing.T) {
 		t.Errorf("with subnet-big out of addresses, launched into %s, want subnet-small", got)
 	}
 }
+
+func TestFleetContext(t *testing.T) {
+	ctx := context.Background()
+	nodeClass := createNodeClass(t, newNodeClass(func(nc *awsv1.EC2NodeClass) { nc.Spec.Context = awssdk.String("c-0123") }), true)
+	w := newWorld(t)
+	if _, err := w.Provider.Create(ctx, newNodeClaim("context", nodeClass.Name)); err != nil {
+		t.Fatal(err)
+	}
+	relaxed := newNodeClaim("relaxed", nodeClass.Name)
+	relaxed.Annotations = map[string]string{karpv1.NodeClaimMinValuesRelaxedAnnotationKey: "true"}
+	if _, err := w.Provider.Create(ctx, relaxed); err != nil {
+		t.Fatal(err)
+	}
+	var contexts []string
+	for _, in := range w.EC2.CreateFleetInputs() {
+		contexts = append(contexts, awssdk.ToString(in.Context))
+	}
+	if strings.Join(contexts, ",") != "c-0123," {
+		t.Errorf("fleet contexts %q, want c-0123 then none for the relaxed NodeClaim", contexts)
+	}
+}

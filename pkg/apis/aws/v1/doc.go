@@ -13,7 +13,8 @@
 // by the API server; upstream's later open-map kubelet with CEL expressions
 // behind a feature gate is not offered. Fields upstream added after that
 // (placementGroupSelector, connectionTracking, cpuOptions) are not offered
-// either: the API server drops rather than silently ignores them at launch.
+// either: kubectl's strict field validation refuses them by name, where
+// accepting them would ignore them at launch.
 //
 // The package imports only k8s.io/api, k8s.io/apimachinery, karp's
 // karpenter.sh/v1 types and the hashstructure library for the drift hash;

@@ -216,12 +216,7 @@ func (p *Provider) data(req Request, imageID string, maxPods int32) (*ec2types.R
 		BlockDeviceMappings: blockDevices(nodeClass),
 		MetadataOptions:     metadataOptions(nodeClass.Spec.MetadataOptions),
 		Monitoring:          &ec2types.LaunchTemplatesMonitoringRequest{Enabled: aws.Bool(aws.ToBool(nodeClass.Spec.DetailedMonitoring))},
-		NetworkInterfaces: []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{{
-			DeviceIndex:              aws.Int32(0),
-			AssociatePublicIpAddress: nodeClass.Spec.AssociatePublicIPAddress,
-			Groups:                   groups,
-			Ipv4PrefixCount:          nodeClass.Spec.IPPrefixCount,
-		}},
+		NetworkInterfaces:   networkInterfaces(nodeClass, groups),
 		CapacityReservationSpecification: &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
 			CapacityReservationPreference: ec2types.CapacityReservationPreferenceNone,
 		},
@@ -243,6 +238,43 @@ func (p *Provider) data(req Request, imageID string, maxPods int32) (*ec2types.R
 			ec2types.LaunchTemplateTagSpecificationRequest{ResourceType: ec2types.ResourceTypeSpotInstancesRequest, Tags: ec2Tags(req.Tags)})
 	}
 	return data, nil
+}
+
+// networkInterfaces lays out the instance's interfaces: one primary
+// interface by default, or the EC2NodeClass's explicit layout. Security
+// groups go on the interfaces (so the template sets none of its own);
+// EFA-only devices get no addresses.
+func networkInterfaces(nodeClass *awsv1.EC2NodeClass, groups []string) []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest {
+	primary := func(card, device int32) ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest {
+		return ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{
+			NetworkCardIndex:         aws.Int32(card),
+			DeviceIndex:              aws.Int32(device),
+			AssociatePublicIpAddress: nodeClass.Spec.AssociatePublicIPAddress,
+			Groups:                   groups,
+			Ipv4PrefixCount:          nodeClass.Spec.IPPrefixCount,
+		}
+	}
+	if len(nodeClass.Spec.NetworkInterfaces) == 0 {
+		eni := primary(0, 0)
+		eni.NetworkCardIndex = nil
+		return []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{eni}
+	}
+	var out []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest
+	for _, ni := range nodeClass.Spec.NetworkInterfaces {
+		if ni.InterfaceType == awsv1.InterfaceTypeEFAOnly {
+			out = append(out, ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{
+				NetworkCardIndex: aws.Int32(ni.NetworkCardIndex),
+				DeviceIndex:      aws.Int32(ni.DeviceIndex),
+				InterfaceType:    aws.String(string(awsv1.InterfaceTypeEFAOnly)),
+				Groups:           groups,
+			})
+			continue
+		}
+		eni := primary(ni.NetworkCardIndex, ni.DeviceIndex)
+		eni.InterfaceType = aws.String(string(ni.InterfaceType))
+		out = append(out, eni)
+	}
+	return out
 }
 
 // userDataLabels are the labels the node registers with: the NodeClaim's,

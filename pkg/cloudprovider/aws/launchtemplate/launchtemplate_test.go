@@ -215,3 +215,30 @@ func TestNoAMIFitsIsAnError(t *testing.T) {
 		t.Errorf("got %v, want an error naming the AMIs", err)
 	}
 }
+
+func TestExplicitNetworkInterfaces(t *testing.T) {
+	nc := nodeClass(func(nc *awsv1.EC2NodeClass) {
+		nc.Spec.AssociatePublicIPAddress = aws.Bool(false)
+		nc.Spec.NetworkInterfaces = []*awsv1.NetworkInterface{
+			{NetworkCardIndex: 0, DeviceIndex: 0, InterfaceType: awsv1.InterfaceTypeInterface},
+			{NetworkCardIndex: 1, DeviceIndex: 0, InterfaceType: awsv1.InterfaceTypeEFAOnly},
+		}
+	})
+	e := fake.NewEC2()
+	p := launchtemplate.NewProvider(e, clocktesting.NewFakeClock(time.Now()), opts)
+	lts, err := p.EnsureAll(context.Background(), request(nc, karpv1.CapacityTypeOnDemand, instanceType("p5.48xlarge", "amd64", 100)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := e.LaunchTemplateData(lts[0].Name)
+	enis := data.NetworkInterfaces
+	if len(enis) != 2 {
+		t.Fatalf("%d interfaces, want 2", len(enis))
+	}
+	if aws.ToString(enis[0].InterfaceType) != "interface" || aws.ToInt32(enis[0].NetworkCardIndex) != 0 || enis[0].AssociatePublicIpAddress == nil || len(enis[0].Groups) != 2 {
+		t.Errorf("primary interface %+v, want card 0 type interface with the groups and the public IP setting", enis[0])
+	}
+	if aws.ToString(enis[1].InterfaceType) != "efa-only" || aws.ToInt32(enis[1].NetworkCardIndex) != 1 || enis[1].AssociatePublicIpAddress != nil || enis[1].Ipv4PrefixCount != nil {
+		t.Errorf("EFA-only interface %+v, want card 1 without addresses", enis[1])
+	}
+}
