@@ -138,9 +138,9 @@ func (c *CloudProvider) RepairPolicies() []cloudprovider.RepairPolicy {
 
 // MarkOfferingUnavailable puts an interrupted offering into the
 // unavailable-offerings cache (the interruption controller calls it).
-func (c *CloudProvider) MarkOfferingUnavailable(key cloudprovider.OfferingKey) {
+func (c *CloudProvider) MarkOfferingUnavailable(ctx context.Context, key cloudprovider.OfferingKey) {
 	if c.unavailable != nil {
-		c.unavailable.MarkUnavailable(context.Background(), "SpotInterruption", key.InstanceType, key.Zone, key.CapacityType)
+		c.unavailable.MarkUnavailable(ctx, "SpotInterruption", key.InstanceType, key.Zone, key.CapacityType)
 	}
 }
 

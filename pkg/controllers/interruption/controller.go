@@ -40,7 +40,7 @@ const (
 // OfferingMarker makes an offering unavailable for a while; the kwok
 // provider implements it.
 type OfferingMarker interface {
-	MarkOfferingUnavailable(key cloudprovider.OfferingKey)
+	MarkOfferingUnavailable(ctx context.Context, key cloudprovider.OfferingKey)
 }
 
 // Controller handles interruption notices.
@@ -97,7 +97,7 @@ func (c *Controller) Reconcile(ctx context.Context, node *corev1.Node) (reconcil
 		CapacityType: nodeClaim.Labels[karpv1.CapacityTypeLabelKey],
 	}
 	if c.offerings != nil && key.InstanceType != "" {
-		c.offerings.MarkOfferingUnavailable(key)
+		c.offerings.MarkOfferingUnavailable(ctx, key)
 	}
 	if err := c.setDeadline(ctx, nodeClaim, reclaimAt); err != nil {
 		return reconcile.Result{}, err

@@ -242,7 +242,12 @@ func startWithControllers(t *testing.T, env *environment.Environment, healthPort
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- op.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Logf("operator stopped: %v", err)
+		}
+	})
 }
 
 func freePort(t *testing.T) int {

@@ -171,13 +171,6 @@ func addReservationRequirements(reqs scheduling.Requirements, reservations []aws
 	}
 }
 
-func reservationType(r awsv1.CapacityReservation) string {
-	if r.ReservationType == "" {
-		return awsv1.CapacityReservationTypeDefault
-	}
-	return r.ReservationType
-}
-
 func architecture(info *ec2types.InstanceTypeInfo) string {
 	if info.ProcessorInfo != nil && len(info.ProcessorInfo.SupportedArchitectures) > 0 {
 		switch info.ProcessorInfo.SupportedArchitectures[0] {

@@ -83,7 +83,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) //nolint:forbidigo // Collect gets no context: a scrape is its own root
 	defer cancel()
 	now := c.clock.Now()
 	var claims karpv1.NodeClaimList

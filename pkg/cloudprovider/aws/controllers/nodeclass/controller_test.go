@@ -305,7 +305,7 @@ func TestAnSSMOutageKeepsTheLastResolvedAMIs(t *testing.T) {
 
 	h.Clock.Step(ami.AliasParameterTTL + time.Minute)
 	w.ssm.FailNext("GetParameter", 1, fake.Throttling("GetParameter"))
-	_, err, got := w.reconcile(t, nc.Name)
+	_, got, err := w.reconcile(t, nc.Name)
 
 	if err == nil || !contains(err.Error(), "RequestLimitExceeded") {
 		t.Errorf("reconcile error %v, want the SSM throttling reported", err)
@@ -336,7 +336,7 @@ func TestAFailureBeforeAnythingResolvedIsUnknown(t *testing.T) {
 	nc := nodeClass()
 	create(t, nc)
 
-	_, err, got := w.reconcile(t, nc.Name)
+	_, got, err := w.reconcile(t, nc.Name)
 
 	if err == nil {
 		t.Error("reconcile succeeded while DescribeSubnets was refused")

@@ -118,20 +118,20 @@ func create(t *testing.T, nc *awsv1.EC2NodeClass) {
 
 // reconcile runs one reconcile of the named NodeClass against the API
 // server and returns its result and the NodeClass as stored afterwards.
-func (w *world) reconcile(t *testing.T, name string) (reconcile.Result, error, *awsv1.EC2NodeClass) {
+func (w *world) reconcile(t *testing.T, name string) (reconcile.Result, *awsv1.EC2NodeClass, error) {
 	t.Helper()
 	res, err := reconcile.AsReconciler(h.Env.Client, w.controller).Reconcile(t.Context(), reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
 	got := &awsv1.EC2NodeClass{}
 	if getErr := h.Env.Client.Get(t.Context(), types.NamespacedName{Name: name}, got); getErr != nil {
 		t.Fatalf("getting %s: %v", name, getErr)
 	}
-	return res, err, got
+	return res, got, err
 }
 
 // mustReconcile is reconcile that fails the test on a reconcile error.
 func (w *world) mustReconcile(t *testing.T, name string) (reconcile.Result, *awsv1.EC2NodeClass) {
 	t.Helper()
-	res, err, got := w.reconcile(t, name)
+	res, got, err := w.reconcile(t, name)
 	if err != nil {
 		t.Fatalf("reconciling %s: %v", name, err)
 	}
