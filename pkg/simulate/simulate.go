@@ -49,6 +49,9 @@ func Simulate(ctx context.Context, set *manifest.Set, types []*scheduling.Instan
 	}
 	in, warnings := buildInput(set, cluster, types)
 	res := simulation.Solve(ctx, in)
+	// The provisioner admits what it solved against the NodePools' limits
+	// the same way: what simulate shows is what it would create.
+	simulation.AdmitLimits(in, res)
 	rep := newReport(res, cluster)
 	rep.Warnings = append(append(append([]string(nil), set.Warnings...), cluster.Warnings...), warnings...)
 	return rep, nil

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/util/workqueue"
@@ -18,7 +16,6 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning/hint"
 	"github.com/karp-autoscaler/karp/pkg/metrics"
 	"github.com/karp-autoscaler/karp/pkg/render"
-	"github.com/karp-autoscaler/karp/pkg/scheduling"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
 	"github.com/karp-autoscaler/karp/pkg/state"
 )
@@ -95,14 +92,13 @@ func (p *Provisioner) admit(limits *limitTracker, claims []*simulation.NodeClaim
 	var out []*simulation.NodeClaim
 	for _, nc := range claims {
 		nodePool := limits.current(nc.NodePool)
-		fitted, reason := limits.fit(nodePool, nc)
+		fitted, reason := limits.limits.Admit(nodePool, nc)
 		if reason != "" {
 			for _, pod := range nc.Pods {
 				p.recorder.FailedScheduling(pod, fmt.Sprintf("nodepool %q: %s", nodePool.Name, reason))
 			}
 			continue
 		}
-		limits.add(nodePool.Name, maximumCapacity(fitted.InstanceTypes))
 		// Render from the NodePool as it is now.
 		fitted.NodePool = nodePool
 		out = append(out, fitted)
@@ -146,29 +142,18 @@ func podCount(res *simulation.Result) int {
 	return n
 }
 
-// limitTracker checks new NodeClaims against each NodePool's limits as
-// state shows it now, counting what this pass already created.
+// limitTracker admits new NodeClaims against each NodePool's limits as
+// state shows them now (simulation.Limits), counting what this pass
+// already created.
 type limitTracker struct {
-	pools map[string]*karpv1.NodePool
-	usage map[string]*usage
+	pools  map[string]*karpv1.NodePool
+	limits *simulation.Limits
 }
 
 func newLimitTracker(cluster *state.Cluster, in *simulation.Input) *limitTracker {
-	t := &limitTracker{pools: map[string]*karpv1.NodePool{}, usage: map[string]*usage{}}
+	t := &limitTracker{pools: map[string]*karpv1.NodePool{}, limits: simulation.NewLimits(in.Nodes)}
 	for _, np := range cluster.NodePools() {
 		t.pools[np.Name] = np
-	}
-	for _, n := range in.Nodes {
-		pool := n.Labels[karpv1.NodePoolLabelKey]
-		if pool == "" {
-			continue
-		}
-		u := t.usage[pool]
-		if u == nil {
-			u = &usage{resources: corev1.ResourceList{}}
-			t.usage[pool] = u
-		}
-		u.add(n.Capacity)
 	}
 	return t
 }
@@ -180,75 +165,4 @@ func (t *limitTracker) current(np *karpv1.NodePool) *karpv1.NodePool {
 		return cur
 	}
 	return np
-}
-
-// fit returns a copy of nc whose instance types are those the NodePool's
-// limits allow whichever of them launches, or why not even its chosen
-// type fits.
-func (t *limitTracker) fit(np *karpv1.NodePool, nc *simulation.NodeClaim) (*simulation.NodeClaim, string) {
-	out := *nc
-	if len(np.Spec.Limits) == 0 {
-		return &out, ""
-	}
-	if reason := t.exceededBy(np, nc.InstanceType.Capacity); reason != "" {
-		return nil, reason
-	}
-	if t.exceededBy(np, maximumCapacity(nc.InstanceTypes)) == "" {
-		return &out, ""
-	}
-	// The chosen type fits, a larger listed one does not: keep the types
-	// that fit (cheapest first, as listed). Each fits on its own, so
-	// their element-wise maximum does too.
-	var kept []*scheduling.InstanceType
-	var names []string
-	for _, it := range nc.InstanceTypes {
-		if t.exceededBy(np, it.Capacity) == "" {
-			kept = append(kept, it)
-			names = append(names, it.Name)
-		}
-	}
-	out.InstanceTypes = kept
-	out.Requirements = nc.Requirements.Copy()
-	narrowed := scheduling.NewRequirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, names...)
-	if old := nc.Requirements.Get(corev1.LabelInstanceTypeStable); old != nil {
-		narrowed.MinValues = old.MinValues
-	}
-	delete(out.Requirements, corev1.LabelInstanceTypeStable)
-	out.Requirements.Add(narrowed)
-	return &out, ""
-}
-
-// exceededBy says which limit launching a node of the given capacity
-// would break, or "".
-func (t *limitTracker) exceededBy(np *karpv1.NodePool, capacity corev1.ResourceList) string {
-	if len(np.Spec.Limits) == 0 {
-		return ""
-	}
-	u := t.usage[np.Name]
-	if u == nil {
-		u = &usage{resources: corev1.ResourceList{}}
-	}
-	next := u.resources.DeepCopy()
-	addTo(next, capacity)
-	next["nodes"] = *resource.NewQuantity(u.nodes+1, resource.DecimalSI)
-	for name, limit := range np.Spec.Limits {
-		if used, ok := next[name]; ok && used.Cmp(limit) > 0 {
-			inUse := u.resources.Name(name, resource.DecimalSI)
-			if name == "nodes" {
-				inUse = resource.NewQuantity(u.nodes, resource.DecimalSI)
-			}
-			return fmt.Sprintf("limit %s=%s would be exceeded (%s in use)", name, limit.String(), inUse.String())
-		}
-	}
-	return ""
-}
-
-// add counts a node of the given capacity against the pool.
-func (t *limitTracker) add(pool string, capacity corev1.ResourceList) {
-	u := t.usage[pool]
-	if u == nil {
-		u = &usage{resources: corev1.ResourceList{}}
-		t.usage[pool] = u
-	}
-	u.add(capacity)
 }

@@ -90,25 +90,6 @@ func (p *Provisioner) nodePools(ctx context.Context) ([]*simulation.NodePool, ma
 	return out, typesByPool
 }
 
-// usage is what a NodePool's nodes hold: capacity and node count.
-type usage struct {
-	resources corev1.ResourceList
-	nodes     int64
-}
-
-func (u *usage) add(capacity corev1.ResourceList) {
-	addTo(u.resources, capacity)
-	u.nodes++
-}
-
-func addTo(sum, more corev1.ResourceList) {
-	for name, q := range more {
-		total := sum[name]
-		total.Add(q)
-		sum[name] = total
-	}
-}
-
 // fillInFlight gives NodeClaims that have not launched yet the allocatable
 // every instance type they list guarantees (the element-wise minimum), so
 // pods nominated to them, or pods pending again after a restart, are
@@ -126,7 +107,7 @@ func fillInFlight(nodes []*simulation.Node, stateNodes []*state.StateNode, types
 			continue
 		}
 		n.Allocatable = minimum(listed, func(it *scheduling.InstanceType) corev1.ResourceList { return it.Allocatable })
-		n.Capacity = maximumCapacity(listed)
+		n.Capacity = simulation.MaximumCapacity(listed)
 	}
 }
 
@@ -156,19 +137,6 @@ func minimum(types []*scheduling.InstanceType, get func(*scheduling.InstanceType
 			}
 			if other.Cmp(q) < 0 {
 				out[name] = other.DeepCopy()
-			}
-		}
-	}
-	return out
-}
-
-// maximumCapacity is the element-wise maximum capacity of types.
-func maximumCapacity(types []*scheduling.InstanceType) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for _, it := range types {
-		for name, q := range it.Capacity {
-			if cur, ok := out[name]; !ok || q.Cmp(cur) > 0 {
-				out[name] = q.DeepCopy()
 			}
 		}
 	}
