@@ -65,34 +65,29 @@ func (p *Provider) Resolve(ctx context.Context, nodeClass *awsv1.EC2NodeClass) (
 		return cached.(Resolution).clone(), nil
 	}
 	terms := nodeClass.Spec.SecurityGroupSelectorTerms
-	byID := map[string]ec2types.SecurityGroup{}
-	var unmatched []int
-	for _, q := range queries(terms) {
-		var found []ec2types.SecurityGroup
-		pages := ec2.NewDescribeSecurityGroupsPaginator(p.ec2, q.in)
-		for pages.HasMorePages() {
-			out, err := pages.NextPage(ctx)
-			if err != nil {
-				return Resolution{}, fmt.Errorf("describing security groups: %w", err)
-			}
-			found = append(found, out.SecurityGroups...)
-		}
-		for _, g := range found {
-			byID[aws.ToString(g.GroupId)] = g
-		}
-		for _, i := range q.terms {
-			if !slices.ContainsFunc(found, func(g ec2types.SecurityGroup) bool { return q.answers(terms[i], g) }) {
-				unmatched = append(unmatched, i)
-			}
-		}
+	var queries []selector.Query[ec2types.SecurityGroup]
+	for _, q := range queryTerms(terms) {
+		queries = append(queries, selector.Query[ec2types.SecurityGroup]{
+			Terms: q.terms,
+			List: func(ctx context.Context) ([]ec2types.SecurityGroup, error) {
+				var found []ec2types.SecurityGroup
+				for pages := ec2.NewDescribeSecurityGroupsPaginator(p.ec2, q.in); pages.HasMorePages(); {
+					out, err := pages.NextPage(ctx)
+					if err != nil {
+						return nil, fmt.Errorf("describing security groups: %w", err)
+					}
+					found = append(found, out.SecurityGroups...)
+				}
+				return found, nil
+			},
+			Answers: func(i int, g ec2types.SecurityGroup) bool { return q.answers(terms[i], g) },
+		})
 	}
-	r := Resolution{SecurityGroups: make([]ec2types.SecurityGroup, 0, len(byID)), Unmatched: slices.Sorted(slices.Values(unmatched))}
-	for _, g := range byID {
-		r.SecurityGroups = append(r.SecurityGroups, g)
+	groups, unmatched, err := selector.Resolve(ctx, queries, func(g ec2types.SecurityGroup) string { return aws.ToString(g.GroupId) })
+	if err != nil {
+		return Resolution{}, err
 	}
-	slices.SortFunc(r.SecurityGroups, func(a, b ec2types.SecurityGroup) int {
-		return strings.Compare(aws.ToString(a.GroupId), aws.ToString(b.GroupId))
-	})
+	r := Resolution{SecurityGroups: groups, Unmatched: unmatched}
 	p.cache.Add(key, r, CacheTTL)
 	return r.clone(), nil
 }
@@ -126,13 +121,13 @@ func (q query) answers(term awsv1.SecurityGroupSelectorTerm, g ec2types.Security
 // instead of failing the whole request.
 func Queries(terms []awsv1.SecurityGroupSelectorTerm) []*ec2.DescribeSecurityGroupsInput {
 	var out []*ec2.DescribeSecurityGroupsInput
-	for _, q := range queries(terms) {
+	for _, q := range queryTerms(terms) {
 		out = append(out, q.in)
 	}
 	return out
 }
 
-func queries(terms []awsv1.SecurityGroupSelectorTerm) []query {
+func queryTerms(terms []awsv1.SecurityGroupSelectorTerm) []query {
 	ids := query{field: "group-id"}
 	names := query{field: "group-name"}
 	var idValues, nameValues []string

@@ -4,7 +4,8 @@
 // (the tag must exist, any value), any other becomes tag:<key>=<value>.
 // Filters are ANDed by EC2, so a term's tags must all match.
 //
-// It is pure: it builds request values and calls nothing.
+// It is pure: it builds request values and combines answers; the callers
+// make the calls (Resolve runs the List functions it is given).
 package selector
 
 import (

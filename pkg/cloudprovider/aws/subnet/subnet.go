@@ -86,34 +86,31 @@ func (p *Provider) Resolve(ctx context.Context, nodeClass *awsv1.EC2NodeClass) (
 		return cached.(Resolution).clone(), nil
 	}
 	terms := nodeClass.Spec.SubnetSelectorTerms
-	byID := map[string]ec2types.Subnet{}
-	var unmatched []int
-	for _, q := range queries(terms) {
-		var found []ec2types.Subnet
-		pages := ec2.NewDescribeSubnetsPaginator(p.ec2, q.in)
-		for pages.HasMorePages() {
-			out, err := pages.NextPage(ctx)
-			if err != nil {
-				return Resolution{}, fmt.Errorf("describing subnets: %w", err)
-			}
-			found = append(found, out.Subnets...)
-		}
-		for _, s := range found {
-			byID[aws.ToString(s.SubnetId)] = s
-		}
-		for _, i := range q.terms {
-			if !slices.ContainsFunc(found, func(s ec2types.Subnet) bool { return !q.byID || selector.Match(terms[i].ID, aws.ToString(s.SubnetId)) }) {
-				unmatched = append(unmatched, i)
-			}
-		}
+	var queries []selector.Query[ec2types.Subnet]
+	for _, q := range queryTerms(terms) {
+		queries = append(queries, selector.Query[ec2types.Subnet]{
+			Terms: q.terms,
+			List: func(ctx context.Context) ([]ec2types.Subnet, error) {
+				var found []ec2types.Subnet
+				for pages := ec2.NewDescribeSubnetsPaginator(p.ec2, q.in); pages.HasMorePages(); {
+					out, err := pages.NextPage(ctx)
+					if err != nil {
+						return nil, fmt.Errorf("describing subnets: %w", err)
+					}
+					found = append(found, out.Subnets...)
+				}
+				return found, nil
+			},
+			Answers: func(i int, s ec2types.Subnet) bool {
+				return !q.byID || selector.Match(terms[i].ID, aws.ToString(s.SubnetId))
+			},
+		})
 	}
-	r := Resolution{Subnets: make([]ec2types.Subnet, 0, len(byID)), Unmatched: slices.Sorted(slices.Values(unmatched))}
-	for _, s := range byID {
-		r.Subnets = append(r.Subnets, s)
+	subnets, unmatched, err := selector.Resolve(ctx, queries, func(s ec2types.Subnet) string { return aws.ToString(s.SubnetId) })
+	if err != nil {
+		return Resolution{}, err
 	}
-	slices.SortFunc(r.Subnets, func(a, b ec2types.Subnet) int {
-		return strings.Compare(aws.ToString(a.SubnetId), aws.ToString(b.SubnetId))
-	})
+	r := Resolution{Subnets: subnets, Unmatched: unmatched}
 	p.cache.Add(key, r, p.refresh)
 	p.recordAvailableIPs(r.Subnets)
 	return r.clone(), nil
@@ -160,13 +157,13 @@ type query struct {
 // terms together, one per tags term.
 func Queries(terms []awsv1.SubnetSelectorTerm) []*ec2.DescribeSubnetsInput {
 	var out []*ec2.DescribeSubnetsInput
-	for _, q := range queries(terms) {
+	for _, q := range queryTerms(terms) {
 		out = append(out, q.in)
 	}
 	return out
 }
 
-func queries(terms []awsv1.SubnetSelectorTerm) []query {
+func queryTerms(terms []awsv1.SubnetSelectorTerm) []query {
 	byID := query{byID: true}
 	var ids []string
 	var out []query
