@@ -220,6 +220,9 @@ func clusterEndpoint(ctx context.Context, endpoint, clusterName string, api EKSA
 	if endpoint != "" {
 		return endpoint, nil
 	}
+	if api == nil {
+		return "", errors.New("no EKS client to discover the API server endpoint with eks:DescribeCluster; set --cluster-endpoint (CLUSTER_ENDPOINT)")
+	}
 	out, err := api.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: &clusterName})
 	if err != nil {
 		return "", fmt.Errorf("discovering the API server endpoint of EKS cluster %q (--cluster-name) with eks:DescribeCluster; "+

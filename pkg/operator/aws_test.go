@@ -93,6 +93,16 @@ func TestClusterEndpointEKSReportsNone(t *testing.T) {
 	}
 }
 
+func TestClusterEndpointWithoutEKSClient(t *testing.T) {
+	if _, err := clusterEndpoint(context.Background(), "", "test-cluster", nil); err == nil || !strings.Contains(err.Error(), "--cluster-endpoint") {
+		t.Fatalf("error %v, want one naming --cluster-endpoint", err)
+	}
+	got, err := clusterEndpoint(context.Background(), "https://api.example.com", "test-cluster", nil)
+	if err != nil || got != "https://api.example.com" {
+		t.Fatalf("endpoint %q, error %v with --cluster-endpoint set and no EKS client", got, err)
+	}
+}
+
 func TestClusterCABundle(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "ca.crt")
 	if err := os.WriteFile(file, []byte("file-ca"), 0o600); err != nil {
