@@ -9,6 +9,7 @@ import (
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	pricingapi "github.com/aws/aws-sdk-go-v2/service/pricing"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
@@ -49,6 +50,7 @@ type AWSClients struct {
 	SSM     SSMAPI
 	IAM     IAMAPI
 	Pricing PricingAPI
+	EKS     EKSAPI
 }
 
 // EC2API is every EC2 call the AWS provider's parts make.
@@ -82,6 +84,12 @@ type PricingAPI interface {
 	GetProducts(ctx context.Context, in *pricingapi.GetProductsInput, opts ...func(*pricingapi.Options)) (*pricingapi.GetProductsOutput, error)
 }
 
+// EKSAPI is the EKS call the API server endpoint is discovered with when
+// --cluster-endpoint is not set.
+type EKSAPI interface {
+	DescribeCluster(ctx context.Context, in *eks.DescribeClusterInput, opts ...func(*eks.Options)) (*eks.DescribeClusterOutput, error)
+}
+
 // newAWSProvider builds the SDK clients from the default credential chain
 // and region (the SDK's AWS_ENDPOINT_URL* variables apply), then the
 // provider.
@@ -99,6 +107,7 @@ func newAWSProvider(ctx context.Context, opts *options.Options, op *Operator, re
 		SSM:     ssm.NewFromConfig(cfg),
 		IAM:     iam.NewFromConfig(cfg),
 		Pricing: pricingapi.NewFromConfig(cfg, func(o *pricingapi.Options) { o.Region = pricing.PricingRegion(cfg.Region) }),
+		EKS:     eks.NewFromConfig(cfg),
 	})
 }
 
@@ -116,7 +125,11 @@ func NewAWSProvider(ctx context.Context, opts *options.Options, op *Operator, re
 		ticker = clock.RealClock{}
 	}
 
-	facts, err := clusterFacts(ctx, awsOpts.ClusterEndpoint, awsOpts.ClusterCABundle, restConfig, op.Manager.GetAPIReader())
+	endpoint, err := clusterEndpoint(ctx, awsOpts.ClusterEndpoint, awsOpts.ClusterName, clients.EKS)
+	if err != nil {
+		return nil, err
+	}
+	facts, err := clusterFacts(ctx, endpoint, awsOpts.ClusterCABundle, restConfig, op.Manager.GetAPIReader())
 	if err != nil {
 		return nil, err
 	}
@@ -198,6 +211,30 @@ func NewAWSProvider(ctx context.Context, opts *options.Options, op *Operator, re
 	}, nil
 }
 
+// clusterEndpoint is the API server URL nodes join: the flag when set, else
+// the endpoint EKS reports for the cluster (as upstream, also with
+// --isolated-vpc, where the call goes through the EKS VPC endpoint). A
+// failed call stops the process at start: the controller's own address is
+// the kubernetes Service IP inside a pod, which a new node cannot reach.
+func clusterEndpoint(ctx context.Context, endpoint, clusterName string, api EKSAPI) (string, error) {
+	if endpoint != "" {
+		return endpoint, nil
+	}
+	if api == nil {
+		return "", errors.New("no EKS client to discover the API server endpoint with eks:DescribeCluster; set --cluster-endpoint (CLUSTER_ENDPOINT)")
+	}
+	out, err := api.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: &clusterName})
+	if err != nil {
+		return "", fmt.Errorf("discovering the API server endpoint of EKS cluster %q (--cluster-name) with eks:DescribeCluster; "+
+			"grant the action or set --cluster-endpoint (CLUSTER_ENDPOINT): %w", clusterName, err)
+	}
+	if out.Cluster == nil || out.Cluster.Endpoint == nil || *out.Cluster.Endpoint == "" {
+		return "", fmt.Errorf("eks:DescribeCluster reports no API server endpoint for cluster %q (--cluster-name); "+
+			"set --cluster-endpoint (CLUSTER_ENDPOINT)", clusterName)
+	}
+	return *out.Cluster.Endpoint, nil
+}
+
 // cluster are the facts about the cluster that go into user data.
 type cluster struct {
 	endpoint    string
@@ -206,28 +243,18 @@ type cluster struct {
 	dnsIP       string
 }
 
-// clusterFacts resolves the API server endpoint and CA (flags, else the
-// controller's own rest config), kube-dns's ClusterIP and the service CIDR
+// clusterFacts resolves the API server CA (the flag, else the controller's
+// own rest config, as upstream), kube-dns's ClusterIP and the service CIDR
 // (from the cluster's ServiceCIDR object). The last two are only logged
 // when missing: custom DNS setups have no kube-dns, and AL2023 launches
 // report the missing CIDR themselves.
 func clusterFacts(ctx context.Context, endpoint, caBundle string, restConfig *rest.Config, reader client.Reader) (cluster, error) {
 	logger := log.FromContext(ctx)
-	c := cluster{endpoint: endpoint, caBundle: caBundle}
-	if c.endpoint == "" {
-		c.endpoint = restConfig.Host
+	ca, err := clusterCABundle(caBundle, restConfig)
+	if err != nil {
+		return cluster{}, err
 	}
-	if c.caBundle == "" {
-		ca := restConfig.CAData
-		if len(ca) == 0 && restConfig.CAFile != "" {
-			raw, err := os.ReadFile(restConfig.CAFile)
-			if err != nil {
-				return cluster{}, fmt.Errorf("reading the API server CA for --cluster-ca-bundle: %w", err)
-			}
-			ca = raw
-		}
-		c.caBundle = base64.StdEncoding.EncodeToString(ca)
-	}
+	c := cluster{endpoint: endpoint, caBundle: ca}
 	dns := &corev1.Service{}
 	if err := reader.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "kube-dns"}, dns); err != nil {
 		logger.Error(err, "looking up kube-dns; nodes use their AMI's default cluster DNS")
@@ -241,6 +268,24 @@ func clusterFacts(ctx context.Context, endpoint, caBundle string, restConfig *re
 		c.serviceCIDR = cidr.Spec.CIDRs[0]
 	}
 	return c, nil
+}
+
+// clusterCABundle is the base64 CA nodes trust for the API server: the flag
+// when set, else the CA of the controller's own connection (as upstream:
+// in a pod, the service account's CA, which is the cluster's).
+func clusterCABundle(caBundle string, restConfig *rest.Config) (string, error) {
+	if caBundle != "" {
+		return caBundle, nil
+	}
+	ca := restConfig.CAData
+	if len(ca) == 0 && restConfig.CAFile != "" {
+		raw, err := os.ReadFile(restConfig.CAFile)
+		if err != nil {
+			return "", fmt.Errorf("reading the API server CA for --cluster-ca-bundle: %w", err)
+		}
+		ca = raw
+	}
+	return base64.StdEncoding.EncodeToString(ca), nil
 }
 
 // runnable is a controller that is a background loop on the leader.

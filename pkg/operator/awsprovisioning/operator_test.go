@@ -2,12 +2,14 @@ package awsprovisioning_test
 
 import (
 	"context"
+	"encoding/base64"
 	"flag"
 	"strings"
 	"testing"
 	"time"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +30,10 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/operator/options"
 	"github.com/karp-autoscaler/karp/pkg/test"
 )
+
+// clusterEndpoint is the API server endpoint the fake EKS reports for the
+// cluster; without --cluster-endpoint it is the one written into user data.
+const clusterEndpoint = "https://0123456789ABCDEF.gr7.us-west-2.eks.amazonaws.com"
 
 // awsCloud is an AWS account as the fakes hold it: the catalog in three
 // zones, a tagged subnet per zone and security group, the AL2023 AMIs
@@ -58,13 +64,16 @@ func awsCloud(t *testing.T, k8s string) operator.AWSClients {
 	if err := prices.SeedCatalogOnDemandPrices(awstest.Region, instancetypes.EC2); err != nil {
 		t.Fatal(err)
 	}
-	return operator.AWSClients{Region: awstest.Region, EC2: e, SSM: ssm, IAM: iam, Pricing: prices}
+	eks := fake.NewEKS()
+	eks.PutCluster(awstest.ClusterName, clusterEndpoint, "Y2x1c3Rlci1jYQ==")
+	return operator.AWSClients{Region: awstest.Region, EC2: e, SSM: ssm, IAM: iam, Pricing: prices, EKS: eks}
 }
 
 // TestControllerLaunchesOnAWS runs the whole controller process as
 // --cloud-provider=aws builds it (core and AWS controllers on one manager)
 // against the fakes: the EC2NodeClass turns Ready from discovery, and a
-// pending pod becomes a launched NodeClaim backed by an EC2 instance.
+// pending pod becomes a launched NodeClaim backed by an EC2 instance whose
+// user data joins the API server endpoint EKS reports.
 func TestControllerLaunchesOnAWS(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	opts, err := options.Parse(flag.NewFlagSet("karp", flag.ContinueOnError), []string{
@@ -160,7 +169,30 @@ func TestControllerLaunchesOnAWS(t *testing.T) {
 	}
 	if aws := e.CreateFleetInputs(); len(aws) != 1 || string(aws[0].TargetCapacitySpecification.DefaultTargetCapacityType) != karpv1.CapacityTypeOnDemand {
 		t.Errorf("%d CreateFleet calls, want one on-demand fleet", len(aws))
+	} else if userData := launchedUserData(t, e, aws[0]); !strings.Contains(userData, clusterEndpoint) {
+		t.Errorf("user data does not join the endpoint EKS reports (%s):\n%s", clusterEndpoint, userData)
 	}
+	if n := clients.EKS.(*fake.EKS).Calls("DescribeCluster"); n != 1 {
+		t.Errorf("%d eks:DescribeCluster calls at start, want 1", n)
+	}
+}
+
+// launchedUserData is the decoded user data of the fleet's launch template.
+func launchedUserData(t *testing.T, e *fake.EC2, fleet *ec2.CreateFleetInput) string {
+	t.Helper()
+	if len(fleet.LaunchTemplateConfigs) == 0 || fleet.LaunchTemplateConfigs[0].LaunchTemplateSpecification == nil {
+		t.Fatal("the fleet names no launch template")
+	}
+	name := awssdk.ToString(fleet.LaunchTemplateConfigs[0].LaunchTemplateSpecification.LaunchTemplateName)
+	data, ok := e.LaunchTemplateData(name)
+	if !ok {
+		t.Fatalf("launch template %q does not exist", name)
+	}
+	raw, err := base64.StdEncoding.DecodeString(awssdk.ToString(data.UserData))
+	if err != nil {
+		t.Fatalf("launch template %q user data: %v", name, err)
+	}
+	return string(raw)
 }
 
 func poll(t *testing.T, what string, cond func() bool) {

@@ -1,5 +1,5 @@
 // Package fake holds stateful in-process fakes of the AWS APIs the provider
-// calls (EC2, SSM, Pricing, IAM). They keep state (instances, fleets, launch
+// calls (EC2, SSM, Pricing, IAM, EKS). They keep state (instances, fleets, launch
 // templates, tags, parameters) so tests assert on the world, not on calls,
 // and they can be told to fail a named API call (throttling, insufficient
 // capacity) a given number of times. Every call is counted, so benchmarks

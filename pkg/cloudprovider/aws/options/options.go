@@ -63,7 +63,7 @@ type Options struct {
 func AddFlags(fs *flag.FlagSet) *Options {
 	o := &Options{}
 	fs.StringVar(&o.ClusterName, "cluster-name", env("CLUSTER_NAME", ""), "[REQUIRED] The kubernetes cluster name for resource tags and discovery.")
-	fs.StringVar(&o.ClusterEndpoint, "cluster-endpoint", env("CLUSTER_ENDPOINT", ""), "The external kubernetes cluster endpoint for new nodes to connect with. If not specified, the address of the API server the controller uses.")
+	fs.StringVar(&o.ClusterEndpoint, "cluster-endpoint", env("CLUSTER_ENDPOINT", ""), "The external kubernetes cluster endpoint for new nodes to connect with. If not specified, it is discovered with eks:DescribeCluster on --cluster-name.")
 	fs.StringVar(&o.ClusterCABundle, "cluster-ca-bundle", env("CLUSTER_CA_BUNDLE", ""), "Cluster CA bundle for nodes to use for TLS connections with the API server. If not set, this is taken from the controller's TLS configuration.")
 	fs.BoolVar(&o.IsolatedVPC, "isolated-vpc", o.envBool("ISOLATED_VPC", false), "If true, then assume we can't reach AWS services which don't have a VPC endpoint. This also has the effect of disabling look-ups to the AWS on-demand pricing endpoint.")
 	fs.Float64Var(&o.VMMemoryOverheadPercent, "vm-memory-overhead-percent", o.envFloat("VM_MEMORY_OVERHEAD_PERCENT", DefaultVMMemoryOverheadPercent), "The VM memory overhead as a percent that will be subtracted from the total memory for all instance types. The value of 0.075 equals to 7.5%.")
