@@ -33,6 +33,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodepool/counter"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodepool/hash"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodepool/readiness"
+	"github.com/karp-autoscaler/karp/pkg/controllers/nodepool/registrationhealth"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodepool/validation"
 	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning"
 	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning/batchhold"
@@ -41,6 +42,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/operator/options"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
 	"github.com/karp-autoscaler/karp/pkg/state"
+	"github.com/karp-autoscaler/karp/pkg/state/nodepoolhealth"
 )
 
 // Controller is one reconciler the manager runs.
@@ -75,12 +77,18 @@ func NewControllers(deps Deps) []Controller {
 	// One in-memory view of the cluster, fed by the state informers and
 	// read by the provisioner.
 	cluster := state.NewCluster(deps.Clock, deps.KubeClient)
+	// Recent registration outcomes per NodePool, written by the lifecycle
+	// and reset by the registrationhealth controller.
+	registrationHealth := nodepoolhealth.NewState()
 	provisioner := provisioning.NewProvisioner(deps.KubeClient, deps.CloudProvider, cluster, deps.Recorder, deps.Clock,
 		provisioningOptions(deps.Options))
 	list := []Controller{
 		// Launches, registers and initializes NodeClaims; deletes the ones
 		// that cannot launch or never register.
-		lifecycle.NewController(deps.KubeClient, deps.CloudProvider, deps.Clock, deps.Recorder).WithAPIReader(deps.APIReader),
+		// Each registration or timeout feeds the NodePool's
+		// NodeRegistrationHealthy.
+		lifecycle.NewController(deps.KubeClient, deps.CloudProvider, deps.Clock, deps.Recorder).WithAPIReader(deps.APIReader).
+			WithRegistrationHealth(registrationHealth),
 		// Deletes a deleting NodeClaim's Node and instance, then lets it go.
 		termination.NewController(deps.KubeClient, deps.CloudProvider, deps.Clock, deps.Recorder),
 		// Drains a deleting Node through the Eviction API (its own queue),
@@ -99,6 +107,9 @@ func NewControllers(deps Deps) []Controller {
 		nodeclasshash.NewController(deps.KubeClient),
 		// Mirrors the NodeClass's readiness into NodeClassReady.
 		readiness.NewController(deps.KubeClient, deps.CloudProvider, deps.Clock),
+		// Resets NodeRegistrationHealthy to Unknown when the NodePool or its
+		// NodeClass changes; records status.nodeClassObservedGeneration.
+		registrationhealth.NewController(deps.KubeClient, deps.CloudProvider, deps.Clock, registrationHealth),
 		// Runs the runtime validation into ValidationSucceeded; says on a
 		// static NodePool (spec.replicas) that karp does not serve it yet.
 		validation.NewController(deps.KubeClient, deps.Clock).WithRecorder(deps.Recorder),

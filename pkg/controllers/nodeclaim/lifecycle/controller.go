@@ -26,6 +26,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 	"github.com/karp-autoscaler/karp/pkg/index"
 	"github.com/karp-autoscaler/karp/pkg/metrics"
+	"github.com/karp-autoscaler/karp/pkg/state/nodepoolhealth"
 )
 
 // maxConcurrentReconciles bounds parallel launches; launches are I/O bound.
@@ -58,27 +59,32 @@ type Controller struct {
 	clock         clock.Clock
 	phases        []phase
 	superseded    *superseded
+	health        *poolHealth
 }
 
 var _ reconcile.ObjectReconciler[*karpv1.NodeClaim] = (*Controller)(nil)
 
 // NewController builds the lifecycle controller.
 func NewController(kubeClient client.Client, cp cloudprovider.CloudProvider, clk clock.Clock, recorder events.EventRecorder) *Controller {
+	// Registration and liveness report outcomes here; without a State
+	// (WithRegistrationHealth) reporting does nothing.
+	health := &poolHealth{kubeClient: kubeClient, clock: clk}
 	return &Controller{
 		kubeClient:    kubeClient,
 		cloudProvider: cp,
 		clock:         clk,
 		superseded:    newSuperseded(),
+		health:        health,
 		// Phases, in order; each needs the previous one's result.
 		phases: []phase{
 			// Create the instance and hydrate the status.
 			&launch{kubeClient: kubeClient, cloudProvider: cp, recorder: recorder},
 			// Join the Node to the NodeClaim.
-			&registration{kubeClient: kubeClient, cloudProvider: cp, recorder: recorder},
+			&registration{kubeClient: kubeClient, cloudProvider: cp, recorder: recorder, health: health},
 			// Wait for the Node to be usable.
 			&initialization{kubeClient: kubeClient, recorder: recorder},
 			// Give up on NodeClaims stuck before registration.
-			&liveness{kubeClient: kubeClient, clock: clk, recorder: recorder},
+			&liveness{kubeClient: kubeClient, clock: clk, recorder: recorder, health: health},
 		},
 	}
 }
@@ -91,6 +97,15 @@ func (c *Controller) WithAPIReader(r client.Reader) *Controller {
 			reg.apiReader = r
 		}
 	}
+	return c
+}
+
+// WithRegistrationHealth records each NodeClaim's registration or
+// liveness failure in the State shared with the nodepool
+// registrationhealth controller, which drives the NodePool's
+// NodeRegistrationHealthy condition.
+func (c *Controller) WithRegistrationHealth(state *nodepoolhealth.State) *Controller {
+	c.health.state = state
 	return c
 }
 

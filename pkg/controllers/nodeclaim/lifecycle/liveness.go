@@ -28,6 +28,7 @@ type liveness struct {
 	kubeClient client.Client
 	clock      clock.Clock
 	recorder   events.EventRecorder
+	health     *poolHealth
 }
 
 func (l *liveness) reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim, _ *pass) (reconcile.Result, bool, error) {
@@ -55,6 +56,11 @@ func (l *liveness) expire(ctx context.Context, nodeClaim *karpv1.NodeClaim, even
 	l.recorder.Eventf(nodeClaim, nil, corev1.EventTypeWarning, event, "Delete",
 		"NodeClaim %s did not %s within %s; deleting it", nodeClaim.Name, phaseOf(reason), ttl)
 	log.FromContext(ctx).Info("deleting nodeclaim", "reason", reason, "ttl", ttl.String())
+	// The pool's health is informational: failing to record it must not
+	// keep a stuck NodeClaim alive.
+	if err := l.health.record(ctx, nodeClaim, false); err != nil {
+		log.FromContext(ctx).Error(err, "updating nodepool registration health")
+	}
 	return reconcile.Result{}, true, deleteNodeClaim(ctx, l.kubeClient, nodeClaim)
 }
 

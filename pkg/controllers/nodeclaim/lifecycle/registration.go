@@ -41,6 +41,7 @@ type registration struct {
 	// apiReader, when set, reads a Node straight from the API server to
 	// retry a sync that failed on a stale cached copy.
 	apiReader client.Reader
+	health    *poolHealth
 }
 
 func (r *registration) reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim, state *pass) (reconcile.Result, bool, error) {
@@ -97,6 +98,9 @@ func (r *registration) reconcile(ctx context.Context, nodeClaim *karpv1.NodeClai
 		metrics.NodesCreatedTotal.WithLabelValues(pool, zone).Inc()
 		log.FromContext(ctx).Info("registered nodeclaim", "Node", klog.KObj(node), "providerID", nodeClaim.Status.ProviderID)
 		r.recorder.Eventf(nodeClaim, node, corev1.EventTypeNormal, ReasonRegistered, "Register", "Status condition transitioned, Type: Registered, Status: True, Node: %s", node.Name)
+		if err := r.health.record(ctx, nodeClaim, true); err != nil {
+			log.FromContext(ctx).Error(err, "updating nodepool registration health")
+		}
 	})
 	return reconcile.Result{}, false, nil
 }

@@ -5,14 +5,11 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -77,7 +74,7 @@ func (c *Controller) Reconcile(ctx context.Context, nodePool *karpv1.NodePool) (
 	stored := nodePool.DeepCopy()
 	conditions := nodePool.StatusConditions().WithClock(c.clock)
 	conditions.Initialize()
-	nodeClass, err := c.nodeClass(ctx, nodePool.Spec.Template.Spec.NodeClassRef)
+	nodeClass, err := cloudprovider.GetNodeClass(ctx, c.kubeClient, c.cloudProvider, nodePool.Spec.Template.Spec.NodeClassRef)
 	switch {
 	case err != nil:
 		return reconcile.Result{}, err
@@ -109,31 +106,4 @@ func mirror(conditions karpv1.ConditionSet, ready *metav1.Condition) {
 	default:
 		conditions.SetUnknownWithReason(karpv1.ConditionTypeNodeClassReady, ReasonNodeClassNotReady, "NodeClass readiness unknown: "+ready.Message)
 	}
-}
-
-// nodeClass fetches the referenced NodeClass, or nil when it does not
-// exist or is of a kind the provider does not support.
-func (c *Controller) nodeClass(ctx context.Context, ref *karpv1.NodeClassReference) (cloudprovider.NodeClass, error) {
-	if ref == nil {
-		return nil, nil
-	}
-	want := schema.GroupKind{Group: ref.Group, Kind: ref.Kind}
-	for _, supported := range c.cloudProvider.GetSupportedNodeClasses() {
-		gvk, err := apiutil.GVKForObject(supported, c.kubeClient.Scheme())
-		if err != nil {
-			return nil, fmt.Errorf("resolving nodeclass kind: %w", err)
-		}
-		if gvk.GroupKind() != want {
-			continue
-		}
-		obj := supported.DeepCopyObject().(cloudprovider.NodeClass)
-		if err := c.kubeClient.Get(ctx, client.ObjectKey{Name: ref.Name}, obj); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil, nil
-			}
-			return nil, fmt.Errorf("getting nodeclass %s: %w", ref.Name, err)
-		}
-		return obj, nil
-	}
-	return nil, nil
 }

@@ -1,0 +1,112 @@
+package registrationhealth_test
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/fake"
+	"github.com/karp-autoscaler/karp/pkg/controllers/nodepool/registrationhealth"
+	"github.com/karp-autoscaler/karp/pkg/operator/operatortest"
+	"github.com/karp-autoscaler/karp/pkg/state/nodepoolhealth"
+	"github.com/karp-autoscaler/karp/pkg/test"
+)
+
+// reconciled reconciles the pool and returns it as stored.
+func reconciled(t *testing.T, c *registrationhealth.Controller, name string) *karpv1.NodePool {
+	t.Helper()
+	if _, err := operatortest.Reconcile(t, h, c, name); err != nil {
+		t.Fatal(err)
+	}
+	got := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	h.Get(t, got)
+	return got
+}
+
+func healthy(pool *karpv1.NodePool) metav1.ConditionStatus {
+	if cond := pool.StatusConditions().Get(karpv1.ConditionTypeNodeRegistrationHealthy); cond != nil {
+		return cond.Status
+	}
+	return "<missing>"
+}
+
+// markHealthy stores NodeRegistrationHealthy=True for the pool's current
+// generation, as the nodeclaim lifecycle does after a registration.
+func markHealthy(t *testing.T, pool *karpv1.NodePool) {
+	t.Helper()
+	pool.StatusConditions().WithClock(h.Clock).SetTrue(karpv1.ConditionTypeNodeRegistrationHealthy)
+	h.UpdateStatus(t, pool)
+}
+
+func TestResetsOnNodePoolAndNodeClassChanges(t *testing.T) {
+	h.Reset(t)
+	state := nodepoolhealth.NewState()
+	c := registrationhealth.NewController(h.Client, fake.New(), h.Clock, state)
+	nodeClass := test.MakeKWOKNodeClass("default").Obj()
+	h.Create(t, nodeClass, test.MakeNodePool("pool").Obj())
+
+	// 1. First sight: Unknown, and the NodeClass generation recorded.
+	pool := reconciled(t, c, "pool")
+	if got := healthy(pool); got != metav1.ConditionUnknown {
+		t.Errorf("new pool: NodeRegistrationHealthy %s, want Unknown", got)
+	}
+	if pool.Status.NodeClassObservedGeneration != nodeClass.Generation || nodeClass.Generation == 0 {
+		t.Errorf("nodeClassObservedGeneration = %d, want the NodeClass's %d", pool.Status.NodeClassObservedGeneration, nodeClass.Generation)
+	}
+
+	// 2. Nothing changed: a True condition and the recorded outcomes stay.
+	markHealthy(t, pool)
+	state.Record(pool.UID, false)
+	state.Record(pool.UID, false)
+	pool = reconciled(t, c, "pool")
+	if got := healthy(pool); got != metav1.ConditionTrue {
+		t.Errorf("unchanged pool: NodeRegistrationHealthy %s, want True kept", got)
+	}
+	if got := state.Status(pool.UID); got != nodepoolhealth.StatusUnhealthy {
+		t.Errorf("unchanged pool: outcomes %s, want kept (Unhealthy)", got)
+	}
+
+	// 3. The NodeClass's spec changes: reset, new generation recorded.
+	h.Get(t, nodeClass)
+	nodeClass.Spec.NodeRegistrationDelay = &metav1.Duration{Duration: time.Second}
+	if err := h.Env.Client.Update(t.Context(), nodeClass); err != nil {
+		t.Fatal(err)
+	}
+	pool = reconciled(t, c, "pool")
+	if got := healthy(pool); got != metav1.ConditionUnknown {
+		t.Errorf("after a NodeClass change: NodeRegistrationHealthy %s, want Unknown", got)
+	}
+	if pool.Status.NodeClassObservedGeneration != nodeClass.Generation || nodeClass.Generation < 2 {
+		t.Errorf("nodeClassObservedGeneration = %d, want the NodeClass's new %d", pool.Status.NodeClassObservedGeneration, nodeClass.Generation)
+	}
+	if got := state.Status(pool.UID); got != nodepoolhealth.StatusUnknown {
+		t.Errorf("after a NodeClass change: outcomes %s, want forgotten", got)
+	}
+
+	// 4. The NodePool's spec changes: reset again.
+	markHealthy(t, pool)
+	state.Record(pool.UID, true)
+	pool.Spec.Weight = new(int32(10))
+	if err := h.Env.Client.Update(t.Context(), pool); err != nil {
+		t.Fatal(err)
+	}
+	pool = reconciled(t, c, "pool")
+	if got := healthy(pool); got != metav1.ConditionUnknown {
+		t.Errorf("after a NodePool change: NodeRegistrationHealthy %s, want Unknown", got)
+	}
+	if got := state.Status(pool.UID); got != nodepoolhealth.StatusUnknown {
+		t.Errorf("after a NodePool change: outcomes %s, want forgotten", got)
+	}
+}
+
+func TestMissingNodeClassIsLeftAlone(t *testing.T) {
+	h.Reset(t)
+	c := registrationhealth.NewController(h.Client, fake.New(), h.Clock, nodepoolhealth.NewState())
+	h.Create(t, test.MakeNodePool("orphan").Obj())
+	pool := reconciled(t, c, "orphan")
+	if got := healthy(pool); got != "<missing>" {
+		t.Errorf("pool without its NodeClass: NodeRegistrationHealthy %s, want not set", got)
+	}
+}
