@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,22 +42,9 @@ func (c *Controller) Name() string { return "nodepool.registrationhealth" }
 func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 	b := builder.ControllerManagedBy(mgr).Named(c.Name()).For(&karpv1.NodePool{})
 	for _, nc := range c.cloudProvider.GetSupportedNodeClasses() {
-		b = b.Watches(nc, handler.EnqueueRequestsFromMapFunc(c.nodePoolsFor))
+		b = b.Watches(nc, handler.EnqueueRequestsFromMapFunc(index.NodePoolsForNodeClass(c.kubeClient)))
 	}
 	return b.Complete(reconcile.AsReconciler(mgr.GetClient(), c))
-}
-
-// nodePoolsFor maps a NodeClass to the NodePools referencing it by name.
-func (c *Controller) nodePoolsFor(ctx context.Context, o client.Object) []reconcile.Request {
-	var list karpv1.NodePoolList
-	if err := c.kubeClient.List(ctx, &list, client.MatchingFields{index.NodePoolNodeClassName: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil
-	}
-	out := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
-	}
-	return out
 }
 
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch
