@@ -74,9 +74,16 @@ func (h *jsonHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	writeJSON(w, body)
 }
 
+// maxRequestBytes bounds a request body; the largest inputs karp sends are
+// a few kilobytes.
+const maxRequestBytes = 8 << 20
+
 // decodeInput reads the request body into a new *inType.
 func (h *jsonHandler) decodeInput(req *http.Request, inType reflect.Type, operation string) (reflect.Value, error) {
-	payload, err := io.ReadAll(req.Body)
+	payload, err := io.ReadAll(io.LimitReader(req.Body, maxRequestBytes+1))
+	if err == nil && len(payload) > maxRequestBytes {
+		err = fmt.Errorf("larger than %d bytes", maxRequestBytes)
+	}
 	if err != nil {
 		return reflect.Value{}, fmt.Errorf("reading the %s.%s request body: %w", h.targetPrefix, operation, err)
 	}

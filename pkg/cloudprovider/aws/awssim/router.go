@@ -93,6 +93,9 @@ func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		// The backend acts, the answer is lost: nothing is written until the
 		// client gives up and the request's context ends.
 		h.ServeHTTP(newDiscardWriter(), req)
+		// A body read to its end lets the server notice the client going
+		// away, which ends the request's context.
+		_, _ = io.Copy(io.Discard, req.Body)
 		<-req.Context().Done()
 	default:
 		h.ServeHTTP(w, req)
