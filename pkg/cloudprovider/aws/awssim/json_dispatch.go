@@ -13,8 +13,8 @@ import (
 )
 
 var (
-	contextType = reflect.TypeOf((*context.Context)(nil)).Elem()
-	errorType   = reflect.TypeOf((*error)(nil)).Elem()
+	sdkContextType = reflect.TypeOf((*context.Context)(nil)).Elem()
+	sdkErrorType   = reflect.TypeOf((*error)(nil)).Elem()
 )
 
 // operations returns the methods of backend that have an SDK client's
@@ -28,8 +28,8 @@ func operations(backend any) map[string]reflect.Value {
 		m := v.Method(i)
 		t := m.Type()
 		if t.NumIn() != 3 || t.NumOut() != 2 || !t.IsVariadic() ||
-			t.In(0) != contextType || !isStructPointer(t.In(1)) ||
-			!isStructPointer(t.Out(0)) || t.Out(1) != errorType {
+			t.In(0) != sdkContextType || !isStructPointer(t.In(1)) ||
+			!isStructPointer(t.Out(0)) || t.Out(1) != sdkErrorType {
 			continue
 		}
 		ops[v.Type().Method(i).Name] = m

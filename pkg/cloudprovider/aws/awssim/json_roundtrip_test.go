@@ -16,18 +16,18 @@ import (
 	"github.com/aws/smithy-go/middleware"
 )
 
-// fill sets every modeled member of v, recursively, to a non-zero value
+// fillMembers sets every modeled member of v, recursively, to a non-zero value
 // derived from its path, so a member the wire drops or misnames shows up as
 // a difference. Unions (interfaces) are left nil: the services served here
 // use none in the operations karp calls.
-func fill(v reflect.Value, path string, depth int) {
+func fillMembers(v reflect.Value, path string, depth int) {
 	switch v.Kind() {
 	case reflect.Pointer:
 		if depth > 8 {
 			return
 		}
 		v.Set(reflect.New(v.Type().Elem()))
-		fill(v.Elem(), path, depth+1)
+		fillMembers(v.Elem(), path, depth+1)
 	case reflect.Struct:
 		if v.Type() == timeType {
 			// Milliseconds: the precision of the JSON protocols' epoch seconds.
@@ -39,7 +39,7 @@ func fill(v reflect.Value, path string, depth int) {
 			if skippedField(f) {
 				continue
 			}
-			fill(v.Field(i), path+"."+f.Name, depth+1)
+			fillMembers(v.Field(i), path+"."+f.Name, depth+1)
 		}
 	case reflect.Slice:
 		if v.Type().Elem() == byteType {
@@ -48,14 +48,14 @@ func fill(v reflect.Value, path string, depth int) {
 		}
 		s := reflect.MakeSlice(v.Type(), 2, 2)
 		for i := range 2 {
-			fill(s.Index(i), fmt.Sprintf("%s[%d]", path, i), depth+1)
+			fillMembers(s.Index(i), fmt.Sprintf("%s[%d]", path, i), depth+1)
 		}
 		v.Set(s)
 	case reflect.Map:
 		m := reflect.MakeMap(v.Type())
 		for _, k := range []string{"k1", "k2"} {
 			e := reflect.New(v.Type().Elem()).Elem()
-			fill(e, path+"["+k+"]", depth+1)
+			fillMembers(e, path+"["+k+"]", depth+1)
 			m.SetMapIndex(reflect.ValueOf(k).Convert(v.Type().Key()), e)
 		}
 		v.Set(m)
@@ -72,7 +72,7 @@ func fill(v reflect.Value, path string, depth int) {
 
 func filled[T any]() *T {
 	v := new(T)
-	fill(reflect.ValueOf(v).Elem(), reflect.TypeFor[T]().Name(), 0)
+	fillMembers(reflect.ValueOf(v).Elem(), reflect.TypeFor[T]().Name(), 0)
 	return v
 }
 
@@ -189,15 +189,15 @@ func TestJSONRoundTrip(t *testing.T) {
 	eksClient := eks.NewFromConfig(cfg)
 
 	for operation, call := range map[string]func(ctx context.Context) (sent, got any, err error){
-		"GetParameter":        roundTrip(ssmClient.GetParameter),
-		"GetParameters":       roundTrip(ssmClient.GetParameters),
-		"GetParametersByPath": roundTrip(ssmClient.GetParametersByPath),
-		"PutParameter":        roundTrip(ssmClient.PutParameter),
-		"GetProducts":         roundTrip(pricingClient.GetProducts),
-		"ReceiveMessage":      roundTrip(sqsClient.ReceiveMessage),
-		"DeleteMessage":       roundTrip(sqsClient.DeleteMessage),
-		"SendMessage":         roundTrip(sqsClient.SendMessage),
-		"GetQueueUrl":         roundTrip(sqsClient.GetQueueUrl),
+		"GetParameter":        sdkRoundTrip(ssmClient.GetParameter),
+		"GetParameters":       sdkRoundTrip(ssmClient.GetParameters),
+		"GetParametersByPath": sdkRoundTrip(ssmClient.GetParametersByPath),
+		"PutParameter":        sdkRoundTrip(ssmClient.PutParameter),
+		"GetProducts":         sdkRoundTrip(pricingClient.GetProducts),
+		"ReceiveMessage":      sdkRoundTrip(sqsClient.ReceiveMessage),
+		"DeleteMessage":       sdkRoundTrip(sqsClient.DeleteMessage),
+		"SendMessage":         sdkRoundTrip(sqsClient.SendMessage),
+		"GetQueueUrl":         sdkRoundTrip(sqsClient.GetQueueUrl),
 	} {
 		t.Run(operation, func(t *testing.T) {
 			sent, got, err := call(t.Context())
@@ -229,9 +229,9 @@ func TestJSONRoundTrip(t *testing.T) {
 	})
 }
 
-// roundTrip calls an SDK client method with a filled input and returns
+// sdkRoundTrip calls an SDK client method with a filled input and returns
 // what was sent and what came back.
-func roundTrip[In, Out, Options any](call func(context.Context, *In, ...func(*Options)) (*Out, error)) func(context.Context) (any, any, error) {
+func sdkRoundTrip[In, Out, Options any](call func(context.Context, *In, ...func(*Options)) (*Out, error)) func(context.Context) (any, any, error) {
 	return func(ctx context.Context) (any, any, error) {
 		in := filled[In]()
 		out, err := call(ctx, in)
