@@ -29,7 +29,7 @@ func restJSONName(goName string) string {
 }
 
 var (
-	timeType = reflect.TypeOf(time.Time{})
+	sdkTimeType = reflect.TypeOf(time.Time{})
 	byteType = reflect.TypeOf(byte(0))
 )
 
@@ -57,7 +57,7 @@ func encodeJSON(v reflect.Value, name memberName) (any, error) {
 		}
 		return nil, fmt.Errorf("%s is a union or document, which the simulated AWS does not encode", v.Type())
 	case reflect.Struct:
-		if v.Type() == timeType {
+		if v.Type() == sdkTimeType {
 			t := v.Interface().(time.Time)
 			return json.Number(strconv.FormatFloat(float64(t.UnixMilli())/1e3, 'f', -1, 64)), nil
 		}
@@ -123,7 +123,7 @@ func omitted(v reflect.Value) bool {
 	case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
 		return v.IsNil()
 	case reflect.Struct:
-		return v.Type() == timeType && v.IsZero()
+		return v.Type() == sdkTimeType && v.IsZero()
 	default:
 		return v.IsZero()
 	}
@@ -159,7 +159,7 @@ func decodeJSON(dst reflect.Value, raw any, name memberName, path string) error 
 		dst.Set(elem)
 		return nil
 	case reflect.Struct:
-		if dst.Type() == timeType {
+		if dst.Type() == sdkTimeType {
 			return decodeTime(dst, raw, path)
 		}
 		return decodeStruct(dst, raw, name, path)

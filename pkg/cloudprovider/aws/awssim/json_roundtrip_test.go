@@ -29,7 +29,7 @@ func fillMembers(v reflect.Value, path string, depth int) {
 		v.Set(reflect.New(v.Type().Elem()))
 		fillMembers(v.Elem(), path, depth+1)
 	case reflect.Struct:
-		if v.Type() == timeType {
+		if v.Type() == sdkTimeType {
 			// Milliseconds: the precision of the JSON protocols' epoch seconds.
 			v.Set(reflect.ValueOf(time.UnixMilli(1764072000123 + int64(len(path))).UTC()))
 			return
