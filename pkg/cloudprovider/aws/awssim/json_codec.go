@@ -30,7 +30,7 @@ func restJSONName(goName string) string {
 
 var (
 	sdkTimeType = reflect.TypeOf(time.Time{})
-	byteType = reflect.TypeOf(byte(0))
+	byteType    = reflect.TypeOf(byte(0))
 )
 
 // skippedField reports fields of SDK types that are not modeled members:

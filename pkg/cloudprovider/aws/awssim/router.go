@@ -41,6 +41,12 @@ func NewRouter(handlers map[string]http.Handler) *Router {
 	}
 }
 
+// AnyOperation, as the operation of Throttle or HoldAfter, stands for every
+// operation of the service: Throttle("ec2", AnyOperation, 5) throttles the
+// next five EC2 calls, whatever they are. A fault queued for the exact
+// operation is consumed first.
+const AnyOperation = "*"
+
 // Throttle makes the next n calls of operation on service fail with the
 // service's real throttling error (RequestLimitExceeded for ec2, Throttling
 // for iam, ...), written before the backend is called, so the SDK's
@@ -108,15 +114,22 @@ func (r *Router) admit(key operationKey) (throttled, held bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls[key]++
-	if r.throttles[key] > 0 {
-		r.throttles[key]--
+	anyOperation := operationKey{key.service, AnyOperation}
+	if take(r.throttles, key, anyOperation) {
 		return true, false
 	}
-	if r.holds[key] > 0 {
-		r.holds[key]--
-		return false, true
+	return false, take(r.holds, key, anyOperation)
+}
+
+// take consumes one queued fault of the first key that has one.
+func take(queued map[operationKey]int, keys ...operationKey) bool {
+	for _, k := range keys {
+		if queued[k] > 0 {
+			queued[k]--
+			return true
+		}
 	}
-	return false, false
+	return false
 }
 
 func (r *Router) services() []string {

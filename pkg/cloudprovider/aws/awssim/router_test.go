@@ -208,3 +208,47 @@ func TestHoldAfter(t *testing.T) {
 		t.Errorf("backend ran %d times, want 2", ran.Load())
 	}
 }
+
+// TestAnyOperation checks a fault queued for every operation of a service
+// hits whichever operation comes next, after faults queued for the exact
+// operation, and leaves other services alone.
+func TestAnyOperation(t *testing.T) {
+	var reached atomic.Int32
+	backend := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		reached.Add(1)
+		w.WriteHeader(http.StatusNotImplemented)
+	})
+	router := NewRouter(map[string]http.Handler{"ec2": backend, "iam": backend})
+	cfg := clientConfig(listen(t, router), nil)
+	ec2Client, iamClient := ec2.NewFromConfig(cfg), iam.NewFromConfig(cfg)
+
+	router.Throttle("ec2", AnyOperation, 2)
+	router.HoldAfter("ec2", AnyOperation, 1)
+	_, err := ec2Client.DescribeInstances(t.Context(), &ec2.DescribeInstancesInput{})
+	if code, _ := apiErrorCode(t, err); code != "RequestLimitExceeded" {
+		t.Errorf("DescribeInstances: code %q, want RequestLimitExceeded", code)
+	}
+	_, err = ec2Client.DescribeSubnets(t.Context(), &ec2.DescribeSubnetsInput{})
+	if code, _ := apiErrorCode(t, err); code != "RequestLimitExceeded" {
+		t.Errorf("DescribeSubnets: code %q, want RequestLimitExceeded", code)
+	}
+	// IAM is not throttled.
+	_, _ = iamClient.GetInstanceProfile(t.Context(), &iam.GetInstanceProfileInput{InstanceProfileName: aws.String("p")})
+	if reached.Load() != 1 {
+		t.Fatalf("backend reached %d times, want once (by IAM)", reached.Load())
+	}
+	// The throttles are spent; the hold is next.
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := ec2Client.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{"i-1"}}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("held TerminateInstances: error %v, want the client's deadline", err)
+	}
+	if reached.Load() != 2 {
+		t.Errorf("backend reached %d times, want 2 (the held call ran)", reached.Load())
+	}
+	for op, want := range map[string]int{"DescribeInstances": 1, "DescribeSubnets": 1, "TerminateInstances": 1, AnyOperation: 0} {
+		if got := router.Calls("ec2", op); got != want {
+			t.Errorf("Calls(ec2, %s) = %d, want %d", op, got, want)
+		}
+	}
+}
