@@ -155,4 +155,24 @@ func TestAMIDriftFromSSM(t *testing.T) {
 	if got := verdicts(t, old, replacement); !slices.Equal(got, []string{string(aws.AMIDrift), string(aws.AMIDrift)}) {
 		t.Errorf("after the upgrade: IsDrifted = %q, want both AMIDrift", got)
 	}
+
+	// 3. An SSM outage once the parameters' cached values expire: the
+	// controller reports the error and keeps the AMIs it resolved, so the
+	// verdicts stand.
+	upgradedNode := launch(t, w, amd64(newNodeClaim("ssm", nc.Name)))
+	clk.Step(ami.AliasParameterTTL + time.Second)
+	ssm.FailNext("GetParameter", 100, fake.Throttling("GetParameter"))
+	if _, err := reconcile.AsReconciler(env.Client, controller).Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: nc.Name}}); err == nil {
+		t.Error("reconcile during an SSM outage succeeded, want the error")
+	}
+	got := &awsv1.EC2NodeClass{}
+	if err := env.Client.Get(ctx, types.NamespacedName{Name: nc.Name}, got); err != nil {
+		t.Fatal(err)
+	}
+	if !got.StatusConditions().IsTrue(awsv1.ConditionTypeAMIsReady) || !slices.ContainsFunc(got.Status.AMIs, func(a awsv1.AMI) bool { return a.ID == upgraded[amd64Standard("1.32")] }) {
+		t.Errorf("during the outage: AMIsReady %+v, amis %v; want the 1.32 AMIs kept", got.StatusConditions().Get(awsv1.ConditionTypeAMIsReady), got.Status.AMIs)
+	}
+	if got := verdicts(t, old, upgradedNode); !slices.Equal(got, []string{string(aws.AMIDrift), ""}) {
+		t.Errorf("during the outage: IsDrifted = %q, want [AMIDrift, not drifted]", got)
+	}
 }
