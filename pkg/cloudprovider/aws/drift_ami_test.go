@@ -20,6 +20,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/ami/amitest"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/nodeclass"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instanceprofile"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/securitygroup"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/subnet"
 )
@@ -70,11 +71,11 @@ func TestAMIDriftFromSSM(t *testing.T) {
 	first := amitest.Publish(w.EC2, ssm, "al2023@latest", "1.31", clk.Now().Add(-48*time.Hour))
 	amis := ami.NewProvider(w.EC2, ssm, versions, clk, ami.DefaultRefreshInterval)
 	controller := nodeclass.NewController(env.Client, nil, clk, nodeclass.Providers{
-		AMIs:           amis,
-		Subnets:        subnet.NewProvider(w.EC2, clk, subnet.DefaultRefreshInterval),
-		SecurityGroups: securitygroup.NewProvider(w.EC2, clk),
-		Version:        versions,
-		IAM:            iam,
+		AMIs:             amis,
+		Subnets:          subnet.NewProvider(w.EC2, clk, subnet.DefaultRefreshInterval),
+		SecurityGroups:   securitygroup.NewProvider(w.EC2, clk),
+		Version:          versions,
+		InstanceProfiles: instanceprofile.NewProvider(iam, clk, clusterName, "us-west-2"),
 	})
 	if err := env.Client.Create(ctx, nc); err != nil {
 		t.Fatal(err)
