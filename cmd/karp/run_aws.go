@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/go-logr/logr/funcr"
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -40,7 +41,7 @@ type simulatedAWS struct {
 
 // startSimulatedAWS builds the Sim for the local cluster (its Kubernetes
 // version, its API server as the EKS endpoint), serves it on loopback and
-// starts its kubelet.
+// starts its kubelet, logging to logs/awssim-kubelet.log.
 func startSimulatedAWS(ctx context.Context, cluster *localcluster.Cluster, opts runOptions) (*simulatedAWS, error) {
 	disco, err := discovery.NewDiscoveryClientForConfig(cluster.Config)
 	if err != nil {
@@ -68,14 +69,20 @@ func startSimulatedAWS(ctx context.Context, cluster *localcluster.Cluster, opts 
 		sim.Close()
 		return nil, err
 	}
+	logFile, err := os.OpenFile(filepath.Join(cluster.Dir, "logs", "awssim-kubelet.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		sim.Close()
+		return nil, err
+	}
+	logger := funcr.NewJSON(func(obj string) { fmt.Fprintln(logFile, obj) }, funcr.Options{})
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	kubelet := sim.NewKubelet(kubeClient, awssim.KubeletOptions{RegistrationDelay: opts.kubeletDelay})
 	go func() {
 		defer close(done)
-		_ = kubelet.Run(log.IntoContext(ctx, log.FromContext(ctx)))
+		_ = kubelet.Run(log.IntoContext(ctx, logger))
 	}()
-	return &simulatedAWS{sim: sim, stop: func() { cancel(); <-done; sim.Close() }}, nil
+	return &simulatedAWS{sim: sim, stop: func() { cancel(); <-done; sim.Close(); _ = logFile.Close() }}, nil
 }
 
 // applyAWSDefaults writes the default EC2NodeClass and NodePool into the
