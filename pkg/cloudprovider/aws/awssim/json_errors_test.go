@@ -233,7 +233,7 @@ func TestQueryErrorCode(t *testing.T) {
 	}{
 		"sqs renamed":      {err: &sqstypes.QueueDoesNotExist{}, wantCode: "AWS.SimpleQueueService.NonExistentQueue", wantOK: true},
 		"sqs same name":    {err: &sqstypes.ReceiptHandleIsInvalid{}, wantCode: "ReceiptHandleIsInvalid", wantOK: true},
-		"ssm has none":     {err: &ssmtypes.ParameterNotFound{}},
+		"ssm same name":    {err: &ssmtypes.ParameterNotFound{}, wantCode: "ParameterNotFound", wantOK: true},
 		"generic has none": {err: &smithy.GenericAPIError{Code: "ThrottlingException"}},
 		"eks not query":    {err: &ekstypes.ResourceNotFoundException{}},
 	} {
