@@ -32,6 +32,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/providers/refresh"
 	ssminvalidation "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/providers/ssm"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instance"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instanceprofile"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instancetype"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/launchtemplate"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/pricing"
@@ -73,10 +74,10 @@ type SSMAPI interface {
 	GetParameter(ctx context.Context, in *ssm.GetParameterInput, opts ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
 }
 
-// IAMAPI are the IAM calls the EC2NodeClass status makes.
+// IAMAPI are the IAM calls instance profiles are looked up, created and
+// deleted with.
 type IAMAPI interface {
-	GetInstanceProfile(ctx context.Context, in *iam.GetInstanceProfileInput, opts ...func(*iam.Options)) (*iam.GetInstanceProfileOutput, error)
-	ListInstanceProfilesForRole(ctx context.Context, in *iam.ListInstanceProfilesForRoleInput, opts ...func(*iam.Options)) (*iam.ListInstanceProfilesForRoleOutput, error)
+	instanceprofile.IAMAPI
 }
 
 // PricingAPI is the Price List call on-demand prices come from.
@@ -177,12 +178,13 @@ func NewAWSProvider(ctx context.Context, opts *options.Options, op *Operator, re
 	}
 
 	amis := ami.NewProvider(ec2Client, clients.SSM, versions, clk, awsOpts.AMIRefreshInterval)
+	profiles := instanceprofile.NewProvider(clients.IAM, clk, awsOpts.ClusterName, clients.Region)
 	providers := awsnodeclass.Providers{
-		AMIs:           amis,
-		Subnets:        subnets,
-		SecurityGroups: securitygroup.NewProvider(ec2Client, clk),
-		Version:        versions,
-		IAM:            clients.IAM,
+		AMIs:             amis,
+		Subnets:          subnets,
+		SecurityGroups:   securitygroup.NewProvider(ec2Client, clk),
+		Version:          versions,
+		InstanceProfiles: profiles,
 	}
 	if reservations != nil {
 		providers.CapacityReservations = reservations

@@ -21,6 +21,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/ami/amitest"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/nodeclass"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instanceprofile"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/securitygroup"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/subnet"
 )
@@ -83,11 +84,11 @@ func newResolving(t *testing.T) *resolving {
 	iam.AddInstanceProfile("KarpenterNodeInstanceProfile-test", r.nodeClass.Spec.Role)
 	r.released = amitest.Publish(r.EC2, r.ssm, "al2023@latest", "1.31", r.clk.Now().Add(-48*time.Hour))
 	r.controller = nodeclass.NewController(env.Client, nil, r.clk, nodeclass.Providers{
-		AMIs:           ami.NewProvider(r.EC2, r.ssm, r.versions, r.clk, ami.DefaultRefreshInterval),
-		Subnets:        subnet.NewProvider(r.EC2, r.clk, subnet.DefaultRefreshInterval),
-		SecurityGroups: securitygroup.NewProvider(r.EC2, r.clk),
-		Version:        r.versions,
-		IAM:            iam,
+		AMIs:             ami.NewProvider(r.EC2, r.ssm, r.versions, r.clk, ami.DefaultRefreshInterval),
+		Subnets:          subnet.NewProvider(r.EC2, r.clk, subnet.DefaultRefreshInterval),
+		SecurityGroups:   securitygroup.NewProvider(r.EC2, r.clk),
+		Version:          r.versions,
+		InstanceProfiles: instanceprofile.NewProvider(iam, r.clk, clusterName, "us-west-2"),
 	})
 	if err := env.Client.Create(context.Background(), r.nodeClass); err != nil {
 		t.Fatal(err)

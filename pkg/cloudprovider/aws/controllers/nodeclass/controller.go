@@ -50,8 +50,8 @@ type Providers struct {
 	// Version is a *version.Provider; it names the Kubernetes version in
 	// messages about aliases.
 	Version versionSource
-	// IAM is the IAM client.
-	IAM iamAPI
+	// InstanceProfiles is an *instanceprofile.Provider.
+	InstanceProfiles instanceProfileProvider
 }
 
 // NewController builds the EC2NodeClass status controller.
@@ -70,7 +70,7 @@ func NewController(kubeClient client.Client, recorder events.EventRecorder, clk 
 			// status.securityGroups and SecurityGroupsReady.
 			&securityGroupStep{securityGroups: providers.SecurityGroups, report: r},
 			// status.instanceProfile and InstanceProfileReady.
-			newInstanceProfileStep(providers.IAM, clk, r),
+			&instanceProfileStep{profiles: providers.InstanceProfiles, report: r},
 			// ValidationSucceeded, once the others are known.
 			&validationStep{report: r},
 		},

@@ -91,23 +91,6 @@ func TestReadyWhenEverySelectorResolves(t *testing.T) {
 	}
 }
 
-func TestRoleUsesAnInstanceProfileItIsAttachedTo(t *testing.T) {
-	w := newWorld(t)
-	nc := nodeClass()
-	nc.Spec.InstanceProfile = nil
-	nc.Spec.Role = role
-	create(t, nc)
-
-	_, got := w.mustReconcile(t, nc.Name)
-
-	if got.Status.InstanceProfile != profile {
-		t.Errorf("status.instanceProfile %q, want the role's profile %q", got.Status.InstanceProfile, profile)
-	}
-	if c := condition(t, got, awsv1.ConditionTypeReady); c.Status != metav1.ConditionTrue {
-		t.Errorf("Ready %s (%s: %s), want True", c.Status, c.Reason, c.Message)
-	}
-}
-
 // Each not-ready reason: the failing condition is False with upstream's
 // reason and a message naming what matched nothing, Ready is False with the
 // same reason, a Warning event says the same, and the NodeClass is looked
@@ -163,15 +146,6 @@ func TestNotReadyReasons(t *testing.T) {
 			edit:      func(_ *world, nc *awsv1.EC2NodeClass) { nc.Spec.InstanceProfile = ptr("Missing") },
 			condition: awsv1.ConditionTypeInstanceProfileReady, reason: awsv1.ConditionReasonInstanceProfileMissing,
 			message:     []string{`instance profile "Missing" (spec.instanceProfile) does not exist`},
-			wantRequeue: time.Minute,
-		},
-		"the role has no instance profile": {
-			edit: func(w *world, nc *awsv1.EC2NodeClass) {
-				w.iam.AddRole("Lonely")
-				nc.Spec.InstanceProfile, nc.Spec.Role = nil, "Lonely"
-			},
-			condition: awsv1.ConditionTypeInstanceProfileReady, reason: awsv1.ConditionReasonInstanceProfileMissing,
-			message:     []string{`no instance profile has role "Lonely" (spec.role) attached`},
 			wantRequeue: time.Minute,
 		},
 		"the role does not exist": {

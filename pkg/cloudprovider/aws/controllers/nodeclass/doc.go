@@ -25,12 +25,15 @@
 // condition keeps its status and says what failed, a Warning event reports
 // it, and the error is returned so the reconcile is retried with backoff.
 //
-// Scope: instance profiles are looked up, not created. With
-// spec.instanceProfile the named profile must exist in IAM; with spec.role
-// an existing profile the role is attached to is used (one under karp's
-// path /karpenter/ first, then by name). Until karp manages profiles
-// itself, a role with no profile leaves InstanceProfileReady False
-// (InstanceProfileNotFound). Capacity reservations are discovered when the
+// Instance profiles: with spec.instanceProfile the named profile must
+// exist in IAM (InstanceProfileNotFound otherwise) and is never changed;
+// with spec.role karp creates the NodeClass's own profile (package
+// instanceprofile: upstream's name, path and tags), reuses it when it
+// exists and attaches the role, replacing a different one. A role IAM does
+// not know is InstanceProfileNotFound naming the role; other IAM failures
+// (throttling, access denied) leave InstanceProfileReady Unknown, or True
+// with the failure in its message when a profile was resolved before.
+// Capacity reservations are discovered when the
 // ReservedCapacity feature gate is on (the operator passes a provider);
 // with it off CapacityReservationsReady is True with none, and says so when
 // terms are set. Validation checks

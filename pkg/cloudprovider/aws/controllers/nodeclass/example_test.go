@@ -16,6 +16,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/nodeclass"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/nodeclass/hash"
 	ssmcontroller "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/providers/ssm"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instanceprofile"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/securitygroup"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/subnet"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/version"
@@ -45,7 +46,7 @@ func ExampleNewController() {
 		// nil when the ReservedCapacity feature gate is off.
 		CapacityReservations: capacityreservation.NewProvider(ec2Client, clk),
 		Version:              versions,
-		IAM:                  iamClient,
+		InstanceProfiles:     instanceprofile.NewProvider(iamClient, clk, "my-cluster", cfg.Region),
 	}
 	for _, c := range []interface {
 		Register(context.Context, manager.Manager) error

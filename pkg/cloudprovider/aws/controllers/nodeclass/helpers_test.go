@@ -21,6 +21,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/capacityreservation"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/nodeclass"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instanceprofile"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/securitygroup"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/subnet"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/version"
@@ -30,6 +31,8 @@ const (
 	discoveryTag = "karpenter.sh/discovery"
 	profile      = "KarpenterNodeInstanceProfile-test"
 	role         = "KarpenterNodeRole-test"
+	clusterName  = "test-cluster"
+	region       = "us-west-2"
 )
 
 // world is an AWS account seen through the fakes: three subnets and two
@@ -80,7 +83,7 @@ func newWorld(t *testing.T) *world {
 		SecurityGroups:       securitygroup.NewProvider(w.ec2, h.Clock),
 		CapacityReservations: capacityreservation.NewProvider(w.ec2, h.Clock),
 		Version:              versions,
-		IAM:                  w.iam,
+		InstanceProfiles:     instanceprofile.NewProvider(w.iam, h.Clock, clusterName, region),
 	}
 	w.controller = nodeclass.NewController(h.Env.Client, h.Recorder, h.Clock, w.providers)
 	return w

@@ -16,6 +16,7 @@ import (
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/ami/amitest"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instanceprofile"
 )
 
 // myCluster is the AWS account the manifests in testdata were written for:
@@ -112,9 +113,14 @@ func TestUsersManifestsResolveAsWritten(t *testing.T) {
 	if got := status("resolve-al2023-tuned"); len(got.Subnets) != 2 || len(got.CapacityReservations) != 1 {
 		t.Errorf("al2023-tuned: subnets %v, reservations %v; want the 2 private subnets and cr-0123456789abcdef0", got.Subnets, got.CapacityReservations)
 	}
-	// A role given as an ARN finds the role's profile by name.
-	if got := status("resolve-custom-ami"); got.InstanceProfile != "KarpenterNodeInstanceProfile-my-cluster" {
-		t.Errorf("custom-ami: instance profile %q", got.InstanceProfile)
+	// A role given as an ARN is attached by name to the NodeClass's own
+	// profile.
+	wantProfile := instanceprofile.Name(clusterName, region, "resolve-custom-ami")
+	if got := status("resolve-custom-ami"); got.InstanceProfile != wantProfile {
+		t.Errorf("custom-ami: instance profile %q, want %q", got.InstanceProfile, wantProfile)
+	}
+	if p, _ := w.iam.InstanceProfile(wantProfile); len(p.Roles) != 1 || *p.Roles[0].RoleName != "KarpenterNodeRole-my-cluster" {
+		t.Errorf("custom-ami: profile roles %+v, want KarpenterNodeRole-my-cluster", p.Roles)
 	}
 	// name+owner, tags and ssmParameter terms: the newest per architecture.
 	got := status("resolve-custom-ami")

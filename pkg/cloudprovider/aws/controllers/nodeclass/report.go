@@ -20,6 +20,7 @@ const (
 	ReasonSubnetResolutionFailed              = "SubnetResolutionFailed"
 	ReasonSecurityGroupResolutionFailed       = "SecurityGroupResolutionFailed"
 	ReasonInstanceProfileLookupFailed         = "InstanceProfileLookupFailed"
+	ReasonInstanceProfileCreationFailed       = "InstanceProfileCreationFailed"
 	ReasonCapacityReservationResolutionFailed = "CapacityReservationResolutionFailed"
 	// Some of a selector's terms matched nothing while others matched: the
 	// condition stays True and says which; a Warning event too.
