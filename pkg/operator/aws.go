@@ -29,6 +29,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/capacityreservation"
 	awsnodeclass "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/nodeclass"
 	nodeclasshash "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/nodeclass/hash"
+	nodeclasstermination "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/nodeclass/termination"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/providers/refresh"
 	ssminvalidation "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/providers/ssm"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instance"
@@ -189,6 +190,11 @@ func NewAWSProvider(ctx context.Context, opts *options.Options, op *Operator, re
 	if reservations != nil {
 		providers.CapacityReservations = reservations
 	}
+	// As upstream, no IAM cleanup on NodeClass deletion in an isolated VPC.
+	nodeClassTermination := nodeclasstermination.NewController(op.KubeClient, op.Recorder, launchTemplates, profiles)
+	if awsOpts.IsolatedVPC {
+		nodeClassTermination = nodeclasstermination.NewController(op.KubeClient, op.Recorder, launchTemplates, nil)
+	}
 	logger.Info("built the AWS cloud provider", "region", clients.Region, "clusterName", awsOpts.ClusterName,
 		"clusterEndpoint", facts.endpoint, "serviceCIDR", facts.serviceCIDR, "clusterDNS", facts.dnsIP)
 	return &Provider{
@@ -197,6 +203,9 @@ func NewAWSProvider(ctx context.Context, opts *options.Options, op *Operator, re
 			// Resolves each EC2NodeClass's subnets, security groups, AMIs,
 			// instance profile and Ready condition.
 			awsnodeclass.NewController(op.KubeClient, op.Recorder, clk, providers),
+			// Holds each EC2NodeClass with its finalizer until its NodeClaims
+			// are gone, then deletes its launch templates and instance profiles.
+			nodeClassTermination,
 			// Keeps each EC2NodeClass's drift hash annotations current and
 			// re-stamps NodeClaims of an older hash version.
 			nodeclasshash.NewController(op.KubeClient),
