@@ -27,6 +27,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/ami"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/cache"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/capacityreservation"
+	nodeclaimtagging "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/nodeclaim/tagging"
 	awsnodeclass "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/nodeclass"
 	nodeclasshash "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/nodeclass/hash"
 	nodeclasstermination "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/nodeclass/termination"
@@ -206,6 +207,9 @@ func NewAWSProvider(ctx context.Context, opts *options.Options, op *Operator, re
 			// Holds each EC2NodeClass with its finalizer until its NodeClaims
 			// are gone, then deletes its launch templates and instance profiles.
 			nodeClassTermination,
+			// Tags registered NodeClaims' instances with Name and
+			// karpenter.sh/nodeclaim, once each.
+			nodeclaimtagging.NewController(op.KubeClient, instances, ec2Client, awsOpts.ClusterName, clk),
 			// Keeps each EC2NodeClass's drift hash annotations current and
 			// re-stamps NodeClaims of an older hash version.
 			nodeclasshash.NewController(op.KubeClient),
