@@ -16,12 +16,9 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/operator"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := operator.Main(ctx, "karp-controller", os.Args[1:], os.Stderr, version)
+	err := operator.Main(ctx, "karp-controller", os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	var usage *operator.UsageError
 	switch {

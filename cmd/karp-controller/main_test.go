@@ -47,3 +47,24 @@ func TestLeavesOutTheCLIDependencies(t *testing.T) {
 		}
 	}
 }
+
+// TestVersionFlagPrintsTheBuild: --version prints the version and commit
+// set at build time (as hack/image.sh sets them) and exits 0, without
+// connecting anywhere.
+func TestVersionFlagPrintsTheBuild(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "karp-controller")
+	ldflags := "-X github.com/karp-autoscaler/karp/pkg/metrics.Version=v9.8.7-test -X github.com/karp-autoscaler/karp/pkg/metrics.Commit=0123abcd"
+	if out, err := exec.Command("go", "build", "-ldflags", ldflags, "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("building karp-controller: %v\n%s", err, out)
+	}
+	// KUBECONFIG names no file: the flag must not need a cluster.
+	cmd := exec.Command(bin, "--version")
+	cmd.Env = append(cmd.Environ(), "KUBECONFIG="+filepath.Join(t.TempDir(), "absent"))
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("--version: %v", err)
+	}
+	if want := "karp-controller v9.8.7-test (commit 0123abcd, go"; !strings.HasPrefix(string(out), want) {
+		t.Errorf("--version printed %q, want it to start with %q", out, want)
+	}
+}

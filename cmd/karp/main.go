@@ -11,6 +11,8 @@ import (
 	"io"
 	"os"
 	"sort"
+
+	"github.com/karp-autoscaler/karp/pkg/metrics"
 )
 
 // exitError carries a specific process exit status out of a subcommand
@@ -48,11 +50,10 @@ func subcommands() map[string]subcommand {
 	}
 }
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
+// runVersion prints the build's version and commit (pkg/metrics.Version
+// and Commit, set at build time with -ldflags -X).
 func runVersion(_ []string, stdout, _ io.Writer) error {
-	_, err := fmt.Fprintf(stdout, "karp %s\n", version)
+	_, err := fmt.Fprintf(stdout, "karp %s (commit %s)\n", metrics.Version, metrics.Commit)
 	return err
 }
 

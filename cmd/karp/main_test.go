@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/karp-autoscaler/karp/pkg/metrics"
 )
 
 func TestRunDispatch(t *testing.T) {
@@ -14,7 +16,7 @@ func TestRunDispatch(t *testing.T) {
 		wantStderr string
 	}{
 		"no args prints usage":        {args: nil, wantCode: 0, wantStdout: "Commands:"},
-		"version":                     {args: []string{"version"}, wantCode: 0, wantStdout: "karp dev"},
+		"version":                     {args: []string{"version"}, wantCode: 0, wantStdout: "karp " + metrics.Version + " (commit " + metrics.Commit + ")"},
 		"unknown command is an error": {args: []string{"frobnicate"}, wantCode: 1, wantStderr: `unknown command "frobnicate"`},
 	}
 	for name, tc := range tests {

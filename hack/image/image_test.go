@@ -10,10 +10,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -44,10 +46,23 @@ func TestMakeImage(t *testing.T) {
 	if id, err := exec.Command("go", "tool", "buildid", binary).Output(); err != nil || strings.TrimSpace(string(id)) != "" {
 		t.Errorf("build ID %q (%v), want none", id, err)
 	}
-	// The layout: written again from the same binary, byte for byte the same.
-	again := filepath.Join(t.TempDir(), "again")
+	// The version and commit it reports (karpenter_build_info, --version):
+	// the chart's appVersion and the checked-out commit.
 	wantName := chartDefaultImage(t)
 	repository, tag := wantName[:strings.LastIndex(wantName, ":")], wantName[strings.LastIndex(wantName, ":")+1:]
+	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatalf("git rev-parse HEAD: %v", err)
+	}
+	if img.config.Architecture == runtime.GOARCH {
+		out, err := exec.Command(binary, "--version").Output()
+		want := fmt.Sprintf("karp-controller %s (commit %s,", tag, strings.TrimSpace(string(head)))
+		if err != nil || !strings.HasPrefix(string(out), want) {
+			t.Errorf("--version printed %q (%v), want it to start with %q", out, err, want)
+		}
+	}
+	// The layout: written again from the same binary, byte for byte the same.
+	again := filepath.Join(t.TempDir(), "again")
 	digest, err := Write(Options{Binary: binary, Out: again, Name: repository, Tag: tag, Arch: img.config.Architecture,
 		CABundle: "/etc/ssl/certs/ca-certificates.crt", Created: time.Unix(0, 0).UTC()})
 	if err != nil {

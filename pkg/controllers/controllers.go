@@ -118,7 +118,7 @@ func NewControllers(deps Deps) []Controller {
 		// Batches pending pods, solves and creates NodeClaims (singleton).
 		provisioner,
 		// Triggers the provisioner for provisionable pods.
-		provisioning.NewPodController(provisioner.Batcher()),
+		provisioning.NewPodController(provisioner.Batcher(), cluster),
 		// Triggers the provisioner for nodes being disrupted or deleted.
 		provisioning.NewNodeController(provisioner.Batcher()),
 		// Tells the kube-scheduler which node each nominated pod was

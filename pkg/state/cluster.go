@@ -34,7 +34,10 @@ type Cluster struct {
 	started     map[types.UID]bool
 	// decided is when the provisioner first placed each pending pod (its
 	// first nomination), for the pod provisioning-time metrics.
-	decided   map[types.UID]time.Time
+	decided map[types.UID]time.Time
+	// acks is when the provisioner first saw each pending pod and whether
+	// it has decided about it, for the scheduling-decision metrics.
+	acks      map[types.NamespacedName]schedulingAck
 	createdAt time.Time
 }
 
@@ -53,6 +56,7 @@ func NewCluster(clk clock.Clock, kubeClient client.Reader) *Cluster {
 		marked:      map[string]bool{},
 		started:     map[types.UID]bool{},
 		decided:     map[types.UID]time.Time{},
+		acks:        map[types.NamespacedName]schedulingAck{},
 		createdAt:   clk.Now(),
 	}
 	c.daemonSets = newStore(&c.mu, namespacedKey[*appsv1.DaemonSet])
@@ -131,8 +135,10 @@ func (c *Cluster) UpdatePod(pod *corev1.Pod) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.pods[key]; ok && old.Spec.NodeName == "" && pod.Spec.NodeName != "" {
-		// The pod just got bound: its nomination has done its job.
+		// The pod just got bound: its nomination has done its job, and
+		// there is nothing left to decide about it.
 		delete(c.nominations, key)
+		delete(c.acks, key)
 		c.observeBound(pod)
 	}
 	c.unbind(key)
@@ -159,6 +165,7 @@ func (c *Cluster) DeletePod(key types.NamespacedName) {
 	c.unbind(key)
 	delete(c.pods, key)
 	delete(c.nominations, key)
+	delete(c.acks, key)
 }
 
 func (c *Cluster) unbind(key types.NamespacedName) {

@@ -86,7 +86,7 @@ func offeringPrice(instanceType, capacityType, zone string) (float64, bool) {
 // gauges (computed at scrape time) and the pod startup summary.
 func Register(reg prometheus.Registerer, cluster *Cluster) error {
 	return errors.Join(reg.Register(NewCollector(cluster)), reg.Register(PodStartupDuration), reg.Register(PodBoundDuration),
-		reg.Register(PodProvisioningBoundDuration), reg.Register(PodProvisioningStartupDuration))
+		reg.Register(PodProvisioningBoundDuration), reg.Register(PodProvisioningStartupDuration), reg.Register(PodSchedulingDecisionDuration))
 }
 
 // Describe implements prometheus.Collector.
@@ -94,7 +94,7 @@ func (m *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{nodeAllocatableDesc, nodePodRequestsDesc, nodeDaemonRequestsDesc, nodeCountDesc, syncedDesc, podStateDesc,
 		clusterUtilizationDesc, nodePoolCostDesc, podUnboundDesc, podUnstartedDesc,
 		nodePodLimitsDesc, nodeDaemonLimitsDesc, nodeSystemOverheadDesc, nodeLifetimeDesc,
-		podProvisioningUnboundDesc, podProvisioningUnstartedDesc} {
+		podProvisioningUnboundDesc, podProvisioningUnstartedDesc, podSchedulingUndecidedDesc} {
 		ch <- d
 	}
 }

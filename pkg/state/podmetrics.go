@@ -92,7 +92,7 @@ func (c *Cluster) collectPods(ch chan<- prometheus.Metric) {
 	defer c.mu.RUnlock()
 	now := c.clock.Now()
 	// No order: the registry sorts what it gathers.
-	for _, pod := range c.pods {
+	for key, pod := range c.pods {
 		var labels map[string]string
 		if node, ok := c.nodes[pod.Spec.NodeName]; ok {
 			labels = node.Labels
@@ -105,6 +105,7 @@ func (c *Cluster) collectPods(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(podUnstartedDesc, prometheus.GaugeValue, age, pod.Name, pod.Namespace)
 		}
 		c.emitProvisioningGauges(ch, pod, now)
+		c.emitUndecidedGauge(ch, key, pod, now)
 		ch <- prometheus.MustNewConstMetric(podStateDesc, prometheus.GaugeValue, 1,
 			pod.Name, pod.Namespace, owner(pod), pod.Spec.NodeName, labels[karpv1.NodePoolLabelKey],
 			labels[corev1.LabelTopologyZone], labels[corev1.LabelArchStable], labels[karpv1.CapacityTypeLabelKey],

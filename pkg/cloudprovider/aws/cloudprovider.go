@@ -68,6 +68,9 @@ type CloudProvider struct {
 	subnets         subnetPicker
 	reservations    reservationTracker
 	candidates      candidateCache
+	// driftInstances answers drift checks from one listing of the
+	// cluster's instances.
+	driftInstances *instanceSnapshot
 }
 
 // reservationTracker keeps the instances left in capacity reservations
@@ -111,6 +114,7 @@ func New(kubeClient client.Client, clk clock.PassiveClock, clusterName string, i
 		instances:       instances,
 		launchTemplates: launchTemplates,
 		unavailable:     unavailable,
+		driftInstances:  newInstanceSnapshot(instances, clk, DriftInstancesTTL),
 	}
 }
 
@@ -201,28 +205,6 @@ func (c *CloudProvider) readyNodeClass(ctx context.Context, nodeClaim *karpv1.No
 		return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("%s %s status has not been reconciled against the latest spec", awsv1.Kind, nodeClass.Name))
 	}
 	return nodeClass, nil
-}
-
-// IsDrifted reports NodeClassDrift when the NodeClaim was launched from an
-// EC2NodeClass spec that has since changed (same hash version, different
-// hash).
-func (c *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *karpv1.NodeClaim) (cloudprovider.DriftReason, error) {
-	ref := nodeClaim.Spec.NodeClassRef
-	if ref == nil || ref.Group != awsv1.Group || ref.Kind != awsv1.Kind {
-		return "", nil
-	}
-	nodeClass, err := c.nodeClass(ctx, ref.Name)
-	if err != nil || nodeClass == nil {
-		return "", err
-	}
-	hash, ok := nodeClaim.Annotations[awsv1.AnnotationEC2NodeClassHash]
-	if !ok || nodeClaim.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] != awsv1.EC2NodeClassHashVersion {
-		return "", nil
-	}
-	if hash != nodeClass.Hash() {
-		return cloudprovider.NodeClassDrift, nil
-	}
-	return "", nil
 }
 
 // Delete terminates the NodeClaim's instance; NodeClaimNotFoundError once

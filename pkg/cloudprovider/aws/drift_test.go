@@ -2,74 +2,207 @@ package aws_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/awstest"
 )
 
-func TestNodeClassDrift(t *testing.T) {
-	ctx := context.Background()
-	nodeClass := createNodeClass(t, newNodeClass(nil), true)
-	w := newWorld(t)
-	nc := newNodeClaim("drift", nodeClass.Name)
-	created, err := w.Provider.Create(ctx, nc)
+// launch creates the NodeClaim's instance and returns the NodeClaim as the
+// core stores it afterwards (labels, annotations and status of the launch).
+func launch(t *testing.T, w *world, nc *karpv1.NodeClaim) *karpv1.NodeClaim {
+	t.Helper()
+	created, err := w.Provider.Create(context.Background(), nc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	launched := nc.DeepCopy()
 	launched.Annotations, launched.Labels, launched.Status = created.Annotations, created.Labels, created.Status
-	if reason, err := w.Provider.IsDrifted(ctx, launched); err != nil || reason != "" {
-		t.Fatalf("fresh NodeClaim: IsDrifted = %q, %v; want not drifted", reason, err)
+	return launched
+}
+
+// reconciled stands for the nodeclass controller having resolved the
+// EC2NodeClass again: edit changes the resolved status, and every
+// condition the status had is stamped True at the current generation.
+func reconciled(t *testing.T, name string, edit func(*awsv1.EC2NodeClass)) *awsv1.EC2NodeClass {
+	t.Helper()
+	ctx := context.Background()
+	nodeClass := &awsv1.EC2NodeClass{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, nodeClass); err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(nodeClass)
+	}
+	conditions := nodeClass.StatusConditions()
+	for _, c := range slices.Clone(nodeClass.Status.Conditions) {
+		if c.Type != awsv1.ConditionTypeReady {
+			conditions.SetTrue(c.Type)
+		}
+	}
+	if err := env.Client.Status().Update(ctx, nodeClass); err != nil {
+		t.Fatal(err)
+	}
+	return nodeClass
+}
+
+func isDrifted(t *testing.T, p *aws.CloudProvider, nc *karpv1.NodeClaim) cloudprovider.DriftReason {
+	t.Helper()
+	reason, err := p.IsDrifted(context.Background(), nc)
+	if err != nil {
+		t.Fatalf("IsDrifted: %v", err)
+	}
+	return reason
+}
+
+func TestNodeClassDrift(t *testing.T) {
+	ctx := context.Background()
+	nodeClass := createNodeClass(t, newNodeClass(nil), true)
+	w := newWorld(t)
+	launched := launch(t, w, newNodeClaim("drift", nodeClass.Name))
+	if reason := isDrifted(t, w.Provider, launched); reason != "" {
+		t.Fatalf("fresh NodeClaim: IsDrifted = %q; want not drifted", reason)
 	}
 	// An older hash version is never compared.
 	old := launched.DeepCopy()
 	old.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] = "v1"
 	old.Annotations[awsv1.AnnotationEC2NodeClassHash] = "1"
-	if reason, err := w.Provider.IsDrifted(ctx, old); err != nil || reason != "" {
-		t.Errorf("other hash version: IsDrifted = %q, %v; want not drifted", reason, err)
+	if reason := isDrifted(t, w.Provider, old); reason != "" {
+		t.Errorf("other hash version: IsDrifted = %q; want not drifted", reason)
 	}
-	// A spec change drifts the NodeClaim.
+	// A spec change drifts the NodeClaim once the status is reconciled
+	// against it; NodeClassDrift comes before the dynamic checks.
 	nodeClass.Spec.Tags = map[string]string{"team": "data"}
 	if err := env.Client.Update(ctx, nodeClass); err != nil {
 		t.Fatal(err)
 	}
-	if reason, err := w.Provider.IsDrifted(ctx, launched); err != nil || reason != cloudprovider.NodeClassDrift {
-		t.Errorf("after a spec change: IsDrifted = %q, %v; want %s", reason, err, cloudprovider.NodeClassDrift)
+	if reason := isDrifted(t, w.Provider, launched); reason != "" {
+		t.Errorf("spec changed, status not reconciled yet: IsDrifted = %q; want no verdict", reason)
+	}
+	reconciled(t, nodeClass.Name, func(nc *awsv1.EC2NodeClass) {
+		nc.Status.Subnets = []awsv1.Subnet{{ID: "subnet-new", Zone: zones[0].Name, ZoneID: zones[0].ID}}
+	})
+	if reason := isDrifted(t, w.Provider, launched); reason != cloudprovider.NodeClassDrift {
+		t.Errorf("after a spec change: IsDrifted = %q, want %s", reason, cloudprovider.NodeClassDrift)
 	}
 }
 
-func TestGetHydratesFromTheInstance(t *testing.T) {
-	ctx := context.Background()
-	nodeClass := createNodeClass(t, newNodeClass(nil), true)
-	w := newWorld(t)
-	nc := newNodeClaim("get", nodeClass.Name)
-	created, err := w.Provider.Create(ctx, nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := w.Restart(t).Get(ctx, created.Status.ProviderID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, key := range []string{corev1.LabelInstanceTypeStable, corev1.LabelTopologyZone, "karpenter.sh/capacity-type",
-		"karpenter.sh/nodepool", awsv1.LabelTopologyZoneID, awsv1.LabelInstanceFamily, corev1.LabelArchStable} {
-		if got.Labels[key] == "" || got.Labels[key] != created.Labels[key] {
-			t.Errorf("Get label %s = %q, Create said %q", key, got.Labels[key], created.Labels[key])
+// amd64 is the requirement that makes the NodeClaim launch a standard
+// x86 instance type, so its image is awstest.StatusAMIs' ami-amd64.
+func amd64(nc *karpv1.NodeClaim) *karpv1.NodeClaim {
+	return withRequirement(nc, corev1.LabelArchStable, "amd64")
+}
+
+func amdAMI(id string) awsv1.AMI {
+	return awsv1.AMI{ID: id, Name: id, Requirements: []corev1.NodeSelectorRequirement{
+		{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}},
+	}}
+}
+
+func withID(amis []awsv1.AMI, from, to string) []awsv1.AMI {
+	out := slices.Clone(amis)
+	for i := range out {
+		if out[i].ID == from {
+			out[i].ID = to
 		}
 	}
-	if got.Name != nc.Name || got.Status.ImageID != created.Status.ImageID || got.CreationTimestamp.IsZero() {
-		t.Errorf("Get = name %q image %q created %v; want %q, %q and the launch time", got.Name, got.Status.ImageID, got.CreationTimestamp, nc.Name, created.Status.ImageID)
+	return out
+}
+
+func TestAMIDrift(t *testing.T) {
+	tests := map[string]struct {
+		amis []awsv1.AMI
+		want cloudprovider.DriftReason
+	}{
+		"the same AMIs": {amis: awstest.StatusAMIs},
+		"a new release of the node's AMI": {
+			amis: withID(awstest.StatusAMIs, "ami-amd64", "ami-amd64-v2"),
+			want: aws.AMIDrift,
+		},
+		"other architectures' and variants' AMIs replaced": {
+			amis: withID(withID(withID(awstest.StatusAMIs, "ami-arm64", "ami-arm64-v2"), "ami-nvidia", "ami-nvidia-v2"), "ami-neuron", "ami-neuron-v2"),
+		},
+		"an older compatible AMI added after the node's": {
+			amis: append(slices.Clone(awstest.StatusAMIs), amdAMI("ami-amd64-old")),
+		},
+		"a compatible AMI a launch would now choose, ahead of the node's": {
+			amis: append([]awsv1.AMI{amdAMI("ami-amd64-custom")}, awstest.StatusAMIs...),
+			want: aws.AMIDrift,
+		},
+		"no AMI fits the instance type any more": {
+			amis: awstest.StatusAMIs[1:2],
+			want: aws.AMIDrift,
+		},
 	}
-	if got.Status.Allocatable.Memory().Cmp(*created.Status.Allocatable.Memory()) != 0 {
-		t.Errorf("Get allocatable memory %s, Create said %s", got.Status.Allocatable.Memory(), created.Status.Allocatable.Memory())
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			nodeClass := createNodeClass(t, newNodeClass(nil), true)
+			w := newWorld(t)
+			launched := launch(t, w, amd64(newNodeClaim("ami", nodeClass.Name)))
+			if launched.Status.ImageID != "ami-amd64" {
+				t.Fatalf("launched image %s, want ami-amd64", launched.Status.ImageID)
+			}
+			reconciled(t, nodeClass.Name, func(nc *awsv1.EC2NodeClass) { nc.Status.AMIs = tc.amis })
+			if got := isDrifted(t, w.Provider, launched); got != tc.want {
+				t.Errorf("IsDrifted = %q, want %q", got, tc.want)
+			}
+		})
 	}
-	if _, err := w.Provider.Get(ctx, "aws:///us-west-2a/i-00000000000000bad"); !cloudprovider.IsNodeClaimNotFoundError(err) {
-		t.Errorf("Get of an unknown instance returned %v, want NodeClaimNotFound", err)
+}
+
+func TestNetworkDrift(t *testing.T) {
+	subnets := func(ids ...string) func(*awsv1.EC2NodeClass) {
+		return func(nc *awsv1.EC2NodeClass) {
+			nc.Status.Subnets = nil
+			for i, id := range ids {
+				z := zones[i%len(zones)]
+				nc.Status.Subnets = append(nc.Status.Subnets, awsv1.Subnet{ID: id, Zone: z.Name, ZoneID: z.ID})
+			}
+		}
 	}
-	if _, err := w.Provider.Get(ctx, "kwok://node"); !cloudprovider.IsNodeClaimNotFoundError(err) {
-		t.Errorf("Get of a foreign providerID returned %v, want NodeClaimNotFound", err)
+	groups := func(ids ...string) func(*awsv1.EC2NodeClass) {
+		return func(nc *awsv1.EC2NodeClass) {
+			nc.Status.SecurityGroups = nil
+			for _, id := range ids {
+				nc.Status.SecurityGroups = append(nc.Status.SecurityGroups, awsv1.SecurityGroup{ID: id, Name: id})
+			}
+		}
+	}
+	both := func(edits ...func(*awsv1.EC2NodeClass)) func(*awsv1.EC2NodeClass) {
+		return func(nc *awsv1.EC2NodeClass) {
+			for _, e := range edits {
+				e(nc)
+			}
+		}
+	}
+	tests := map[string]struct {
+		edit func(*awsv1.EC2NodeClass)
+		want cloudprovider.DriftReason
+	}{
+		"nothing changed":                    {edit: func(*awsv1.EC2NodeClass) {}},
+		"subnets reordered and one added":    {edit: subnets("subnet-4", "subnet-3", "subnet-2", "subnet-1")},
+		"the node's subnet no longer chosen": {edit: subnets("subnet-7", "subnet-8", "subnet-9"), want: aws.SubnetDrift},
+		"security group replaced":            {edit: groups("sg-test2"), want: aws.SecurityGroupDrift},
+		"security group added":               {edit: groups("sg-test1", "sg-test2"), want: aws.SecurityGroupDrift},
+		"security group listed twice":        {edit: groups("sg-test1", "sg-test1")},
+		"security groups before subnets":     {edit: both(groups("sg-test2"), subnets("subnet-7")), want: aws.SecurityGroupDrift},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			nodeClass := createNodeClass(t, newNodeClass(nil), true)
+			w := newWorld(t)
+			launched := launch(t, w, newNodeClaim("net", nodeClass.Name))
+			reconciled(t, nodeClass.Name, tc.edit)
+			if got := isDrifted(t, w.Provider, launched); got != tc.want {
+				t.Errorf("IsDrifted = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

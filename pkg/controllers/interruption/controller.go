@@ -20,6 +20,7 @@ import (
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 	"github.com/karp-autoscaler/karp/pkg/index"
+	"github.com/karp-autoscaler/karp/pkg/interruption"
 	"github.com/karp-autoscaler/karp/pkg/metrics"
 )
 
@@ -33,8 +34,8 @@ const NoticePeriod = 2 * time.Minute
 
 // Event reasons (upstream's AWS provider names).
 const (
-	ReasonSpotInterrupted           = "SpotInterrupted"
-	ReasonTerminatingOnInterruption = "TerminatingOnInterruption"
+	ReasonSpotInterrupted           = interruption.ReasonSpotInterrupted
+	ReasonTerminatingOnInterruption = interruption.ReasonTerminatingOnInterruption
 )
 
 // OfferingMarker makes an offering unavailable for a while; the kwok
@@ -99,11 +100,9 @@ func (c *Controller) Reconcile(ctx context.Context, node *corev1.Node) (reconcil
 	if c.offerings != nil && key.InstanceType != "" {
 		c.offerings.MarkOfferingUnavailable(ctx, key)
 	}
-	if err := c.setDeadline(ctx, nodeClaim, reclaimAt); err != nil {
+	deleted, err := interruption.Terminate(ctx, c.kubeClient, nodeClaim, reclaimAt, metrics.ReasonInterrupted)
+	if err != nil || !deleted {
 		return reconcile.Result{}, err
-	}
-	if err := c.kubeClient.Delete(ctx, nodeClaim, client.Preconditions{UID: &nodeClaim.UID}); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("deleting interrupted nodeclaim: %w", err))
 	}
 	left := reclaimAt.Sub(c.clock.Now()).Round(time.Second)
 	c.recorder.Eventf(node, nil, corev1.EventTypeWarning, ReasonSpotInterrupted, "Interrupt",
@@ -112,26 +111,5 @@ func (c *Controller) Reconcile(ctx context.Context, node *corev1.Node) (reconcil
 		"Terminating on interruption: replacing the node and draining it within %s; offering %s unavailable for a while", left, key)
 	log.FromContext(ctx).Info("disrupting nodeclaim", "reason", metrics.ReasonInterrupted, "NodeClaim", klog.KObj(nodeClaim),
 		"offering", key.String(), "reclaimIn", left.String())
-	metrics.NodeClaimsDisruptedTotal.WithLabelValues(metrics.ReasonInterrupted, nodeClaim.Labels[karpv1.NodePoolLabelKey],
-		key.CapacityType, "", metrics.TerminationModeForceful).Inc()
 	return reconcile.Result{}, nil
-}
-
-// setDeadline makes the reclaim time the NodeClaim's termination deadline
-// unless an earlier one is already set.
-func (c *Controller) setDeadline(ctx context.Context, nodeClaim *karpv1.NodeClaim, reclaimAt time.Time) error {
-	if v, ok := nodeClaim.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey]; ok {
-		if existing, err := time.Parse(time.RFC3339, v); err == nil && !existing.After(reclaimAt) {
-			return nil
-		}
-	}
-	stored := nodeClaim.DeepCopy()
-	if nodeClaim.Annotations == nil {
-		nodeClaim.Annotations = map[string]string{}
-	}
-	nodeClaim.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey] = reclaimAt.UTC().Format(time.RFC3339)
-	if err := c.kubeClient.Patch(ctx, nodeClaim, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
-		return client.IgnoreNotFound(fmt.Errorf("setting termination deadline: %w", err))
-	}
-	return nil
 }

@@ -24,6 +24,11 @@ type Batcher struct {
 	// previous is the UIDs of the last window that closed; only Wait
 	// touches it.
 	previous map[types.UID]bool
+	// waiting, when set, is called each time Wait is about to block with
+	// its timers armed, with the number of triggers still queued. It is
+	// the tests' sync point: once Wait waits with nothing queued, it has
+	// taken in every trigger and a fake clock can be stepped.
+	waiting func(queued int)
 }
 
 // NewBatcher returns a Batcher with the given window durations.
@@ -43,25 +48,40 @@ func (b *Batcher) Trigger(uid types.UID) {
 
 // Wait blocks until a window closes and returns true, or returns false
 // when no trigger arrived within one idle duration (the caller comes back)
-// or the context ended first.
+// or the context ended first. A trigger that arrives after the window ran
+// out (the timer fired but Wait has not seen it yet) does not extend it.
 func (b *Batcher) Wait(ctx context.Context) bool {
 	var first types.UID
+	noTrigger := b.clock.NewTimer(b.idleDuration)
+	defer noTrigger.Stop()
+	b.block()
 	select {
 	case first = <-b.triggers:
-	case <-b.clock.After(b.idleDuration):
+	case <-noTrigger.C():
 		return false
 	case <-ctx.Done():
 		return false
 	}
 	seen := map[types.UID]bool{first: true}
 	defer func() { b.previous = seen }()
+	start := b.clock.Now()
+	maxEnd, idleEnd := start.Add(b.maxDuration), start.Add(b.idleDuration)
 	maxTimer := b.clock.NewTimer(b.maxDuration)
 	defer maxTimer.Stop()
 	idleTimer := b.clock.NewTimer(b.idleDuration)
 	defer func() { idleTimer.Stop() }()
 	for {
+		b.block()
 		select {
 		case uid := <-b.triggers:
+			now := b.clock.Now()
+			if !now.Before(idleEnd) || !now.Before(maxEnd) {
+				// The window ran out before this trigger came: it
+				// opens the next one, as it would have had Wait seen
+				// the timer first.
+				b.Trigger(uid)
+				return true
+			}
 			if seen[uid] {
 				continue
 			}
@@ -70,6 +90,7 @@ func (b *Batcher) Wait(ctx context.Context) bool {
 				continue
 			}
 			idleTimer.Stop()
+			idleEnd = now.Add(b.idleDuration)
 			idleTimer = b.clock.NewTimer(b.idleDuration)
 		case <-idleTimer.C():
 			return true
@@ -78,6 +99,13 @@ func (b *Batcher) Wait(ctx context.Context) bool {
 		case <-ctx.Done():
 			return true
 		}
+	}
+}
+
+// block tells the test hook, if any, that Wait is about to block.
+func (b *Batcher) block() {
+	if b.waiting != nil {
+		b.waiting(len(b.triggers))
 	}
 }
 

@@ -1,7 +1,6 @@
 package provisioning_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -15,162 +14,214 @@ import (
 const (
 	idle    = time.Second
 	maxWait = 10 * time.Second
+	// patience bounds each wait for the batcher's goroutine, which is
+	// only scheduled late on a loaded machine.
+	patience = 30 * time.Second
 )
 
-// waitAsync runs Wait in the background and returns its result channel.
-func waitAsync(b *provisioning.Batcher) <-chan bool {
-	done := make(chan bool, 1)
-	go func() { done <- b.Wait(context.Background()) }()
-	return done
+// batcherHarness drives a Batcher on a fake clock in lockstep with the
+// goroutine running its Wait: the batcher reports each time it is about
+// to block, and the test moves the clock or triggers only then.
+type batcherHarness struct {
+	t   *testing.T
+	clk *clocktesting.FakeClock
+	b   *provisioning.Batcher
+	// blocked receives the number of queued triggers each time Wait is
+	// about to block.
+	blocked chan int
+	// done receives Wait's result.
+	done chan bool
 }
 
-// stepWhenWaiting advances the fake clock once Wait has armed its timers.
-func stepWhenWaiting(t *testing.T, clk *clocktesting.FakeClock, d time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !clk.HasWaiters() {
-		if time.Now().After(deadline) {
-			t.Fatal("the batcher never waited on the clock")
+func newBatcherHarness(t *testing.T) *batcherHarness {
+	h := &batcherHarness{t: t, clk: clocktesting.NewFakeClock(time.Unix(0, 0)), blocked: make(chan int)}
+	h.b = provisioning.NewBatcher(h.clk, idle, maxWait)
+	ctx := t.Context()
+	provisioning.SetBatcherWaitingHook(h.b, func(queued int) {
+		select {
+		case h.blocked <- queued:
+		case <-ctx.Done():
 		}
-		time.Sleep(time.Millisecond)
-	}
-	clk.Step(d)
+	})
+	return h
 }
 
-func result(t *testing.T, done <-chan bool) bool {
-	t.Helper()
-	select {
-	case got := <-done:
-		return got
-	case <-time.After(10 * time.Second):
-		t.Fatal("Wait did not return")
+// wait starts Wait in the background and returns once it blocks with
+// every trigger so far taken in.
+func (h *batcherHarness) wait() {
+	h.t.Helper()
+	h.done = make(chan bool, 1)
+	go func() { h.done <- h.b.Wait(h.t.Context()) }()
+	h.settle()
+}
+
+// settle returns once Wait blocks with no trigger queued; it fails the
+// test when Wait returns instead.
+func (h *batcherHarness) settle() {
+	h.t.Helper()
+	for {
+		select {
+		case queued := <-h.blocked:
+			if queued == 0 {
+				return
+			}
+		case got := <-h.done:
+			h.t.Fatalf("Wait returned %v while the test expected it to wait", got)
+		case <-time.After(patience):
+			h.t.Fatal("Wait neither blocked nor returned")
+		}
 	}
-	return false
+}
+
+// trigger triggers uid and returns once Wait has taken it in.
+func (h *batcherHarness) trigger(uid types.UID) {
+	h.t.Helper()
+	h.b.Trigger(uid)
+	h.settle()
+}
+
+// expectOpen asserts that the window is still open at the clock's time.
+// The sync point is a trigger Wait has already seen: Wait takes it (a
+// trigger changes nothing in the window) and blocks again if the window
+// is open, or returns if it ran out, whichever timer or trigger it sees
+// first.
+func (h *batcherHarness) expectOpen(seen types.UID, why string) {
+	h.t.Helper()
+	h.b.Trigger(seen)
+	select {
+	case queued := <-h.blocked:
+		if queued != 0 {
+			h.t.Fatalf("%d triggers queued after the sync point", queued)
+		}
+	case <-h.done:
+		h.t.Fatal(why)
+	case <-time.After(patience):
+		h.t.Fatal("Wait neither blocked nor returned")
+	}
+}
+
+// result returns what Wait returned.
+func (h *batcherHarness) result() bool {
+	h.t.Helper()
+	for {
+		select {
+		case got := <-h.done:
+			return got
+		case <-h.blocked:
+			// A trigger taken on the way out; Wait must still return.
+		case <-time.After(patience):
+			h.t.Fatal("Wait did not return")
+		}
+	}
 }
 
 func TestBatcherReturnsFalseWithoutTrigger(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
-	b := provisioning.NewBatcher(clk, idle, maxWait)
-	done := waitAsync(b)
-	stepWhenWaiting(t, clk, idle)
-	if result(t, done) {
+	h := newBatcherHarness(t)
+	h.wait()
+	h.clk.Step(idle)
+	if h.result() {
 		t.Error("Wait returned true without a trigger")
 	}
 }
 
 func TestBatcherClosesAfterIdle(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
-	b := provisioning.NewBatcher(clk, idle, maxWait)
-	b.Trigger("a")
-	done := waitAsync(b)
-	stepWhenWaiting(t, clk, idle/2)
-	select {
-	case <-done:
-		t.Fatal("window closed before the idle duration")
-	default:
-	}
-	clk.Step(idle / 2)
-	if !result(t, done) {
+	h := newBatcherHarness(t)
+	h.b.Trigger("a")
+	h.wait()
+	h.clk.Step(idle / 2)
+	h.expectOpen("a", "window closed before the idle duration")
+	h.clk.Step(idle / 2)
+	if !h.result() {
 		t.Error("Wait returned false after a trigger")
 	}
 }
 
 func TestBatcherNewTriggerExtendsWindowButNotPastMax(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
-	b := provisioning.NewBatcher(clk, idle, maxWait)
-	b.Trigger("first")
-	done := waitAsync(b)
+	h := newBatcherHarness(t)
+	h.b.Trigger("first")
+	h.wait()
 	// A new pod every 900ms keeps the window open until the maximum.
-	start := clk.Now()
-	for i := 0; clk.Since(start)+900*time.Millisecond < maxWait; i++ {
-		stepWhenWaiting(t, clk, 900*time.Millisecond)
-		time.Sleep(5 * time.Millisecond)
-		select {
-		case <-done:
-			t.Fatalf("window closed after %v of steady triggers, want it open until %v", clk.Since(start), maxWait)
-		default:
-		}
-		b.Trigger(types.UID(fmt.Sprintf("pod-%d", i)))
-		waitDrained(t, b)
+	start := h.clk.Now()
+	for i := 0; h.clk.Since(start)+900*time.Millisecond < maxWait; i++ {
+		h.clk.Step(900 * time.Millisecond)
+		h.expectOpen("first", fmt.Sprintf("window closed after %v of steady triggers, want it open until %v", h.clk.Since(start), maxWait))
+		h.trigger(types.UID(fmt.Sprintf("pod-%d", i)))
 	}
 	// The next step passes the maximum: the window closes although the
 	// last trigger was less than the idle duration ago.
-	clk.Step(900 * time.Millisecond)
-	if !result(t, done) {
+	h.clk.Step(900 * time.Millisecond)
+	if !h.result() {
 		t.Error("Wait returned false")
 	}
 }
 
 func TestBatcherDeduplicatesTriggers(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
-	b := provisioning.NewBatcher(clk, idle, maxWait)
-	b.Trigger("same")
-	done := waitAsync(b)
-	stepWhenWaiting(t, clk, 900*time.Millisecond)
+	h := newBatcherHarness(t)
+	h.b.Trigger("same")
+	h.wait()
+	h.clk.Step(900 * time.Millisecond)
 	// The same pod again does not restart the idle timer.
-	b.Trigger("same")
-	waitDrained(t, b)
-	clk.Step(100 * time.Millisecond)
-	if !result(t, done) {
+	h.trigger("same")
+	h.clk.Step(100 * time.Millisecond)
+	if !h.result() {
 		t.Error("Wait returned false")
 	}
-}
-
-// waitDrained gives the batcher's goroutine a moment to take the trigger
-// off its channel before the clock moves again.
-func waitDrained(t *testing.T, b *provisioning.Batcher) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for b.Pending() > 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("trigger never consumed")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(5 * time.Millisecond)
 }
 
 // TestBatcherPreviousWindowTriggersDoNotExtend: pods still pending from
 // the last window re-trigger, which may open a window but must not hold it
 // open; a pod new to the batcher still extends it.
 func TestBatcherPreviousWindowTriggersDoNotExtend(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
-	b := provisioning.NewBatcher(clk, idle, maxWait)
-	b.Trigger("old-1")
-	b.Trigger("old-2")
-	done := waitAsync(b)
-	stepWhenWaiting(t, clk, idle)
-	if !result(t, done) {
+	h := newBatcherHarness(t)
+	h.b.Trigger("old-1")
+	h.b.Trigger("old-2")
+	h.wait()
+	h.clk.Step(idle)
+	if !h.result() {
 		t.Fatal("first window: Wait returned false")
 	}
 
 	// The second window opens on an old pod; another old pod 900ms later
 	// does not restart the idle timer, so the window closes at 1s.
-	b.Trigger("old-1")
-	done = waitAsync(b)
-	stepWhenWaiting(t, clk, 900*time.Millisecond)
-	b.Trigger("old-2")
-	waitDrained(t, b)
-	clk.Step(100 * time.Millisecond)
-	if !result(t, done) {
+	h.b.Trigger("old-1")
+	h.wait()
+	h.clk.Step(900 * time.Millisecond)
+	h.trigger("old-2")
+	h.clk.Step(100 * time.Millisecond)
+	if !h.result() {
 		t.Fatal("second window: Wait returned false")
 	}
 
 	// A new pod does restart it: 900ms + 900ms without closing.
-	b.Trigger("old-1")
-	done = waitAsync(b)
-	stepWhenWaiting(t, clk, 900*time.Millisecond)
-	b.Trigger("new")
-	waitDrained(t, b)
-	clk.Step(900 * time.Millisecond)
-	time.Sleep(20 * time.Millisecond)
-	select {
-	case <-done:
-		t.Fatal("a new pod's trigger did not extend the window")
-	default:
-	}
-	clk.Step(100 * time.Millisecond)
-	if !result(t, done) {
+	h.b.Trigger("old-1")
+	h.wait()
+	h.clk.Step(900 * time.Millisecond)
+	h.trigger("new")
+	h.clk.Step(900 * time.Millisecond)
+	h.expectOpen("old-1", "a new pod's trigger did not extend the window")
+	h.clk.Step(100 * time.Millisecond)
+	if !h.result() {
 		t.Fatal("third window: Wait returned false")
+	}
+}
+
+// TestBatcherTriggerAfterTheWindowRanOutOpensTheNext: a trigger that
+// reaches Wait after the window's time is up (Wait sees it before the
+// fired timer) closes the window rather than extending it, and opens the
+// next window.
+func TestBatcherTriggerAfterTheWindowRanOutOpensTheNext(t *testing.T) {
+	h := newBatcherHarness(t)
+	h.b.Trigger("a")
+	h.wait()
+	h.clk.Step(idle)
+	h.b.Trigger("late")
+	if !h.result() {
+		t.Fatal("first window: Wait returned false")
+	}
+	// The late trigger is still there for the next window.
+	h.wait()
+	h.clk.Step(idle)
+	if !h.result() {
+		t.Error("second window: Wait returned false, want the late trigger to open it")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -190,6 +191,7 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Results, error) {
 	start := p.clock.Now()
 	res, deferred := p.solve(ctx, in)
 	schedulingDuration.Observe(p.clock.Since(start).Seconds())
+	p.cluster.MarkSchedulingDecisions(decided(res, ignored)...)
 	// 4. Act: create NodeClaims, nominate, explain the rest.
 	ids := make(map[*simulation.Node]string, len(nodes))
 	nodeNames := make(map[*simulation.Node]string, len(nodes))
@@ -244,6 +246,24 @@ func (p *Provisioner) solve(ctx context.Context, in *simulation.Input) (*simulat
 			"timeout", p.opts.SolveTimeout, "deferred", deferred)
 	}
 	return res, deferred
+}
+
+// decided lists the pods a pass decided about: placed on a node that
+// exists or is launching, placed on a new NodeClaim, found unschedulable,
+// or left out as invalid. Pods the solve had no time for are not among
+// them.
+func decided(res *simulation.Result, ignored []simulation.PodError) []*corev1.Pod {
+	var pods []*corev1.Pod
+	for _, ep := range res.ExistingNodes {
+		pods = append(pods, ep.Pods...)
+	}
+	for _, nc := range res.NodeClaims {
+		pods = append(pods, nc.Pods...)
+	}
+	for _, pe := range slices.Concat(res.PodErrors, ignored) {
+		pods = append(pods, pe.Pod)
+	}
+	return pods
 }
 
 func anyReschedulable(nodes []*simulation.Node) bool {

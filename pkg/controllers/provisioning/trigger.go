@@ -26,13 +26,20 @@ const triggerRequeue = 10 * time.Second
 // filled up with other pods, and costs little when every pod is nominated.
 type PodController struct {
 	batcher *Batcher
+	acker   podAcker
+}
+
+// podAcker records when the provisioner first saw a pending pod, the start
+// of karpenter_pods_scheduling_decision_duration_seconds (*state.Cluster).
+type podAcker interface {
+	AckPods(pods ...*corev1.Pod)
 }
 
 var _ reconcile.ObjectReconciler[*corev1.Pod] = (*PodController)(nil)
 
 // NewPodController returns the pod trigger feeding the batcher.
-func NewPodController(batcher *Batcher) *PodController {
-	return &PodController{batcher: batcher}
+func NewPodController(batcher *Batcher, acker podAcker) *PodController {
+	return &PodController{batcher: batcher, acker: acker}
 }
 
 // Name is the controller's name.
@@ -61,17 +68,21 @@ var unbound = predicate.NewPredicateFuncs(func(o client.Object) bool {
 })
 
 // Reconcile triggers a pass while the pod is provisionable, and looks
-// again later while it stays so.
+// again later while it stays so. The first time it sees a pod pending, it
+// acks it: the time until the provisioner decides about the pod is
+// measured from then, as upstream does.
 func (c *PodController) Reconcile(_ context.Context, pod *corev1.Pod) (reconcile.Result, error) {
 	if state.IsAwaitingScheduler(pod) {
 		// Once: the scheduler's verdict is an update that brings it back.
 		c.batcher.Trigger(pod.UID)
+		c.acker.AckPods(pod)
 		return reconcile.Result{}, nil
 	}
 	if !state.IsProvisionable(pod) {
 		return reconcile.Result{}, nil
 	}
 	c.batcher.Trigger(pod.UID)
+	c.acker.AckPods(pod)
 	return reconcile.Result{RequeueAfter: triggerRequeue}, nil
 }
 

@@ -62,6 +62,8 @@ type Options struct {
 	// exercise fallback.
 	InsufficientCapacity string
 
+	// Version asks for the build's version and commit instead of running.
+	Version                 bool
 	KarpenterService        string
 	MetricsPort             int
 	HealthProbePort         int
@@ -107,6 +109,7 @@ func AddFlags(fs *flag.FlagSet) *Options {
 	fs.StringVar(&o.CloudProvider, "cloud-provider", env("CLOUD_PROVIDER", CloudProviderKWOK), "The cloud provider that launches nodes: "+strings.Join(SelectableCloudProviders, ", ")+".")
 	fs.StringVar(&o.InstanceTypesFilePath, "instance-types-file-path", env("INSTANCE_TYPES_FILE_PATH", ""), "kwok provider: instance-type catalog file; empty uses the embedded EC2 catalog.")
 	fs.StringVar(&o.InsufficientCapacity, "kwok-insufficient-capacity", env("KWOK_INSUFFICIENT_CAPACITY", ""), "kwok provider: comma-separated offerings (instance-type/zone/capacity-type) whose launches fail with insufficient capacity.")
+	fs.BoolVar(&o.Version, "version", false, "Print the version and commit the controller was built from, then exit.")
 	fs.StringVar(&o.KarpenterService, "karpenter-service", env("KARPENTER_SERVICE", ""), "The Karpenter Service name for the dynamic webhook certificate.")
 	fs.IntVar(&o.MetricsPort, "metrics-port", envInt("METRICS_PORT", 8080), "The port the metric endpoint binds to for operating metrics about the controller itself.")
 	fs.IntVar(&o.HealthProbePort, "health-probe-port", envInt("HEALTH_PROBE_PORT", 8081), "The port the health probe endpoint binds to for reporting controller health.")

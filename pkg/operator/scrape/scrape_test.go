@@ -43,9 +43,10 @@ type upstreamMetric struct {
 
 // TestMetricsUpstreamQueriesRead runs a scale-out (a pending pod gets a
 // node) and a consolidation (the pod goes, the empty node is removed)
-// under the full controller list, scrapes /metrics and checks that every
-// metric upstream's dashboards and docs query is there with the labels
-// they use.
+// under the full controller list, scrapes /metrics (while the pod waits
+// for a decision, with the node up, and after the consolidation) and
+// checks that every metric upstream's dashboards and docs query is there
+// with the labels they use.
 func TestMetricsUpstreamQueriesRead(t *testing.T) {
 	var want []upstreamMetric
 	raw, err := os.ReadFile("testdata/upstream-metrics.yaml")
@@ -75,6 +76,13 @@ func TestMetricsUpstreamQueriesRead(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// While the batch window is open, the pod waits for a decision.
+	var pending map[string]*dto.MetricFamily
+	poll(t, "the pod undecided in the scrape", func() bool {
+		pending = scrape(t, metricsPort)
+		return findSeries(pending, upstreamMetric{Series: "karpenter_pods_provisioning_scheduling_undecided_time_seconds",
+			Values: map[string]string{"name": "web"}}) == ""
+	})
 	var claim karpv1.NodeClaim
 	poll(t, "a nodeclaim launched for the pod", func() bool {
 		var list karpv1.NodeClaimList
@@ -124,7 +132,7 @@ func TestMetricsUpstreamQueriesRead(t *testing.T) {
 		return h.Get(ctx, keyOf(claim.Name), &karpv1.NodeClaim{}) != nil
 	})
 
-	// 3. Every listed metric is in one of the two scrapes.
+	// 3. Every listed metric is in one of the three scrapes.
 	var afterConsolidation map[string]*dto.MetricFamily
 	poll(t, "the termination counted", func() bool {
 		afterConsolidation = scrape(t, metricsPort)
@@ -132,7 +140,7 @@ func TestMetricsUpstreamQueriesRead(t *testing.T) {
 	})
 	for _, m := range want {
 		t.Run(m.Series, func(t *testing.T) {
-			if findSeries(withNode, m) == "" {
+			if findSeries(pending, m) == "" || findSeries(withNode, m) == "" {
 				return
 			}
 			if why := findSeries(afterConsolidation, m); why != "" {
@@ -227,8 +235,10 @@ func liftNotReadyTaint(t *testing.T, h client.Client, name string) {
 func startWithControllers(t *testing.T, env *environment.Environment, healthPort, metricsPort int) {
 	t.Helper()
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	// A batch window of 3s without new pods (upstream's default is 1s)
+	// leaves the scrape time to see a pod waiting for its decision.
 	opts, err := options.Parse(fs, []string{fmt.Sprintf("--health-probe-port=%d", healthPort),
-		fmt.Sprintf("--metrics-port=%d", metricsPort), "--disable-leader-election"})
+		fmt.Sprintf("--metrics-port=%d", metricsPort), "--disable-leader-election", "--batch-idle-duration=3s"})
 	if err != nil {
 		t.Fatal(err)
 	}

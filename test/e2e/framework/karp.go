@@ -52,6 +52,22 @@ type Karp struct {
 	log    string
 }
 
+// Log returns the controller's output so far.
+func (k *Karp) Log() string {
+	out, _ := os.ReadFile(k.log)
+	return string(out)
+}
+
+// Exited reports whether the controller process has exited.
+func (k *Karp) Exited() bool {
+	select {
+	case <-k.exited:
+		return true
+	default:
+		return false
+	}
+}
+
 // StartKarp builds karp-controller once per test binary and runs it
 // (kwok provider) against the local cluster with short batching windows,
 // its own leader-election lease and extraArgs (later flags win). It is
@@ -59,6 +75,14 @@ type Karp struct {
 // failed, the tail of its log is printed and the log kept (always kept
 // when KARP_E2E_KEEP_LOGS is set).
 func StartKarp(t testing.TB, f *Framework, extraArgs ...string) *Karp {
+	t.Helper()
+	return StartKarpEnv(t, f, nil, extraArgs...)
+}
+
+// StartKarpEnv is StartKarp with env added to the controller's
+// environment (KEY=value entries, later ones win): for the AWS provider,
+// the simulated AWS's endpoint, region and credentials.
+func StartKarpEnv(t testing.TB, f *Framework, env []string, extraArgs ...string) *Karp {
 	t.Helper()
 	bin := ControllerBinary(t)
 	logFile, err := os.CreateTemp("", "karp-e2e-controller-*.log")
@@ -70,6 +94,9 @@ func StartKarp(t testing.TB, f *Framework, extraArgs ...string) *Karp {
 		"--batch-max-duration=2s", "--batch-idle-duration=500ms"}, extraArgs...)
 	k := &Karp{cmd: exec.Command(bin, args...), exited: make(chan struct{}), log: logFile.Name()}
 	k.cmd.Stdout, k.cmd.Stderr = logFile, logFile
+	if len(env) > 0 {
+		k.cmd.Env = append(os.Environ(), env...)
+	}
 	if err := k.cmd.Start(); err != nil {
 		_ = logFile.Close()
 		t.Fatal(err)

@@ -188,9 +188,10 @@ func (f *fixture) reconcileUntil(t *testing.T, node, what string, cond func() bo
 }
 
 // passes reconciles the node n times, 100 ms apart, so the queue gets
-// several tries. Only the eviction backoff check uses it: a test that
-// asserts nothing happened first waits for the sync point that shows the
-// controller tried (eventSeen, a refused-eviction count).
+// several tries. Only the eviction backoff check uses it, to count the
+// tries against the passes; a test that asserts nothing happened waits for
+// the sync point that shows the controller tried (eventSeen,
+// evictionRequests) instead.
 func (f *fixture) passes(t *testing.T, node string, n int) {
 	t.Helper()
 	for range n {
@@ -203,6 +204,13 @@ func (f *fixture) passes(t *testing.T, node string, n int) {
 // point that the controller reached a decision and was turned down.
 func eventSeen(t *testing.T, kind, name, reason string) func() bool {
 	return func() bool { return slices.Contains(h.EventReasons(t, kind, name), reason) }
+}
+
+// evictionRequests is karpenter_pods_eviction_requests_total for the
+// response code: the count grows once the queue has tried a request and
+// heard back.
+func evictionRequests(code string) float64 {
+	return testutil.ToFloat64(podsEvictionRequestsTotal.WithLabelValues(code))
 }
 
 func gone(t *testing.T, obj client.Object) func() bool {
@@ -300,11 +308,13 @@ func TestAPDBAllowingNoDisruptionBlocksTheEvictionUntilItAllowsOne(t *testing.T)
 	_, node := managedNode(t, f, "pdb", nil)
 	pod := podOn(t, node.Name, "guarded")
 	pdb := blockingPDB(t, "guarded", 0)
-	refusedBefore := testutil.ToFloat64(podsEvictionRequestsTotal.WithLabelValues("429"))
+	refusedBefore := evictionRequests("429")
+	refused := func() float64 { return evictionRequests("429") - refusedBefore }
 	deleteNode(t, node)
 
-	const passes = 30
-	f.passes(t, node.Name, passes)
+	// Sync point: the eviction was refused, and refused again after its
+	// backoff.
+	f.reconcileUntil(t, node.Name, "the refused eviction is retried", func() bool { return refused() >= 2 })
 	got := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: pod.Name}}
 	if !h.Get(t, got) || got.DeletionTimestamp != nil {
 		t.Fatal("pod evicted or deleted while its PDB allowed no disruption")
@@ -313,8 +323,12 @@ func TestAPDBAllowingNoDisruptionBlocksTheEvictionUntilItAllowsOne(t *testing.T)
 		t.Fatal("node released while a pod was still on it")
 	}
 	// Retried with exponential backoff: far fewer tries than drain passes,
-	// though every pass queues the pod again.
-	if n := testutil.ToFloat64(podsEvictionRequestsTotal.WithLabelValues("429")) - refusedBefore; n < 2 || n > passes/2 {
+	// though every pass queues the pod again. The tries grow with the log
+	// of the time the passes take, so a slow machine stays far below the
+	// bound (it would take half an hour of passes to reach it).
+	const passes = 30
+	f.passes(t, node.Name, passes)
+	if n := refused(); n < 2 || n > passes/2 {
 		t.Errorf("%v refused evictions in %d drain passes, want the 429 retried with backoff", n, passes)
 	}
 	h.WaitForEvent(t, "Pod", pod.Name, ReasonFailedDraining)
@@ -529,15 +543,23 @@ func TestARestartedControllerResumesTheDrainWithoutEvictingAPodTwice(t *testing.
 	deleteNode(t, node)
 
 	f.reconcileUntil(t, node.Name, "the free pod is evicted", gone(t, free))
-	f.passes(t, node.Name, 2)
+	f.reconcileUntil(t, node.Name, "the held pod's eviction is refused", eventSeen(t, "Pod", guarded.Name, ReasonFailedDraining))
 
 	// A new process: new controller, new (empty) queue.
 	f.restart(t)
+	// The replayed request is answered with a conflict (the name has a
+	// new UID) or, were the UID not checked, an eviction.
+	replayAnswers := func() float64 { return evictionRequests("409") + evictionRequests("200") }
+	answeredBefore, refusedBefore := replayAnswers(), evictionRequests("429")
 	// A pod of the same name comes back elsewhere (a StatefulSet would do
 	// this); a replayed request for the old pod must not touch it.
 	again := podOn(t, "elsewhere", "free")
 	f.queue.Add("", free)
-	f.passes(t, node.Name, 3)
+	// Sync point: the new queue tried the replayed request and the held
+	// pod (refused by its PDB).
+	f.reconcileUntil(t, node.Name, "the new queue tries both requests", func() bool {
+		return replayAnswers() > answeredBefore && evictionRequests("429") > refusedBefore
+	})
 	got := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: again.Name}}
 	if !h.Get(t, got) || got.UID != again.UID || got.DeletionTimestamp != nil {
 		t.Fatal("a stale eviction request removed a newer pod of the same name")

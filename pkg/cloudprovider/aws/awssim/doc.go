@@ -1,0 +1,20 @@
+// Package awssim is a simulated AWS served on loopback HTTP: the stateful
+// fakes of package fake behind the wire protocols the AWS SDK for Go speaks
+// (EC2 query, AWS query, AWS JSON 1.0 and 1.1, REST JSON), so a karp
+// controller process reaches them unchanged through the SDK's standard
+// endpoint settings (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_<SERVICE>) and
+// exercises the SDK's real serialization, pagination, retries and
+// throttling.
+//
+// One listener serves every service: the Router reads the service name from
+// the SigV4 credential scope of each request's Authorization header and
+// hands the request to that service's handler. Handlers dispatch by
+// operation name, by reflection, to the backend method of the same name and
+// SDK signature (ctx, *XInput, ...func(*Options)) (*XOutput, error), so a
+// fake gains a wire operation by gaining the method.
+//
+// Invariants: a request never panics the server; every error a client sees
+// is shaped as the service's protocol shapes it, with the code and message
+// the SDK surfaces as a smithy.APIError. The package is test and local-run
+// infrastructure: production code never imports it.
+package awssim

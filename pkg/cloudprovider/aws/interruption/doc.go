@@ -1,0 +1,28 @@
+// Package interruption is the AWS provider's SQS interruption controller
+// (upstream's "interruption", run only when --interruption-queue is set,
+// and only on the leader).
+//
+// It long-polls the queue EventBridge feeds with EC2 and AWS Health
+// events, up to 10 messages at a time, and handles a batch's messages
+// concurrently:
+//   - spot interruption warning: the spot offering (instance type, zone) is
+//     marked unavailable so the replacement lands elsewhere, and the
+//     NodeClaim is deleted with the reclaim time (the event's time plus two
+//     minutes) as its termination deadline;
+//   - AWS Health scheduled change for EC2, instance stopping / stopped,
+//     shutting-down / terminated, capacity reservation interruption: the
+//     NodeClaim is deleted;
+//   - rebalance recommendation: an event only.
+//
+// Deleting the NodeClaim hands the node to the core's graceful
+// termination (cordon, drain within the deadline, terminate) while the
+// provisioner launches the replacement for the evicted pods in parallel;
+// the shared steps live in pkg/interruption. Every message handled is
+// deleted from the queue, foreign and no-op ones included; a malformed one
+// is logged, counted as message_type="malformed" and deleted. A message
+// whose handling failed stays and reappears after its visibility timeout.
+//
+// Messages are matched to NodeClaims and Nodes by the instance ID of their
+// providerID; instances karp did not launch are skipped. The package
+// decides nothing about scheduling and imports no other controller.
+package interruption
