@@ -18,6 +18,7 @@ import (
 
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 	"github.com/karp-autoscaler/karp/pkg/controllers/disruption"
+	"github.com/karp-autoscaler/karp/pkg/controllers/finalized"
 	"github.com/karp-autoscaler/karp/pkg/controllers/interruption"
 	"github.com/karp-autoscaler/karp/pkg/controllers/metrics/status"
 	"github.com/karp-autoscaler/karp/pkg/controllers/node/health"
@@ -141,6 +142,11 @@ func NewControllers(deps Deps) []Controller {
 		// within budgets (singleton), and says why the others stay.
 		disruption.NewController(deps.KubeClient, deps.CloudProvider, cluster, deps.Recorder, deps.Clock,
 			disruptionOptions(deps.Options), solverOptions(provisioningOptions(deps.Options))),
+	}
+	// Records a Finalized event for each finalizer that leaves a NodeClaim,
+	// a Node or a NodePool.
+	for _, c := range finalized.NewControllers(deps.KubeClient, deps.Recorder) {
+		list = append(list, c)
 	}
 	list = append(list, signalControllers(deps)...)
 	// Feed the cluster state: one informer controller per kind.

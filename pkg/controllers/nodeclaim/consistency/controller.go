@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -96,10 +97,15 @@ func (c *Controller) Reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 		issues = append(issues, terminationIssues(nodeClaim, pods, pdbs)...)
 	}
 	c.markScanned(nodeClaim.UID)
-	// 2. Report, and record the outcome.
+	// 2. Report, and record the outcome. Upstream records one event per
+	// issue; the events API karp writes to merges events about the same
+	// object version with the same reason into one series that keeps the
+	// first note, so the issues of one check share one event instead.
 	for _, issue := range issues {
 		log.FromContext(ctx).Error(errors.New(issue), "consistency error")
-		c.recorder.Eventf(nodeClaim, node, corev1.EventTypeWarning, ReasonFailedConsistencyCheck, "CheckConsistency", "%s", issue)
+	}
+	if len(issues) > 0 {
+		c.recorder.Eventf(nodeClaim, node, corev1.EventTypeWarning, ReasonFailedConsistencyCheck, "CheckConsistency", "%s", strings.Join(issues, "; "))
 	}
 	if err := c.setCondition(ctx, nodeClaim, len(issues) == 0); err != nil {
 		return reconcile.Result{}, err

@@ -174,3 +174,28 @@ func TestNodeClaimWithoutANodeIsNotChecked(t *testing.T) {
 		}
 	}
 }
+
+// The issues of one check share one event (the events API would merge a
+// second event about the same NodeClaim into the first).
+func TestIssuesOfOneCheckShareAnEvent(t *testing.T) {
+	h.Reset(t)
+	c := consistency.NewController(h.Client, fake.New(), h.Clock, h.Recorder)
+	nc := test.MakeNodeClaim("small").Requests(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"),
+		corev1.ResourceMemory: resource.MustParse("1Gi")}).Obj()
+	h.Create(t, nc)
+	nc.Status.ProviderID = "fake://small"
+	nc.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi")}
+	nc.Status.Conditions = []metav1.Condition{{Type: karpv1.ConditionTypeInitialized, Status: metav1.ConditionTrue,
+		Reason: "Initialized", LastTransitionTime: metav1.NewTime(h.Clock.Now())}}
+	h.UpdateStatus(t, nc)
+	node := test.MakeNode("small").ProviderID(nc.Status.ProviderID).Obj()
+	h.Create(t, node)
+	node.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi")}
+	h.UpdateStatus(t, node)
+
+	if _, err := operatortest.Reconcile(t, h, c, nc.Name); err != nil {
+		t.Fatal(err)
+	}
+	waitForNote(t, nc.Name, "expected 4 of resource cpu, but found 2 (50.0% of expected); "+
+		"expected 16Gi of resource memory, but found 8Gi (50.0% of expected)")
+}

@@ -10,8 +10,9 @@
 //     PodDisruptionBudget allowing no disruption covers is reported as
 //     stuck on that budget.
 //
-// Each issue is a FailedConsistencyCheck warning event on the NodeClaim
-// and an error log line; the NodeClaim's ConsistentStateFound condition
+// The issues of a check are a FailedConsistencyCheck warning event on the
+// NodeClaim (several issues share one event, separated by "; ") and an
+// error log line each; the NodeClaim's ConsistentStateFound condition
 // is False (reason ConsistencyCheckFailed) while there are issues and True
 // otherwise. The controller changes nothing else: it neither deletes nor
 // repairs. The checks themselves (checks.go) are pure functions of the
