@@ -3,6 +3,7 @@ package awssim
 import (
 	"bytes"
 	"encoding/xml"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -74,7 +75,7 @@ func checkAnswer(t *testing.T, h http.Handler, body string) {
 	dec := xml.NewDecoder(bytes.NewReader(rec.Body.Bytes()))
 	for {
 		_, err := dec.Token()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
