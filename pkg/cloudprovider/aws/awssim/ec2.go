@@ -55,6 +55,7 @@ func ec2TypeKey(t reflect.Type) string {
 
 func (ec2Protocol) writeResponse(w http.ResponseWriter, action, requestID string, body []byte) {
 	w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
+	w.Header().Set("X-Amzn-Requestid", requestID)
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?>` + "\n" +
 		`<` + action + `Response xmlns="` + ec2Namespace + `"><requestId>` + requestID + `</requestId>`))
@@ -64,6 +65,7 @@ func (ec2Protocol) writeResponse(w http.ResponseWriter, action, requestID string
 
 func (ec2Protocol) writeError(w http.ResponseWriter, e *wireError, requestID string) {
 	w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
+	w.Header().Set("X-Amzn-Requestid", requestID)
 	w.WriteHeader(ec2Status(e))
 	_, _ = w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?>` + "\n" +
 		`<Response><Errors><Error><Code>` + escape(e.code) + `</Code><Message>` + escape(e.message) +

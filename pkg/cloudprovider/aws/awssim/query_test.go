@@ -186,7 +186,10 @@ func TestEC2ErrorsKeepCodeAndMessage(t *testing.T) {
 			}
 			var resp *awshttp.ResponseError
 			if !errors.As(err, &resp) || resp.HTTPStatusCode() != tc.wantStatus {
-				t.Errorf("got %v, want HTTP status %d", err, tc.wantStatus)
+				t.Fatalf("got %v, want HTTP status %d", err, tc.wantStatus)
+			}
+			if resp.ServiceRequestID() == "" {
+				t.Errorf("got no request ID with %v", err)
 			}
 		})
 	}
