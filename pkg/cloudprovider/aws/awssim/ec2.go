@@ -73,11 +73,16 @@ func (ec2Protocol) writeError(w http.ResponseWriter, e *wireError, requestID str
 }
 
 // ec2Status is the HTTP status EC2 answers an error with: 503 for throttling
-// and unavailability, 500 for its own faults, 400 for the caller's.
+// and unavailability, 500 for its own faults, 412 for a successful dry run,
+// 403 for a denied one, 400 for the caller's other errors.
 func ec2Status(e *wireError) int {
 	switch e.code {
 	case "RequestLimitExceeded", "Unavailable", "ServiceUnavailable":
 		return http.StatusServiceUnavailable
+	case "DryRunOperation":
+		return http.StatusPreconditionFailed
+	case "UnauthorizedOperation":
+		return http.StatusForbidden
 	case "InternalError", "InternalFailure":
 		return http.StatusInternalServerError
 	}

@@ -166,6 +166,12 @@ func TestEC2ErrorsKeepCodeAndMessage(t *testing.T) {
 			wantMessage: "The service is unavailable.",
 			wantStatus:  http.StatusServiceUnavailable,
 		},
+		"dry run": {
+			err:         fake.APIError("DryRunOperation", "Request would have succeeded, but DryRun flag is set."),
+			wantCode:    "DryRunOperation",
+			wantMessage: "Request would have succeeded, but DryRun flag is set.",
+			wantStatus:  http.StatusPreconditionFailed,
+		},
 		"not an API error": {
 			err:         errors.New("disk on fire <&>"),
 			wantCode:    "InternalError",
