@@ -28,8 +28,10 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/ami"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/cache"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/capacityreservation"
+	nodeclaimtagging "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/nodeclaim/tagging"
 	awsnodeclass "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/nodeclass"
 	nodeclasshash "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/nodeclass/hash"
+	nodeclasstermination "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/nodeclass/termination"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/providers/refresh"
 	ssminvalidation "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/providers/ssm"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instance"
@@ -203,6 +205,11 @@ func NewAWSProvider(ctx context.Context, opts *options.Options, op *Operator, re
 	if err != nil {
 		return nil, err
 	}
+	// As upstream, no IAM cleanup on NodeClass deletion in an isolated VPC.
+	nodeClassTermination := nodeclasstermination.NewController(op.KubeClient, op.Recorder, launchTemplates, profiles)
+	if awsOpts.IsolatedVPC {
+		nodeClassTermination = nodeclasstermination.NewController(op.KubeClient, op.Recorder, launchTemplates, nil)
+	}
 	logger.Info("built the AWS cloud provider", "region", clients.Region, "clusterName", awsOpts.ClusterName,
 		"clusterEndpoint", facts.endpoint, "serviceCIDR", facts.serviceCIDR, "clusterDNS", facts.dnsIP)
 	provider := &Provider{
@@ -211,6 +218,12 @@ func NewAWSProvider(ctx context.Context, opts *options.Options, op *Operator, re
 			// Resolves each EC2NodeClass's subnets, security groups, AMIs,
 			// instance profile and Ready condition.
 			awsnodeclass.NewController(op.KubeClient, op.Recorder, clk, providers),
+			// Holds each EC2NodeClass with its finalizer until its NodeClaims
+			// are gone, then deletes its launch templates and instance profiles.
+			nodeClassTermination,
+			// Tags registered NodeClaims' instances with Name and
+			// karpenter.sh/nodeclaim, once each.
+			nodeclaimtagging.NewController(op.KubeClient, instances, ec2Client, awsOpts.ClusterName, clk),
 			// Keeps each EC2NodeClass's drift hash annotations current and
 			// re-stamps NodeClaims of an older hash version.
 			nodeclasshash.NewController(op.KubeClient),
