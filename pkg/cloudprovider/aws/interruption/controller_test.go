@@ -297,3 +297,29 @@ func TestCapacityReservationInterruptionEmptiesTheReservation(t *testing.T) {
 		t.Error("the interrupted NodeClaim was not deleted")
 	}
 }
+
+func TestSpotWarningBringsADrainingNodeClaimsDeadlineForward(t *testing.T) {
+	w := setup(t, true)
+	launched(t, "draining", karpv1.CapacityTypeSpot)
+	nc := nodeClaim(t, "draining")
+	nc.Annotations = map[string]string{karpv1.NodeClaimTerminationTimestampAnnotationKey: h.Clock.Now().Add(time.Hour).UTC().Format(time.RFC3339)}
+	if err := h.Env.Client.Update(t.Context(), nc); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Env.Client.Delete(t.Context(), nc); err != nil {
+		t.Fatal(err)
+	}
+	warnedAt := eventTimeNow()
+	before := readCounters()
+	w.send(t, interruption.EventBody(interruption.KindSpotInterrupted, instanceID("draining"), warnedAt, "us-west-2"))
+	if _, err := w.reconcile(t); err != nil {
+		t.Fatal(err)
+	}
+	want := warnedAt.Add(interruption.SpotNoticePeriod).UTC().Format(time.RFC3339)
+	if got := nodeClaim(t, "draining").Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey]; got != want {
+		t.Errorf("deadline of the draining NodeClaim = %q, want the reclaim time %q", got, want)
+	}
+	if delta := readCounters().since(before); len(delta.disrupted) != 0 || delta.deleted != 1 {
+		t.Errorf("metrics grew by %+v; want the message deleted and no new disruption counted", delta)
+	}
+}
