@@ -1,6 +1,7 @@
 package interruption_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -321,5 +322,22 @@ func TestSpotWarningBringsADrainingNodeClaimsDeadlineForward(t *testing.T) {
 	}
 	if delta := readCounters().since(before); len(delta.disrupted) != 0 || delta.deleted != 1 {
 		t.Errorf("metrics grew by %+v; want the message deleted and no new disruption counted", delta)
+	}
+}
+
+func TestStoppingMidPollIsNotAnError(t *testing.T) {
+	w := setup(t, true)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := w.controller.Reconcile(ctx)
+		done <- err
+	}()
+	for !w.sqsClock.HasWaiters() {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("a pass stopped mid-poll returned %v", err)
 	}
 }
