@@ -420,6 +420,45 @@ func (p *Provider) Hydrate(ctx context.Context) error {
 	}
 }
 
+// DeleteAll deletes every launch template of the cluster made for the
+// named EC2NodeClass (found by its eks:eks-cluster-name and
+// karpenter.k8s.aws/ec2nodeclass tags, so templates made before a restart
+// are found too). Templates already gone are ignored; the other failures
+// are joined.
+func (p *Provider) DeleteAll(ctx context.Context, nodeClassName string) error {
+	in := &ec2.DescribeLaunchTemplatesInput{
+		MaxResults: aws.Int32(200),
+		Filters: []ec2types.Filter{
+			{Name: aws.String("tag:" + awsv1.TagEKSClusterName), Values: []string{p.opts.ClusterName}},
+			{Name: aws.String("tag:" + awsv1.TagNodeClass), Values: []string{nodeClassName}},
+		},
+	}
+	var found []ec2types.LaunchTemplate
+	for {
+		out, err := p.ec2.DescribeLaunchTemplates(ctx, in)
+		if err != nil {
+			return fmt.Errorf("listing launch templates of ec2nodeclass %s: %w", nodeClassName, err)
+		}
+		found = append(found, out.LaunchTemplates...)
+		if aws.ToString(out.NextToken) == "" {
+			break
+		}
+		in.NextToken = out.NextToken
+	}
+	var errs []error
+	for _, lt := range found {
+		name := aws.ToString(lt.LaunchTemplateName)
+		p.Invalidate(name)
+		_, err := p.ec2.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateId: lt.LaunchTemplateId})
+		if err != nil && errorCode(err) != codeIDNotFound && errorCode(err) != codeNameNotFound {
+			errs = append(errs, fmt.Errorf("deleting launch template %s: %w", name, err))
+			continue
+		}
+		log.FromContext(ctx).Info("deleted launch template of deleted ec2nodeclass", "launchTemplate", name, "EC2NodeClass", nodeClassName)
+	}
+	return errors.Join(errs...)
+}
+
 // GC deletes the launch templates no launch used for TTL.
 func (p *Provider) GC(ctx context.Context) error {
 	p.mu.Lock()

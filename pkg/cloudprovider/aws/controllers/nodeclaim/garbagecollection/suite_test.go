@@ -1,0 +1,14 @@
+package garbagecollection_test
+
+import (
+	"testing"
+
+	"github.com/karp-autoscaler/karp/pkg/operator/operatortest"
+)
+
+// h is a real kube-apiserver with karp's CRDs, a cache with karp's field
+// indexes (the garbage collector finds Nodes by providerID) and a fake
+// clock.
+var h *operatortest.Harness
+
+func TestMain(m *testing.M) { operatortest.Main(m, &h) }

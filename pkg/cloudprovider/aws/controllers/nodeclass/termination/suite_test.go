@@ -1,0 +1,13 @@
+package termination_test
+
+import (
+	"testing"
+
+	"github.com/karp-autoscaler/karp/pkg/operator/operatortest"
+)
+
+// h is a real kube-apiserver with karp's CRDs, a cache with karp's field
+// indexes, a fake clock and an event recorder writing Events to it.
+var h *operatortest.Harness
+
+func TestMain(m *testing.M) { operatortest.Main(m, &h) }
