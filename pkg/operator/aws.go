@@ -189,7 +189,7 @@ func NewAWSProvider(ctx context.Context, opts *options.Options, op *Operator, re
 		cp = cp.WithReservations(reservations)
 	}
 
-	amis := ami.NewProvider(ec2Client, clients.SSM, versions, clk, awsOpts.AMIRefreshInterval)
+	amis := ami.NewProvider(ec2Client, clients.SSM, versions, clk, awsOpts.AMIRefreshInterval).WithAliasParameterTTL(awsOpts.SSMAliasCacheTTL)
 	profiles := instanceprofile.NewProvider(clients.IAM, clk, awsOpts.ClusterName, clients.Region)
 	providers := awsnodeclass.Providers{
 		AMIs:             amis,
