@@ -45,7 +45,7 @@ func subcommands() map[string]subcommand {
 		"down":       {summary: "stop the local control plane started by `karp up`", run: runDown},
 		"simulate":   {summary: "dry-run: the nodes karp would launch for manifests, their cost, and why pods stay pending", run: runSimulate},
 		"controller": {summary: "run the karp controller (leader-elected; provisions and manages nodes)", run: runController},
-		"run":        {summary: "local cluster + karp controller (kwok provider) + manifests, with a live view of nodes; Ctrl-C stops all", run: runRun},
+		"run":        {summary: "local cluster + karp controller (kwok, or AWS on a simulated account) + manifests, with a live view of nodes; Ctrl-C stops all", run: runRun},
 		"interrupt":  {summary: "deliver a simulated spot interruption notice to a node (kwok provider)", run: runInterrupt},
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/awssim"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok"
 	"github.com/karp-autoscaler/karp/pkg/localcluster"
 	"github.com/karp-autoscaler/karp/pkg/view"
@@ -26,7 +27,19 @@ type runOptions struct {
 	instanceTypes  string
 	showView       bool
 	controllerArgs []string
+	// cloudProvider is kwok (simulated nodes) or aws (the simulated AWS
+	// account and its kubelets, in this process).
+	cloudProvider string
+	// clusterName and kubeletDelay configure the simulated AWS.
+	clusterName  string
+	kubeletDelay time.Duration
 }
+
+// Cloud providers `karp run` can run the controller with.
+const (
+	runProviderKWOK = "kwok"
+	runProviderAWS  = "aws"
+)
 
 func parseRunFlags(args []string, stderr io.Writer) (runOptions, error) {
 	opts := runOptions{}
@@ -42,8 +55,17 @@ func parseRunFlags(args []string, stderr io.Writer) (runOptions, error) {
 	fs.DurationVar(&opts.up.timeout, "timeout", 3*time.Minute, "how long to wait for the cluster to become ready")
 	fs.StringVar(&opts.instanceTypes, "instance-types-file-path", "", "kwok provider catalog for the controller and the view's prices; empty uses the embedded EC2 catalog")
 	fs.BoolVar(&opts.showView, "view", true, "show the live view of nodes; false only prints where the logs are")
+	fs.StringVar(&opts.cloudProvider, "cloud-provider", runProviderKWOK, "kwok: simulated nodes; aws: the AWS provider against a simulated AWS account (EC2, SSM, IAM, SQS, Pricing, EKS on loopback) whose instances register kwok-managed Nodes")
+	fs.StringVar(&opts.clusterName, "cluster-name", awssim.DefaultClusterName, "with --cloud-provider=aws: the simulated EKS cluster's name (discovery tags, interruption queue)")
+	fs.DurationVar(&opts.kubeletDelay, "kubelet-delay", 2*time.Second, "with --cloud-provider=aws: how long after launch an instance's Node registers")
 	if err := fs.Parse(args); err != nil {
 		return opts, err
+	}
+	if opts.cloudProvider != runProviderKWOK && opts.cloudProvider != runProviderAWS {
+		return opts, fmt.Errorf("--cloud-provider %q: want %s or %s", opts.cloudProvider, runProviderKWOK, runProviderAWS)
+	}
+	if opts.cloudProvider == runProviderAWS && opts.instanceTypes != "" {
+		return opts, errors.New("--instance-types-file-path is for the kwok provider; the AWS provider reads instance types from (simulated) EC2")
 	}
 	opts.controllerArgs = fs.Args()
 	if opts.instanceTypes != "" {
@@ -58,13 +80,15 @@ func parseRunFlags(args []string, stderr io.Writer) (runOptions, error) {
 
 // controllerCommandArgs are the controller flags `karp run` starts it
 // with: leader election off (one replica), no listening ports (they could
-// clash with other local processes), then the user's own flags.
-func (o runOptions) controllerCommandArgs(kubeconfig string) []string {
+// clash with other local processes), the provider's flags (for aws, the
+// simulated account's), then the user's own flags.
+func (o runOptions) controllerCommandArgs(kubeconfig string, providerArgs []string) []string {
 	args := []string{"--kubeconfig=" + kubeconfig, "--disable-leader-election",
 		"--metrics-port=0", "--health-probe-port=0"}
 	if o.instanceTypes != "" {
 		args = append(args, "--instance-types-file-path="+o.instanceTypes)
 	}
+	args = append(args, providerArgs...)
 	return append(args, o.controllerArgs...)
 }
 
@@ -98,11 +122,27 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 
 func runWithCluster(ctx context.Context, opts runOptions, cluster *localcluster.Cluster, prices view.PriceTable, stdout, stderr io.Writer) error {
 	logPath := filepath.Join(cluster.Dir, "logs", "karp-controller.log")
-	controller, err := startChild(opts.controllerCommandArgs(cluster.Kubeconfig), logPath)
+	var providerArgs, env []string
+	var simulated *simulatedAWS
+	if opts.cloudProvider == runProviderAWS {
+		var err error
+		if simulated, err = startSimulatedAWS(ctx, cluster, opts); err != nil {
+			return fmt.Errorf("starting the simulated AWS: %w", err)
+		}
+		defer simulated.stop()
+		providerArgs, env = simulated.sim.ControllerArgs(), simulated.sim.Env()
+		fmt.Fprintf(stderr, "simulated AWS account for cluster %s on %s\n", simulated.sim.ClusterName(), simulated.sim.URL())
+	}
+	controller, err := startChild(opts.controllerCommandArgs(cluster.Kubeconfig, providerArgs), env, logPath)
 	if err != nil {
 		return err
 	}
 	defer controller.stop(stderr)
+	if simulated != nil {
+		if err := applyAWSDefaults(ctx, cluster, simulated.sim, stdout); err != nil {
+			return err
+		}
+	}
 	if len(opts.up.apply) > 0 {
 		if err := localcluster.Apply(ctx, cluster.Config, opts.up.apply, stdout); err != nil {
 			return err
@@ -154,9 +194,10 @@ func controllerCommand(exe string) (string, []string) {
 	return exe, []string{"controller"}
 }
 
-// startChild runs the karp controller with args in its own process group,
-// output appended to logPath; it dies with this process (Pdeathsig).
-func startChild(args []string, logPath string) (*child, error) {
+// startChild runs the karp controller with args and env added to this
+// process's environment in its own process group, output appended to
+// logPath; it dies with this process (Pdeathsig).
+func startChild(args, env []string, logPath string) (*child, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding the karp executable: %w", err)
@@ -168,6 +209,9 @@ func startChild(args []string, logPath string) (*child, error) {
 	program, prefix := controllerCommand(exe)
 	cmd := exec.Command(program, append(prefix, args...)...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()

@@ -18,10 +18,12 @@ import (
 
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 	"github.com/karp-autoscaler/karp/pkg/controllers/disruption"
+	"github.com/karp-autoscaler/karp/pkg/controllers/finalized"
 	"github.com/karp-autoscaler/karp/pkg/controllers/interruption"
 	"github.com/karp-autoscaler/karp/pkg/controllers/metrics/status"
 	"github.com/karp-autoscaler/karp/pkg/controllers/node/health"
 	nodetermination "github.com/karp-autoscaler/karp/pkg/controllers/node/termination"
+	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/consistency"
 	nodeclaimdisruption "github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/disruption"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/expiration"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/garbagecollection"
@@ -98,6 +100,10 @@ func NewControllers(deps Deps) []Controller {
 		// Deletes NodeClaims whose instance vanished and instances no
 		// NodeClaim owns.
 		garbagecollection.NewController(deps.KubeClient, deps.APIReader, deps.CloudProvider, deps.Clock),
+		// Checks every ten minutes that a NodeClaim's Node has the capacity
+		// it expected and that its drain is not held by a budget
+		// (FailedConsistencyCheck, ConsistentStateFound).
+		consistency.NewController(deps.KubeClient, deps.CloudProvider, deps.Clock, deps.Recorder),
 		// Sums each NodePool's nodes into status.resources and status.nodes.
 		counter.NewController(deps.KubeClient),
 		// Sets each KWOKNodeClass's Ready condition.
@@ -136,6 +142,11 @@ func NewControllers(deps Deps) []Controller {
 		// within budgets (singleton), and says why the others stay.
 		disruption.NewController(deps.KubeClient, deps.CloudProvider, cluster, deps.Recorder, deps.Clock,
 			disruptionOptions(deps.Options), solverOptions(provisioningOptions(deps.Options))),
+	}
+	// Records a Finalized event for each finalizer that leaves a NodeClaim,
+	// a Node or a NodePool.
+	for _, c := range finalized.NewControllers(deps.KubeClient, deps.Recorder) {
+		list = append(list, c)
 	}
 	list = append(list, signalControllers(deps)...)
 	// Feed the cluster state: one informer controller per kind.

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	pricingapi "github.com/aws/aws-sdk-go-v2/service/pricing"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -37,6 +38,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instance"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instanceprofile"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instancetype"
+	awsinterruption "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/interruption"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/launchtemplate"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/pricing"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/securitygroup"
@@ -55,6 +57,8 @@ type AWSClients struct {
 	IAM     IAMAPI
 	Pricing PricingAPI
 	EKS     EKSAPI
+	// SQS is read only when --interruption-queue is set.
+	SQS SQSAPI
 }
 
 // EC2API is every EC2 call the AWS provider's parts make.
@@ -94,6 +98,11 @@ type EKSAPI interface {
 	DescribeCluster(ctx context.Context, in *eks.DescribeClusterInput, opts ...func(*eks.Options)) (*eks.DescribeClusterOutput, error)
 }
 
+// SQSAPI are the SQS calls interruption handling makes.
+type SQSAPI interface {
+	awsinterruption.SQSAPI
+}
+
 // newAWSProvider builds the SDK clients from the default credential chain
 // and region (the SDK's AWS_ENDPOINT_URL* variables apply), then the
 // provider.
@@ -112,6 +121,7 @@ func newAWSProvider(ctx context.Context, opts *options.Options, op *Operator, re
 		IAM:     iam.NewFromConfig(cfg),
 		Pricing: pricingapi.NewFromConfig(cfg, func(o *pricingapi.Options) { o.Region = pricing.PricingRegion(cfg.Region) }),
 		EKS:     eks.NewFromConfig(cfg),
+		SQS:     sqs.NewFromConfig(cfg),
 	})
 }
 
@@ -192,6 +202,10 @@ func NewAWSProvider(ctx context.Context, opts *options.Options, op *Operator, re
 	if reservations != nil {
 		providers.CapacityReservations = reservations
 	}
+	interruption, err := interruptionController(op, awsOpts.InterruptionQueue, clients.SQS, unavailable, reservations)
+	if err != nil {
+		return nil, err
+	}
 	// As upstream, no IAM cleanup on NodeClass deletion in an isolated VPC.
 	nodeClassTermination := nodeclasstermination.NewController(op.KubeClient, op.Recorder, launchTemplates, profiles)
 	var iamCleanup []controllers.Controller
@@ -203,7 +217,7 @@ func NewAWSProvider(ctx context.Context, opts *options.Options, op *Operator, re
 	}
 	logger.Info("built the AWS cloud provider", "region", clients.Region, "clusterName", awsOpts.ClusterName,
 		"clusterEndpoint", facts.endpoint, "serviceCIDR", facts.serviceCIDR, "clusterDNS", facts.dnsIP)
-	return &Provider{
+	provider := &Provider{
 		CloudProvider: cp,
 		Controllers: append([]controllers.Controller{
 			// Resolves each EC2NodeClass's subnets, security groups, AMIs,
@@ -228,7 +242,30 @@ func NewAWSProvider(ctx context.Context, opts *options.Options, op *Operator, re
 			&runnable{name: "launchtemplate.garbagecollection", run: func(ctx context.Context) error { return launchTemplates.Run(ctx, ticker) }},
 		}, iamCleanup...),
 		Close: func() {},
-	}, nil
+	}
+	if interruption != nil {
+		// Acts on EC2 and AWS Health events from the interruption queue
+		// (only with --interruption-queue).
+		provider.Controllers = append(provider.Controllers, interruption)
+	}
+	return provider, nil
+}
+
+// interruptionController is the SQS interruption controller when
+// --interruption-queue names a queue, else nil.
+func interruptionController(op *Operator, queue string, api SQSAPI, unavailable *cache.UnavailableOfferings,
+	reservations *capacityreservation.Provider) (*awsinterruption.Controller, error) {
+	if queue == "" {
+		return nil, nil
+	}
+	if api == nil {
+		return nil, errors.New("no SQS client to poll the interruption queue (--interruption-queue) with")
+	}
+	var full awsinterruption.ReservationMarker
+	if reservations != nil {
+		full = reservations
+	}
+	return awsinterruption.NewController(op.KubeClient, api, queue, unavailable, full, op.Clock, op.Recorder), nil
 }
 
 // clusterEndpoint is the API server URL nodes join: the flag when set, else

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -98,13 +99,32 @@ func TestControllersRunUnderTheManager(t *testing.T) {
 		}
 	}
 
-	// Deleting the NodeClaim runs termination: it and its Node disappear.
+	// The consistency check found the Node as the NodeClaim expected it.
+	poll(t, "nodeclaim consistent", func() bool {
+		return h.Get(t.Context(), keyOf(nc.Name), got) == nil && got.StatusConditions().IsTrue(karpv1.ConditionTypeConsistentStateFound)
+	})
+
+	// Deleting the NodeClaim runs termination: it and its Node disappear,
+	// each with a Finalized event for karp's finalizer.
 	if err := h.Delete(t.Context(), nc); err != nil {
 		t.Fatal(err)
 	}
 	poll(t, "nodeclaim and node terminated", func() bool {
 		return h.Get(t.Context(), keyOf(nc.Name), &karpv1.NodeClaim{}) != nil &&
 			h.Get(t.Context(), keyOf(node.Name), &corev1.Node{}) != nil
+	})
+	poll(t, "Finalized events on the nodeclaim and the node", func() bool {
+		var list eventsv1.EventList
+		if h.List(t.Context(), &list) != nil {
+			return false
+		}
+		finalized := map[string]bool{}
+		for _, e := range list.Items {
+			if e.Reason == "Finalized" && e.Note == "Finalized "+karpv1.TerminationFinalizer {
+				finalized[e.Regarding.Kind+"/"+e.Regarding.Name] = true
+			}
+		}
+		return finalized["NodeClaim/"+nc.Name] && finalized["Node/"+node.Name]
 	})
 }
 

@@ -69,6 +69,8 @@ type config struct {
 	clock      clock.Clock
 	leader     LeaderElectionTimings
 	metricsReg prometheus.Registerer
+	// skipNameValidation lets one process build several operators.
+	skipNameValidation bool
 }
 
 // Option adjusts New for tests and embedders.
@@ -76,6 +78,13 @@ type Option func(*config)
 
 // WithClock sets the controllers' clock (default: the real clock).
 func WithClock(clk clock.Clock) Option { return func(c *config) { c.clock = clk } }
+
+// WithoutControllerNameValidation lets one process build several
+// operators, as tests that run the controller more than once do;
+// controller-runtime otherwise refuses a second controller of a name.
+func WithoutControllerNameValidation() Option {
+	return func(c *config) { c.skipNameValidation = true }
+}
 
 // WithLeaderElectionTimings overrides the Lease timings.
 func WithLeaderElectionTimings(t LeaderElectionTimings) Option {
@@ -104,7 +113,11 @@ func New(ctx context.Context, restConfig *rest.Config, opts *options.Options, ex
 	restConfig.Burst = opts.KubeClientBurst
 	restConfig.UserAgent = Component
 
-	mgr, err := manager.New(restConfig, managerOptions(opts, cfg.leader))
+	mo := managerOptions(opts, cfg.leader)
+	if cfg.skipNameValidation {
+		mo.Controller.SkipNameValidation = &cfg.skipNameValidation
+	}
+	mgr, err := manager.New(restConfig, mo)
 	if err != nil {
 		return nil, fmt.Errorf("building manager: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
@@ -271,12 +272,13 @@ func TestBatchHoldSeenLateIsLifted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	before := reconciles(t, c.Name())
 	if err := c.Register(h.ctx, h.mgr); err != nil {
 		t.Fatal(err)
 	}
-	// Let the controller take its first look at the complete batch (its
-	// NodeClaims' create events) while no Node shows the hold yet.
-	time.Sleep(2 * time.Second)
+	// Sync point: the controller took its first look at the complete batch
+	// (its NodeClaims' create events) while no Node shows the hold yet.
+	h.eventually("the batch reconciled before the holds show", func() bool { return reconciles(t, c.Name()) > before })
 	// Registration's write lands: the hold and the batch annotation.
 	for _, node := range []*corev1.Node{nodeA, nodeB} {
 		got := &corev1.Node{}
@@ -510,4 +512,29 @@ func TestBatchLiftRestoresAHintTheCacheStillShows(t *testing.T) {
 	if *hintWrites != 1 {
 		t.Errorf("%d hint writes in the lift, want 1 (only the cleared hint)", *hintWrites)
 	}
+}
+
+// reconciles is how many reconciles of the named controller finished, as
+// controller-runtime counts them (controller_runtime_reconcile_total, all
+// results).
+func reconciles(t *testing.T, controller string) float64 {
+	t.Helper()
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n float64
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == controller {
+					n += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return n
 }

@@ -13,6 +13,23 @@
 // SDK signature (ctx, *XInput, ...func(*Options)) (*XOutput, error), so a
 // fake gains a wire operation by gaining the method.
 //
+// The wire layer, by service (signing name, protocol, handler):
+//
+//	ec2      EC2 query (Action=..., XML)      NewEC2Handler
+//	iam      AWS query (Action=..., XML)      NewIAMHandler
+//	ssm      awsJson 1.1, AmazonSSM           NewJSONHandler
+//	sqs      awsJson 1.0, AmazonSQS           NewJSONHandler (query-compatible error codes)
+//	pricing  awsJson 1.1, AWSPriceListService NewJSONHandler
+//	eks      restJson1, GET /clusters/{name}  NewEKSHandler
+//
+// Faults are injected at two levels. The fakes fail a named call with any
+// error (fake.Faults.FailNext). The Router fails what the fakes cannot:
+// Throttle answers with the service's own throttling error before the
+// backend runs, and HoldAfter lets the backend act and then never answers,
+// as when a controller dies between a call and recording its effect.
+// Router.Calls counts requests as they arrived on the wire, retries
+// included.
+//
 // Invariants: a request never panics the server; every error a client sees
 // is shaped as the service's protocol shapes it, with the code and message
 // the SDK surfaces as a smithy.APIError. The package is test and local-run

@@ -96,6 +96,13 @@ func classify(err error) serviceError {
 	if t := reflect.TypeOf(apiErr); isStructPointer(t) && strings.HasSuffix(t.Elem().PkgPath(), "/types") {
 		se.shape = t.Elem().Name()
 		se.members = reflect.ValueOf(apiErr).Elem()
+		// A typed error with no code override carries its shape's code;
+		// for query-compatible services that is the model's query code.
+		if se.code == se.shape {
+			if code, ok := queryErrorCode(apiErr); ok {
+				se.code = code
+			}
+		}
 	}
 	return se
 }

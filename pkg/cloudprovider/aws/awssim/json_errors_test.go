@@ -11,9 +11,12 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
+	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
 	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 	"github.com/aws/smithy-go"
 
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
@@ -220,4 +223,25 @@ type panicky struct{}
 
 func (panicky) GetParameter(context.Context, *ssm.GetParameterInput, ...func(*ssm.Options)) (*ssm.GetParameterOutput, error) {
 	panic("assignment to entry in nil map")
+}
+
+func TestQueryErrorCode(t *testing.T) {
+	for name, tc := range map[string]struct {
+		err      smithy.APIError
+		wantCode string
+		wantOK   bool
+	}{
+		"sqs renamed":      {err: &sqstypes.QueueDoesNotExist{}, wantCode: "AWS.SimpleQueueService.NonExistentQueue", wantOK: true},
+		"sqs same name":    {err: &sqstypes.ReceiptHandleIsInvalid{}, wantCode: "ReceiptHandleIsInvalid", wantOK: true},
+		"ssm same name":    {err: &ssmtypes.ParameterNotFound{}, wantCode: "ParameterNotFound", wantOK: true},
+		"generic has none": {err: &smithy.GenericAPIError{Code: "ThrottlingException"}},
+		"eks not query":    {err: &ekstypes.ResourceNotFoundException{}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			code, ok := queryErrorCode(tc.err)
+			if code != tc.wantCode || ok != tc.wantOK {
+				t.Errorf("queryErrorCode(%T) = %q, %v; want %q, %v", tc.err, code, ok, tc.wantCode, tc.wantOK)
+			}
+		})
+	}
 }

@@ -46,7 +46,8 @@ func md5Hex(s string) string {
 
 func (q *queue) GetQueueUrl(_ context.Context, in *sqs.GetQueueUrlInput, _ ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) {
 	if aws.ToString(in.QueueName) != q.name {
-		return nil, &sqstypes.QueueDoesNotExist{Message: aws.String("The specified queue does not exist."), ErrorCodeOverride: aws.String("AWS.SimpleQueueService.NonExistentQueue")}
+		// As fake.SQS answers: the query code comes from the SDK model.
+		return nil, &sqstypes.QueueDoesNotExist{Message: aws.String("The specified queue does not exist.")}
 	}
 	return &sqs.GetQueueUrlOutput{QueueUrl: aws.String(q.url)}, nil
 }

@@ -43,7 +43,7 @@ func TestEC2RoundTrip(t *testing.T) {
 			BaseEndpoint: aws.String(url),
 			Region:       "us-west-2",
 			Credentials:  credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""),
-			Retryer:      aws.NopRetryer{},
+			Retryer:      connectionRetries(),
 		})
 	}
 	for _, op := range ec2Operations {
@@ -64,7 +64,7 @@ func TestIAMRoundTrip(t *testing.T) {
 			BaseEndpoint: aws.String(url),
 			Region:       "us-east-1",
 			Credentials:  credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""),
-			Retryer:      aws.NopRetryer{},
+			Retryer:      connectionRetries(),
 		})
 	}
 	for _, op := range iamOperations {

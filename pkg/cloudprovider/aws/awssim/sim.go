@@ -67,6 +67,7 @@ type Sim struct {
 	IAM     *fake.IAM
 	Pricing *fake.Pricing
 	EKS     *fake.EKS
+	SQS     *fake.SQS
 
 	opts  Options
 	zones []fake.OfferingZone
@@ -76,6 +77,10 @@ type Sim struct {
 	amiRelease time.Time
 	// ssmDown makes every SSM call fail (SetSSMOutage).
 	ssmDown *outage
+	// router, url and stop are the HTTP side, once Serve ran.
+	router *Router
+	url    string
+	stop   func()
 }
 
 // New builds a seeded Sim. It is not served yet: call Serve.
@@ -113,6 +118,9 @@ func New(opts Options) (*Sim, error) {
 	}
 	s.IAM.AddInstanceProfile(s.InstanceProfileName(), s.RoleName())
 	s.EKS.PutCluster(opts.ClusterName, opts.ClusterEndpoint, opts.CABundle)
+	if err := s.seedQueue(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 

@@ -1,0 +1,11 @@
+package consistency_test
+
+import (
+	"testing"
+
+	"github.com/karp-autoscaler/karp/pkg/operator/operatortest"
+)
+
+var h *operatortest.Harness
+
+func TestMain(m *testing.M) { operatortest.Main(m, &h) }

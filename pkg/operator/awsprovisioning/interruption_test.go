@@ -1,0 +1,184 @@
+package awsprovisioning_test
+
+import (
+	"context"
+	"flag"
+	"testing"
+	"time"
+
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/awstest"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instance"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/interruption"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/version"
+	"github.com/karp-autoscaler/karp/pkg/controllers"
+	"github.com/karp-autoscaler/karp/pkg/operator"
+	"github.com/karp-autoscaler/karp/pkg/operator/options"
+	"github.com/karp-autoscaler/karp/pkg/test"
+)
+
+const queueName = "karp-test-cluster"
+
+// TestSpotInterruptionOnAWS runs the whole controller with
+// --interruption-queue against the fakes: a spot warning for the instance
+// of a launched NodeClaim, sent to the queue, deletes that NodeClaim (its
+// instance terminated), and the pod's next NodeClaim is launched by a
+// CreateFleet that no longer offers the interrupted type in that zone.
+func TestSpotInterruptionOnAWS(t *testing.T) {
+	ctx := t.Context()
+	clients := awsCloud(t, serverVersion(t))
+	queue := fake.NewSQS(clock.RealClock{})
+	if _, err := queue.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: awssdk.String(queueName)}); err != nil {
+		t.Fatal(err)
+	}
+	clients.SQS = queue
+	runAWSController(t, clients, "--interruption-queue="+queueName)
+
+	nodeClass := &awsv1.EC2NodeClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Spec: awsv1.EC2NodeClassSpec{
+			AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
+			SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": awstest.ClusterName}}},
+			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": awstest.ClusterName}}},
+			Role:                       "KarpenterNodeRole-test-cluster",
+		},
+	}
+	nodePool := test.MakeNodePool("default").NodeClassRef(awsv1.NodeClassReference("default")).
+		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeSpot).
+		Requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m5.large", "m5a.large", "m6i.large").Obj()
+	pod := test.MakePod("inflate").Namespace("default").Requests("cpu", "1", "memory", "1Gi").Obj()
+	for _, obj := range []client.Object{nodeClass, nodePool, pod} {
+		if err := env.Client.Create(ctx, obj); err != nil {
+			t.Fatalf("creating %s: %v", obj.GetName(), err)
+		}
+	}
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
+	if err := env.Client.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+
+	first := launchedNodeClaim(t, "")
+	instanceType, zone := first.Labels[corev1.LabelInstanceTypeStable], first.Labels[corev1.LabelTopologyZone]
+	id, err := instance.ParseProviderID(first.Status.ProviderID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, _ := queue.Queue(queueName)
+	body := interruption.EventBody(interruption.KindSpotInterrupted, id, time.Now(), awstest.Region)
+	if _, err := queue.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: &body}); err != nil {
+		t.Fatal(err)
+	}
+
+	e := clients.EC2.(*fake.EC2)
+	poll(t, "the interrupted NodeClaim gone and its instance terminated", func() bool {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(first), &karpv1.NodeClaim{})
+		for _, i := range e.Instances() {
+			if awssdk.ToString(i.InstanceId) == id && i.State != nil && i.State.Name != ec2types.InstanceStateNameTerminated && i.State.Name != ec2types.InstanceStateNameShuttingDown {
+				return false
+			}
+		}
+		return client.IgnoreNotFound(err) == nil && err != nil
+	})
+	if got := queue.Messages(queueName); got.Deleted != 1 || got.Visible+got.InFlight != 0 {
+		t.Errorf("queue = %+v, want the message deleted", got)
+	}
+	second := launchedNodeClaim(t, first.Name)
+	fleets := e.CreateFleetInputs()
+	last := fleets[len(fleets)-1]
+	zoneOf := map[string]string{}
+	for i, z := range awstest.Zones {
+		zoneOf["subnet-"+string(rune('a'+i))] = z.Name
+	}
+	for _, cfg := range last.LaunchTemplateConfigs {
+		for _, o := range cfg.Overrides {
+			if string(o.InstanceType) == instanceType && zoneOf[awssdk.ToString(o.SubnetId)] == zone {
+				t.Errorf("the replacement's CreateFleet still offers the interrupted %s in %s", instanceType, zone)
+			}
+		}
+	}
+	if second.Labels[corev1.LabelInstanceTypeStable] == instanceType && second.Labels[corev1.LabelTopologyZone] == zone {
+		t.Errorf("the replacement launched on the interrupted offering %s/%s", instanceType, zone)
+	}
+}
+
+// launchedNodeClaim waits for a launched NodeClaim other than skip.
+func launchedNodeClaim(t *testing.T, skip string) *karpv1.NodeClaim {
+	t.Helper()
+	var launched *karpv1.NodeClaim
+	poll(t, "a launched NodeClaim", func() bool {
+		list := &karpv1.NodeClaimList{}
+		if env.Client.List(context.Background(), list) != nil {
+			return false
+		}
+		for i := range list.Items {
+			if nc := &list.Items[i]; nc.Name != skip && nc.DeletionTimestamp.IsZero() && nc.StatusConditions().IsTrue(karpv1.ConditionTypeLaunched) {
+				launched = nc
+				return true
+			}
+		}
+		return false
+	})
+	return launched
+}
+
+func serverVersion(t *testing.T) string {
+	t.Helper()
+	disco, err := discovery.NewDiscoveryClientForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := disco.ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k8s, err := version.Parse(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k8s
+}
+
+// runAWSController runs the controller process as --cloud-provider=aws
+// builds it over clients, with extra flags, until the test ends.
+func runAWSController(t *testing.T, clients operator.AWSClients, extra ...string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	opts, err := options.Parse(flag.NewFlagSet("karp", flag.ContinueOnError), append([]string{
+		"--cloud-provider=aws", "--cluster-name=" + awstest.ClusterName, "--disable-leader-election",
+		"--metrics-port=0", "--health-probe-port=0", "--batch-idle-duration=200ms", "--batch-max-duration=2s",
+	}, extra...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := operator.New(ctx, env.Config, opts, operator.WithoutControllerNameValidation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	provider, err := operator.NewAWSProvider(ctx, opts, op, env.Config, clients)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := op.Register(ctx, append(controllers.NewControllers(op.Deps(provider.CloudProvider)), provider.Controllers...)...); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- op.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Logf("operator stopped: %v", err)
+		}
+		cleanUp(t)
+	})
+}

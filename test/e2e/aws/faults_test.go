@@ -1,0 +1,121 @@
+package aws_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
+	"github.com/karp-autoscaler/karp/test/e2e/framework"
+)
+
+// throttled are the calls karp makes, by service, each throttled three
+// times in a row (the SDK's standard retryer gives up after three
+// attempts, so each surfaces as an error at least once).
+var throttled = map[string][]string{
+	"ec2": {"CreateFleet", "DescribeInstances", "DescribeInstanceTypes", "DescribeInstanceTypeOfferings", "DescribeSpotPriceHistory",
+		"DescribeImages", "DescribeSubnets", "DescribeSecurityGroups", "CreateLaunchTemplate", "DescribeLaunchTemplates",
+		"CreateTags", "TerminateInstances"},
+	"ssm":     {"GetParameter"},
+	"iam":     {"GetInstanceProfile"},
+	"sqs":     {"ReceiveMessage", "DeleteMessage"},
+	"pricing": {"GetProducts"},
+}
+
+// TestFaultsLeaveTheControllerRunning sends malformed and foreign messages
+// into the interruption queue, throttles every API karp calls and takes SSM
+// down while a new AMI is released, and checks the controller keeps
+// running and reports the failures (logs, metrics, the EC2NodeClass's
+// AMIsReady condition), deletes the bad messages, and loses nothing: the
+// pods created meanwhile run, and once SSM is back the class resolves the
+// new release.
+func TestFaultsLeaveTheControllerRunning(t *testing.T) {
+	const name = "e2e-faults"
+	e := startAWS(t)
+	e.createNodeClass(t, e.nodeClass(name))
+	framework.Create(t, e.cl, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	framework.Create(t, e.cl, awsPool(name, name).Obj())
+	e.deleteOnCleanup(t, []string{name}, []string{name}, []string{name})
+
+	// 1. Malformed and foreign messages.
+	for _, body := range []string{"not json at all", `{"version":"0","source":"aws.s3","detail-type":"Object Created","detail":{}}`, `{}`,
+		`{"version":"0","source":"aws.ec2","detail-type":"EC2 Spot Instance Interruption Warning","detail":{"instance-id":"i-doesnotexist"}}`} {
+		if err := e.sim.SendMessage(t.Context(), body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 2. Every API throttled while pods arrive.
+	for service, ops := range throttled {
+		for _, op := range ops {
+			e.sim.Router().Throttle(service, op, 3)
+		}
+	}
+	framework.Create(t, e.cl, framework.SpreadOverHosts(framework.Deployment(name, name, name, 2, "500m")))
+	waitAvailable(t, e.cl, name, 2)
+	framework.Eventually(t, scaleTimeout, func(context.Context) (bool, string) {
+		counts := e.sim.SQS.Messages(e.sim.QueueName())
+		return counts.Visible == 0 && counts.InFlight == 0 && counts.Deleted >= 4, fmt.Sprintf("interruption queue: %+v", counts)
+	})
+	for service, ops := range throttled {
+		for _, op := range ops {
+			if e.sim.Router().Calls(service, op) == 0 {
+				t.Errorf("%s %s was never called", service, op)
+			}
+		}
+	}
+
+	// 3. SSM down while AWS releases a new AMI: the class reports it.
+	e.sim.SetSSMOutage(true)
+	released := e.sim.PublishAMI("al2023@latest")
+	nc := &awsv1.EC2NodeClass{}
+	framework.Eventually(t, driftTimeout, func(ctx context.Context) (bool, string) {
+		if err := e.cl.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
+			return false, err.Error()
+		}
+		c := nc.StatusConditions().Get(awsv1.ConditionTypeAMIsReady)
+		return c != nil && c.Status == metav1.ConditionFalse, fmt.Sprintf("AMIsReady %+v", c)
+	})
+	e.sim.SetSSMOutage(false)
+	framework.Eventually(t, driftTimeout, func(ctx context.Context) (bool, string) {
+		if err := e.cl.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
+			return false, err.Error()
+		}
+		var ids []string
+		for _, ami := range nc.Status.AMIs {
+			ids = append(ids, ami.ID)
+		}
+		for _, id := range released {
+			if !slices.Contains(ids, id) {
+				return false, fmt.Sprintf("status AMIs %v lack the release %s; conditions %v", ids, id, nc.Status.Conditions)
+			}
+		}
+		return nc.StatusConditions().IsTrue("Ready"), fmt.Sprintf("conditions %v", nc.Status.Conditions)
+	})
+
+	// 4. Still running, and it said what went wrong.
+	if e.karp.Exited() {
+		t.Fatal("the controller exited")
+	}
+	logs := e.karp.Log()
+	for _, want := range []string{"RequestLimitExceeded", "InternalServerError"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the controller log never mentions %s", want)
+		}
+	}
+	metrics := e.metrics(t)
+	if n := metricSum(metrics, "karpenter_interruption_received_messages_total"); n < 4 {
+		t.Errorf("karpenter_interruption_received_messages_total = %v, want at least the 4 messages sent", n)
+	}
+	if n := metricSum(metrics, "karpenter_cloudprovider_errors_total"); n == 0 {
+		t.Error("karpenter_cloudprovider_errors_total is 0 after throttling every call")
+	}
+	if n := len(framework.AvailablePods(t.Context(), e.cl, name, nil)); n != 2 {
+		t.Errorf("%d of 2 pods available", n)
+	}
+}

@@ -1,0 +1,113 @@
+package aws_test
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/test/e2e/framework"
+)
+
+// TestLeakedInstanceIsTerminated launches, directly in the simulated EC2,
+// an instance tagged as karp tags its own for this cluster but with no
+// NodeClaim, and checks karp terminates it, while the instance of a real
+// NodeClaim keeps running.
+func TestLeakedInstanceIsTerminated(t *testing.T) {
+	const name = "e2e-leak"
+	e := startAWS(t)
+	e.createNodeClass(t, e.nodeClass(name))
+	framework.Create(t, e.cl, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	framework.Create(t, e.cl, awsPool(name, name).Obj())
+	e.deleteOnCleanup(t, []string{name}, []string{name}, []string{name})
+	framework.Create(t, e.cl, framework.Deployment(name, name, name, 1, "500m"))
+	pods := waitAvailable(t, e.cl, name, 1)
+	kept := framework.NodeClaimOfNode(t, e.cl, pods[0].Spec.NodeName)
+
+	leaked, err := e.sim.CreateLeakedInstance(t.Context(), "m5.large", name, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, scaleTimeout, func(context.Context) (bool, string) {
+		inst, _ := e.sim.Instance(leaked)
+		return !live(inst), fmt.Sprintf("leaked instance %s is %s", leaked, inst.State.Name)
+	})
+	inst, ok := e.instanceOf(kept.Status.ProviderID)
+	if !ok || !live(inst) {
+		t.Errorf("the instance of NodeClaim %s (%s) was terminated too", kept.Name, kept.Status.ProviderID)
+	}
+	if n := len(framework.AvailablePods(t.Context(), e.cl, name, nil)); n != 1 {
+		t.Errorf("%d of 1 pods available after garbage collection", n)
+	}
+}
+
+// TestControllerKilledAfterCreateFleet holds the answer of the first
+// CreateFleet (EC2 has launched the instance), kills the controller with
+// SIGKILL while the NodeClaim does not know its instance yet, starts it
+// again, and checks the NodeClaim ends with exactly one live instance and
+// no instance of the cluster is left without a NodeClaim.
+func TestControllerKilledAfterCreateFleet(t *testing.T) {
+	const name = "e2e-restart"
+	e := startAWS(t)
+	e.createNodeClass(t, e.nodeClass(name))
+	framework.Create(t, e.cl, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	framework.Create(t, e.cl, awsPool(name, name).Obj())
+	e.deleteOnCleanup(t, []string{name}, []string{name}, []string{name})
+
+	e.sim.Router().HoldAfter("ec2", "CreateFleet", 1)
+	launched := len(e.sim.Instances())
+	framework.Create(t, e.cl, framework.Deployment(name, name, name, 1, "500m"))
+	var held karpv1.NodeClaim
+	framework.Eventually(t, scaleTimeout, func(ctx context.Context) (bool, string) {
+		claims := framework.PoolNodeClaims(ctx, e.cl, name)
+		if len(claims) == 1 {
+			held = claims[0]
+		}
+		return len(claims) == 1 && len(e.sim.Instances()) > launched,
+			fmt.Sprintf("%d NodeClaims, %d instances launched by the held CreateFleet", len(claims), len(e.sim.Instances())-launched)
+	})
+	e.restartKarp(t, func() { e.karp.Stop(syscall.SIGKILL) })
+	if held.Status.ProviderID != "" {
+		t.Fatalf("NodeClaim %s already had its instance %s: the CreateFleet answer was not held", held.Name, held.Status.ProviderID)
+	}
+
+	framework.Eventually(t, scaleTimeout, func(ctx context.Context) (bool, string) {
+		claims := framework.PoolNodeClaims(ctx, e.cl, name)
+		byClaim := map[string]int{}
+		orphans := 0
+		for _, inst := range e.sim.Instances() {
+			if !live(inst) || tag(inst, awsv1.TagNodePool) != name {
+				continue
+			}
+			owner := tag(inst, awsv1.TagNodeClaim)
+			found := false
+			for _, nc := range claims {
+				if nc.Name == owner && nc.Status.ProviderID != "" {
+					found = true
+				}
+			}
+			if !found {
+				orphans++
+				continue
+			}
+			byClaim[owner]++
+		}
+		available := len(framework.AvailablePods(ctx, e.cl, name, nil))
+		stillThere := false
+		for _, nc := range claims {
+			stillThere = stillThere || nc.Name == held.Name
+		}
+		return stillThere && byClaim[held.Name] == 1 && orphans == 0 && len(claims) == 1 && available == 1,
+			fmt.Sprintf("NodeClaim %s exists %t with %d live instances; %d NodeClaims; %d live instances without one; %d of 1 pods available",
+				held.Name, stillThere, byClaim[held.Name], len(claims), orphans, available)
+	})
+	if id := aws.ToString(e.sim.Instances()[launched].InstanceId); id == "" {
+		t.Error("the held CreateFleet launched no instance")
+	}
+}

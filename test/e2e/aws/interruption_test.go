@@ -1,0 +1,124 @@
+package aws_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/awssim"
+	"github.com/karp-autoscaler/karp/test/e2e/framework"
+)
+
+// spotNotice is how long EC2 gives a spot instance after its interruption
+// warning.
+const spotNotice = 2 * time.Minute
+
+// TestSpotInterruptionAndStateChange runs two pods on two spot nodes, sends
+// the spot interruption warning for one node's instance through the SQS
+// queue and checks that before the two-minute notice ends a replacement
+// node is Ready and the pods run elsewhere, and that no instance launched
+// after the warning uses the interrupted spot pool. Then a state-change
+// "terminated" message for the other node's instance removes its NodeClaim
+// (and karp terminates the instance). Every message is deleted once handled.
+func TestSpotInterruptionAndStateChange(t *testing.T) {
+	const name = "e2e-spot"
+	e := startAWS(t)
+	e.createNodeClass(t, e.nodeClass(name))
+	framework.Create(t, e.cl, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	framework.Create(t, e.cl, awsPool(name, name).Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeSpot).Obj())
+	e.deleteOnCleanup(t, []string{name}, []string{name}, []string{name})
+	framework.Create(t, e.cl, framework.SpreadOverHosts(framework.Deployment(name, name, name, 2, "500m")))
+	pods := waitAvailable(t, e.cl, name, 2)
+
+	// 1. The warning for the first pod's node.
+	victim := nodeOf(t, e.cl, pods[0].Spec.NodeName)
+	inst, ok := e.instanceOf(victim.Spec.ProviderID)
+	if !ok || inst.InstanceLifecycle != ec2types.InstanceLifecycleTypeSpot {
+		t.Fatalf("node %s: instance %v is not a simulated spot instance", victim.Name, inst.InstanceId)
+	}
+	interrupted := pool{string(inst.InstanceType), aws.ToString(inst.Placement.AvailabilityZone)}
+	launchedBefore := len(e.sim.Instances())
+	if err := e.sim.SendInterruption(t.Context(), awssim.SpotInterruption, aws.ToString(inst.InstanceId)); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, spotNotice, func(ctx context.Context) (bool, string) {
+		available := framework.AvailablePods(ctx, e.cl, name, nil)
+		elsewhere, readyReplacement := 0, false
+		for _, p := range available {
+			if p.Spec.NodeName != victim.Name {
+				elsewhere++
+			}
+		}
+		for _, n := range poolNodes(ctx, e.cl, name) {
+			if n.Name != victim.Name && n.Name != pods[1].Spec.NodeName && framework.NodeReady(&n) {
+				readyReplacement = true
+			}
+		}
+		gone := nodeGone(ctx, e.cl, victim.Name)
+		return elsewhere == 2 && readyReplacement && gone,
+			fmt.Sprintf("%d of 2 pods available off the interrupted node, replacement Ready %t, interrupted node gone %t", elsewhere, readyReplacement, gone)
+	})
+	for _, launched := range e.sim.Instances()[launchedBefore:] {
+		if launched.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot &&
+			(pool{string(launched.InstanceType), aws.ToString(launched.Placement.AvailabilityZone)}) == interrupted {
+			t.Errorf("instance %s was launched in the interrupted spot pool %v", aws.ToString(launched.InstanceId), interrupted)
+		}
+	}
+
+	// 2. A state change to terminated for the other original node: only
+	// the message can remove its NodeClaim (the instance still runs).
+	other := nodeOf(t, e.cl, pods[1].Spec.NodeName)
+	claim := framework.NodeClaimOfNode(t, e.cl, other.Name)
+	otherInst, _ := e.instanceOf(other.Spec.ProviderID)
+	if err := e.sim.SendInterruption(t.Context(), awssim.StateTerminated, aws.ToString(otherInst.InstanceId)); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, scaleTimeout, func(ctx context.Context) (bool, string) {
+		err := e.cl.Get(ctx, client.ObjectKeyFromObject(claim), &karpv1.NodeClaim{})
+		now, _ := e.sim.Instance(aws.ToString(otherInst.InstanceId))
+		return client.IgnoreNotFound(err) == nil && err != nil && !live(now),
+			fmt.Sprintf("NodeClaim %s: %v; instance %s", claim.Name, err, now.State.Name)
+	})
+	waitAvailable(t, e.cl, name, 2)
+	framework.Eventually(t, time.Minute, func(context.Context) (bool, string) {
+		counts := e.sim.SQS.Messages(e.sim.QueueName())
+		return counts.Visible == 0 && counts.InFlight == 0 && counts.Deleted >= 2,
+			fmt.Sprintf("interruption queue: %+v", counts)
+	})
+}
+
+type pool struct{ instanceType, zone string }
+
+// waitAvailable waits until n pods of the namespace are Available and
+// returns them.
+func waitAvailable(t *testing.T, cl client.Client, namespace string, n int) []corev1.Pod {
+	t.Helper()
+	var pods []corev1.Pod
+	framework.Eventually(t, scaleTimeout, func(ctx context.Context) (bool, string) {
+		pods = framework.AvailablePods(ctx, cl, namespace, nil)
+		return len(pods) == n, fmt.Sprintf("%d of %d pods available in %s; pending %d", len(pods), n, namespace, framework.PendingPods(ctx, cl, namespace))
+	})
+	return pods
+}
+
+func nodeOf(t *testing.T, cl client.Client, name string) *corev1.Node {
+	t.Helper()
+	node := &corev1.Node{}
+	if err := cl.Get(t.Context(), client.ObjectKey{Name: name}, node); err != nil {
+		t.Fatal(err)
+	}
+	return node
+}
+
+func nodeGone(ctx context.Context, cl client.Client, name string) bool {
+	err := cl.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{})
+	return err != nil && client.IgnoreNotFound(err) == nil
+}
