@@ -38,11 +38,11 @@ import (
 )
 
 const (
-	sdkModule       = "github.com/aws/aws-sdk-go-v2/service/ec2"
-	serializePfx    = "awsEc2query_serialize"
-	deserializePfx  = "awsEc2query_deserialize"
-	serializeOpDoc  = serializePfx + "OpDocument"
-	deserializeOpDc = deserializePfx + "OpDocument"
+	sdkModule        = "github.com/aws/aws-sdk-go-v2/service/ec2"
+	serializePfx     = "awsEc2query_serialize"
+	deserializePfx   = "awsEc2query_deserialize"
+	serializeOpDoc   = serializePfx + "OpDocument"
+	deserializeOpDoc = deserializePfx + "OpDocument"
 )
 
 func main() {
@@ -113,7 +113,7 @@ func generate(dir, pkg string, ops []string) ([]byte, error) {
 		}
 		// An operation without members on one side (CreateTags answers
 		// with no body) has no document function there: an empty entry.
-		in, out := serializeOpDoc+op+"Input", deserializeOpDc+op+"Output"
+		in, out := serializeOpDoc+op+"Input", deserializeOpDoc+op+"Output"
 		if ser[in] == nil {
 			ser[in] = &fn{typeName: op + "Input"}
 		}

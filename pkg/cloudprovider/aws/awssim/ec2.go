@@ -55,6 +55,7 @@ func ec2TypeKey(t reflect.Type) string {
 
 func (ec2Protocol) writeResponse(w http.ResponseWriter, action, requestID string, body []byte) {
 	w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
+	w.Header().Set("X-Amzn-Requestid", requestID)
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?>` + "\n" +
 		`<` + action + `Response xmlns="` + ec2Namespace + `"><requestId>` + requestID + `</requestId>`))
@@ -64,6 +65,7 @@ func (ec2Protocol) writeResponse(w http.ResponseWriter, action, requestID string
 
 func (ec2Protocol) writeError(w http.ResponseWriter, e *wireError, requestID string) {
 	w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
+	w.Header().Set("X-Amzn-Requestid", requestID)
 	w.WriteHeader(ec2Status(e))
 	_, _ = w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?>` + "\n" +
 		`<Response><Errors><Error><Code>` + escape(e.code) + `</Code><Message>` + escape(e.message) +
@@ -71,11 +73,16 @@ func (ec2Protocol) writeError(w http.ResponseWriter, e *wireError, requestID str
 }
 
 // ec2Status is the HTTP status EC2 answers an error with: 503 for throttling
-// and unavailability, 500 for its own faults, 400 for the caller's.
+// and unavailability, 500 for its own faults, 412 for a successful dry run,
+// 403 for a denied one, 400 for the caller's other errors.
 func ec2Status(e *wireError) int {
 	switch e.code {
 	case "RequestLimitExceeded", "Unavailable", "ServiceUnavailable":
 		return http.StatusServiceUnavailable
+	case "DryRunOperation":
+		return http.StatusPreconditionFailed
+	case "UnauthorizedOperation":
+		return http.StatusForbidden
 	case "InternalError", "InternalFailure":
 		return http.StatusInternalServerError
 	}

@@ -45,6 +45,7 @@ func (iamProtocol) xmlElement(_ reflect.Type, f reflect.StructField) (xmlName, b
 
 func (iamProtocol) writeResponse(w http.ResponseWriter, action, requestID string, body []byte) {
 	w.Header().Set("Content-Type", "text/xml")
+	w.Header().Set("X-Amzn-Requestid", requestID)
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write([]byte(`<` + action + `Response xmlns="` + iamNamespace + `"><` + action + `Result>`))
 	_, _ = w.Write(body)
@@ -58,6 +59,7 @@ func (iamProtocol) writeError(w http.ResponseWriter, e *wireError, requestID str
 		typ = "Receiver"
 	}
 	w.Header().Set("Content-Type", "text/xml")
+	w.Header().Set("X-Amzn-Requestid", requestID)
 	w.WriteHeader(iamStatus(e))
 	_, _ = w.Write([]byte(`<ErrorResponse xmlns="` + iamNamespace + `"><Error><Type>` + typ + `</Type><Code>` +
 		escape(e.code) + `</Code><Message>` + escape(e.message) + `</Message></Error><RequestId>` + requestID +

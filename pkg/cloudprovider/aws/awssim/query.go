@@ -2,14 +2,11 @@ package awssim
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
 	"strings"
 	"sync/atomic"
-
-	"github.com/aws/smithy-go"
 )
 
 // maxQueryBody bounds a query-protocol request body; the largest request karp
@@ -143,36 +140,4 @@ type requestIDs struct{ n atomic.Uint64 }
 func (r *requestIDs) next() string {
 	n := r.n.Add(1)
 	return fmt.Sprintf("5a1e0000-0000-4000-8000-%012x", n)
-}
-
-// wireError is an error as the protocol reports it.
-type wireError struct {
-	code    string
-	message string
-	// server marks a fault of the service rather than of the request.
-	server bool
-}
-
-func (e *wireError) Error() string { return e.code + ": " + e.message }
-
-func clientError(code, message string) *wireError {
-	return &wireError{code: code, message: message}
-}
-
-func internalError(err error) *wireError {
-	return &wireError{code: "InternalError", message: err.Error(), server: true}
-}
-
-// asWireError keeps the code and message of an API error (the fakes return
-// smithy.APIError values) and reports anything else as InternalError.
-func asWireError(err error) *wireError {
-	var we *wireError
-	if errors.As(err, &we) {
-		return we
-	}
-	var api smithy.APIError
-	if errors.As(err, &api) {
-		return &wireError{code: api.ErrorCode(), message: api.ErrorMessage(), server: api.ErrorFault() == smithy.FaultServer}
-	}
-	return internalError(err)
 }

@@ -13,7 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
+	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
 	"github.com/aws/smithy-go/middleware"
 	"github.com/google/go-cmp/cmp"
 )
@@ -218,5 +220,34 @@ func fill(v reflect.Value, f *filler) {
 		v.SetInt(int64(f.n % 100))
 	case reflect.Float32, reflect.Float64:
 		v.SetFloat(float64(f.n) + 0.5)
+	}
+}
+
+// TestEmptyLists: an empty list is sent as "Key=" by awsquery and not at all
+// by the EC2 query protocol; either way the call is accepted.
+func TestEmptyLists(t *testing.T) {
+	iamSig := reflect.ValueOf(&iam.Client{}).MethodByName("CreateInstanceProfile").Type()
+	out := reflect.ValueOf(&iam.CreateInstanceProfileOutput{InstanceProfile: &iamtypes.InstanceProfile{InstanceProfileName: aws.String("p")}})
+	backend := &recordingBackend{op: "CreateInstanceProfile", sig: iamSig, output: out}
+	h := newQueryHandler(iamProtocol{}, nil)
+	h.methods = backend.method
+	client := iamClient(serve(t, h), connectionRetries())
+	if _, err := client.CreateInstanceProfile(t.Context(), &iam.CreateInstanceProfileInput{InstanceProfileName: aws.String("p"), Tags: []iamtypes.Tag{}}); err != nil {
+		t.Fatal(err)
+	}
+	in := backend.received().(*iam.CreateInstanceProfileInput)
+	if len(in.Tags) != 0 || aws.ToString(in.InstanceProfileName) != "p" {
+		t.Errorf("decoded %+v, want profile p with no tags", in)
+	}
+
+	ec2Sig := reflect.ValueOf(&ec2.Client{}).MethodByName("DescribeInstances").Type()
+	ec2Backend := &recordingBackend{op: "DescribeInstances", sig: ec2Sig, output: reflect.ValueOf(&ec2.DescribeInstancesOutput{})}
+	eh := newQueryHandler(ec2Protocol{}, nil)
+	eh.methods = ec2Backend.method
+	if _, err := ec2Client(serve(t, eh), connectionRetries()).DescribeInstances(t.Context(), &ec2.DescribeInstancesInput{InstanceIds: []string{}, Filters: []ec2types.Filter{}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := ec2Backend.received().(*ec2.DescribeInstancesInput); len(got.InstanceIds) != 0 || len(got.Filters) != 0 {
+		t.Errorf("decoded %+v, want no instance IDs and no filters", got)
 	}
 }

@@ -36,13 +36,15 @@ func noBackoff(o *retry.StandardOptions) {
 
 // connectionRetries retries only a dropped connection, never an API error.
 //
-// The SDK closes a request's body as soon as the response headers arrive;
-// when a loopback server answers before net/http's write loop has finished
-// with that body, the write loop closes the connection under the response
-// being read ("use of closed network connection", aws-sdk-go-v2 #2737). The
-// SDK's standard retryer retries that error, as karp's clients do; real
-// network latency makes it rare against AWS. The tests retry it too, so that
-// every other error still fails them.
+// The SDK closes a request's body (smithy-go's safe reader) as soon as the
+// response headers arrive. net/http's write loop, after sending the body,
+// copies what is left of it to check for extra bytes; that copy goes through
+// the closed reader's WriteTo, which answers (0, io.EOF) as an error, and the
+// write loop closes the connection under the response being read ("use of
+// closed network connection", aws-sdk-go-v2 #2737). On loopback the
+// response often wins that race; against AWS, network latency makes it rare.
+// The SDK's standard retryer retries the error, as karp's clients do; the
+// tests retry it too, so that every other error still fails them.
 func connectionRetries() aws.Retryer {
 	return retry.NewStandard(noBackoff, func(o *retry.StandardOptions) {
 		o.Retryables = []retry.IsErrorRetryable{retry.RetryableConnectionError{}}
@@ -164,6 +166,12 @@ func TestEC2ErrorsKeepCodeAndMessage(t *testing.T) {
 			wantMessage: "The service is unavailable.",
 			wantStatus:  http.StatusServiceUnavailable,
 		},
+		"dry run": {
+			err:         fake.APIError("DryRunOperation", "Request would have succeeded, but DryRun flag is set."),
+			wantCode:    "DryRunOperation",
+			wantMessage: "Request would have succeeded, but DryRun flag is set.",
+			wantStatus:  http.StatusPreconditionFailed,
+		},
 		"not an API error": {
 			err:         errors.New("disk on fire <&>"),
 			wantCode:    "InternalError",
@@ -186,7 +194,10 @@ func TestEC2ErrorsKeepCodeAndMessage(t *testing.T) {
 			}
 			var resp *awshttp.ResponseError
 			if !errors.As(err, &resp) || resp.HTTPStatusCode() != tc.wantStatus {
-				t.Errorf("got %v, want HTTP status %d", err, tc.wantStatus)
+				t.Fatalf("got %v, want HTTP status %d", err, tc.wantStatus)
+			}
+			if resp.ServiceRequestID() == "" {
+				t.Errorf("got no request ID with %v", err)
 			}
 		})
 	}
