@@ -31,13 +31,12 @@ var throttled = map[string][]string{
 // TestFaultsLeaveTheControllerRunning throttles every AWS service at
 // start-up, sends malformed and foreign messages into the interruption
 // queue, throttles the calls karp makes while running past the SDK's
-// retries, and takes SSM down while a new AMI is released, and checks the controller keeps
-// running and reports the failures (logs, metrics, the EC2NodeClass's
+// retries, and takes SSM down while a new AMI is released. The controller
+// keeps running and reports the failures (logs, metrics, the EC2NodeClass's
 // AMIsReady condition, which may stay True with the error while the class
-// keeps the AMIs it resolved before), deletes the bad messages, and loses
+// keeps the AMIs it resolved before), deletes the bad messages and loses
 // nothing: the pods created meanwhile run, and once SSM is back the class
-// resolves the
-// new release.
+// resolves the new release.
 func TestFaultsLeaveTheControllerRunning(t *testing.T) {
 	const name = "e2e-faults"
 	e := newAWS(t)
