@@ -51,7 +51,7 @@ func startSimulatedAWS(ctx context.Context, cluster *localcluster.Cluster, opts 
 		return nil, fmt.Errorf("reading the API server's version: %w", err)
 	}
 	minor := strings.TrimSuffix(info.Minor, "+")
-	sim, err := awssim.New(awssim.Options{
+	sim, err := awssim.New(ctx, awssim.Options{
 		ClusterName:       opts.clusterName,
 		KubernetesVersion: info.Major + "." + minor,
 		ClusterEndpoint:   cluster.Config.Host,

@@ -48,7 +48,7 @@ func TestRunFlagsAWSRunsTheControllerOnTheSimulatedAccount(t *testing.T) {
 	if opts.cloudProvider != runProviderAWS || opts.clusterName != "demo" || opts.kubeletDelay != 5*time.Second {
 		t.Fatalf("options %+v", opts)
 	}
-	sim, err := awssim.New(awssim.Options{ClusterName: opts.clusterName, KubernetesVersion: "1.33"})
+	sim, err := awssim.New(t.Context(), awssim.Options{ClusterName: opts.clusterName, KubernetesVersion: "1.33"})
 	if err != nil {
 		t.Fatal(err)
 	}

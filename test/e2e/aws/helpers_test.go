@@ -95,7 +95,7 @@ func startAWS(t *testing.T, extraArgs ...string) *awsEnv {
 func newAWS(t *testing.T) *awsEnv {
 	t.Helper()
 	f := framework.Current(t)
-	sim, err := awssim.New(awssim.Options{
+	sim, err := awssim.New(t.Context(), awssim.Options{
 		KubernetesVersion: kubernetesVersion(t, f),
 		ClusterEndpoint:   f.Config.Host,
 		CABundle:          base64.StdEncoding.EncodeToString(f.Config.CAData),

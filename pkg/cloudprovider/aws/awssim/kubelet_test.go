@@ -1,7 +1,6 @@
 package awssim
 
 import (
-	"context"
 	"encoding/base64"
 	"testing"
 	"time"
@@ -9,7 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1 "k8s.io/api/core/v1"
-	testingclock "k8s.io/utils/clock/testing"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
@@ -19,8 +18,8 @@ import (
 
 func newTestSim(t *testing.T) *Sim {
 	t.Helper()
-	s, err := New(Options{KubernetesVersion: "1.33", ClusterEndpoint: "https://127.0.0.1:6443", CABundle: "Y2E=",
-		Clock: testingclock.NewFakeClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))})
+	s, err := New(t.Context(), Options{KubernetesVersion: "1.33", ClusterEndpoint: "https://127.0.0.1:6443", CABundle: "Y2E=",
+		Clock: clocktesting.NewFakeClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +38,7 @@ func TestNodeMatchesKarpsPrediction(t *testing.T) {
 	for i, z := range awstest.Zones {
 		nodeClass.Status.Subnets = append(nodeClass.Status.Subnets, awsv1.Subnet{ID: "subnet-" + string(rune('a'+i)), Zone: z.Name, ZoneID: z.ID})
 	}
-	types, err := world.Types.List(context.Background(), nodeClass)
+	types, err := world.Types.List(t.Context(), nodeClass)
 	if err != nil {
 		t.Fatal(err)
 	}

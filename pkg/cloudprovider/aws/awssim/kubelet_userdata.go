@@ -79,8 +79,11 @@ func mimeParts(text string) ([]mimePart, error) {
 		return nil, fmt.Errorf("reading MIME user data: %w", err)
 	}
 	mediaType, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
-	if err != nil || !strings.HasPrefix(mediaType, "multipart/") {
-		return nil, fmt.Errorf("MIME user data is not multipart (%q): %v", mediaType, err)
+	if err != nil {
+		return nil, fmt.Errorf("reading the MIME user data's Content-Type: %w", err)
+	}
+	if !strings.HasPrefix(mediaType, "multipart/") {
+		return nil, fmt.Errorf("MIME user data is %s, not multipart", mediaType)
 	}
 	reader := multipart.NewReader(msg.Body, params["boundary"])
 	var out []mimePart
@@ -196,7 +199,7 @@ func parseBottlerocket(text string) (bootConfig, error) {
 	}
 	k := s.Settings.Kubernetes
 	if k.ClusterName == "" {
-		return bootConfig{}, errors.New("Bottlerocket settings.kubernetes.cluster-name is not set")
+		return bootConfig{}, errors.New("the Bottlerocket user data sets no settings.kubernetes.cluster-name")
 	}
 	cfg := bootConfig{labels: k.NodeLabels, maxPods: k.MaxPods, kubeReserved: k.KubeReserved, systemReserved: k.SystemReserved,
 		evictionHard: k.EvictionHard, bottlerocket: true}

@@ -84,7 +84,7 @@ type Sim struct {
 }
 
 // New builds a seeded Sim. It is not served yet: call Serve.
-func New(opts Options) (*Sim, error) {
+func New(ctx context.Context, opts Options) (*Sim, error) {
 	if opts.ClusterName == "" {
 		opts.ClusterName = DefaultClusterName
 	}
@@ -118,7 +118,7 @@ func New(opts Options) (*Sim, error) {
 	}
 	s.IAM.AddInstanceProfile(s.InstanceProfileName(), s.RoleName())
 	s.EKS.PutCluster(opts.ClusterName, opts.ClusterEndpoint, opts.CABundle)
-	if err := s.seedQueue(); err != nil {
+	if err := s.seedQueue(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -1,7 +1,6 @@
 package awssim
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -17,7 +16,7 @@ import (
 // TestServedSimThroughTheSDKsDefaultConfig serves the Sim and reaches it
 // as the controller does: the SDK's default configuration read from Env.
 func TestServedSimThroughTheSDKsDefaultConfig(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	s := newTestSim(t)
 	if _, err := s.Serve(); err != nil {
 		t.Fatal(err)

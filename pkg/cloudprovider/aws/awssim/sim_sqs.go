@@ -106,9 +106,9 @@ func (s *Sim) SendMessage(ctx context.Context, body string) error {
 
 // seedQueue creates the interruption queue as the getting-started
 // CloudFormation does (five-minute retention).
-func (s *Sim) seedQueue() error {
+func (s *Sim) seedQueue(ctx context.Context) error {
 	s.SQS = fake.NewSQS(s.opts.Clock)
-	_, err := s.SQS.CreateQueue(context.Background(), &sqs.CreateQueueInput{
+	_, err := s.SQS.CreateQueue(ctx, &sqs.CreateQueueInput{
 		QueueName:  aws.String(s.QueueName()),
 		Attributes: map[string]string{"MessageRetentionPeriod": "300"},
 	})

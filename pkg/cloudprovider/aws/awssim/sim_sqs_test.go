@@ -1,7 +1,6 @@
 package awssim
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 
@@ -12,7 +11,7 @@ import (
 // TestInterruptionMessagesAreEventBridgeEvents checks each kind is the
 // EventBridge event its rule delivers, and lands in the queue.
 func TestInterruptionMessagesAreEventBridgeEvents(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	s := newTestSim(t)
 	id, err := s.CreateLeakedInstance(ctx, "m5.large", "default", "default")
 	if err != nil {

@@ -1,7 +1,6 @@
 package awssim
 
 import (
-	"context"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -18,7 +17,7 @@ const al2023x86 = "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/
 // TestNewSeedsTheGettingStartedAccount checks the account is discoverable
 // as the getting-started manifests expect.
 func TestNewSeedsTheGettingStartedAccount(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	s := newTestSim(t)
 	discovery := []ec2types.Filter{{Name: aws.String("tag:" + DiscoveryTagKey), Values: []string{DefaultClusterName}}}
 	subnets, err := s.EC2.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{Filters: discovery})
@@ -52,7 +51,7 @@ func TestNewSeedsTheGettingStartedAccount(t *testing.T) {
 	if err != nil || len(types.InstanceTypes) != 2 {
 		t.Errorf("catalog types: %v, %v", types, err)
 	}
-	if _, err := New(Options{}); err == nil {
+	if _, err := New(t.Context(), Options{}); err == nil {
 		t.Error("New without a Kubernetes version succeeded")
 	}
 }
@@ -60,7 +59,7 @@ func TestNewSeedsTheGettingStartedAccount(t *testing.T) {
 // TestPublishAMIMovesTheAlias checks a release points the alias's SSM
 // parameter at a new, newer image.
 func TestPublishAMIMovesTheAlias(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	s := newTestSim(t)
 	before, err := s.SSM.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(al2023x86)})
 	if err != nil {
@@ -90,7 +89,7 @@ func TestPublishAMIMovesTheAlias(t *testing.T) {
 // TestCreateLeakedInstanceLooksLikeKarps checks the leaked instance
 // carries the tags karp lists its instances by, and no NodeClaim tag.
 func TestCreateLeakedInstanceLooksLikeKarps(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	s := newTestSim(t)
 	id, err := s.CreateLeakedInstance(ctx, "m5.large", "default", "default")
 	if err != nil {
