@@ -54,7 +54,7 @@ func TestRunFlagsAWSRunsTheControllerOnTheSimulatedAccount(t *testing.T) {
 	}
 	got := opts.controllerCommandArgs("/k", sim.ControllerArgs())
 	want := []string{"--kubeconfig=/k", "--disable-leader-election", "--metrics-port=0", "--health-probe-port=0",
-		"--cloud-provider=aws", "--cluster-name=demo", "--interruption-queue=demo", "--ami-refresh-interval=1m", "--subnet-refresh-interval=1m",
+		"--cloud-provider=aws", "--cluster-name=demo", "--interruption-queue=demo", "--ami-refresh-interval=1m", "--subnet-refresh-interval=1m", "--ssm-alias-cache-ttl=1m",
 		"--log-level=debug"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("controller args (-want,+got):\n%s", diff)

@@ -1,7 +1,6 @@
 package metrics_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,7 +15,7 @@ import (
 
 func TestDecoratorCountsErrorsByKind(t *testing.T) {
 	cp := metrics.Decorate(fake.New())
-	ctx := metrics.WithController(context.Background(), "test.controller")
+	ctx := metrics.WithController(t.Context(), "test.controller")
 	labels := prometheus.Labels{
 		metrics.ControllerLabel: "test.controller", metrics.MethodLabel: "Get",
 		metrics.ProviderLabel: "fake", metrics.ErrorLabel: metrics.ErrorNodeClaimNotFound,
@@ -51,7 +50,7 @@ func sampleCount(t *testing.T, labels prometheus.Labels) uint64 {
 func TestDecoratorPublishesOfferingPrices(t *testing.T) {
 	inner := fake.New()
 	cp := metrics.Decorate(inner)
-	types, err := cp.GetInstanceTypes(context.Background(), &karpv1.NodePool{})
+	types, err := cp.GetInstanceTypes(t.Context(), &karpv1.NodePool{})
 	if err != nil || len(types) == 0 {
 		t.Fatalf("GetInstanceTypes = %d types, %v", len(types), err)
 	}

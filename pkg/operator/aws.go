@@ -28,6 +28,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/ami"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/cache"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/capacityreservation"
+	instanceprofilegc "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/instanceprofile/garbagecollection"
 	nodeclaimtagging "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/nodeclaim/tagging"
 	awsnodeclass "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/nodeclass"
 	nodeclasshash "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/nodeclass/hash"
@@ -190,7 +191,7 @@ func NewAWSProvider(ctx context.Context, opts *options.Options, op *Operator, re
 		cp = cp.WithReservations(reservations)
 	}
 
-	amis := ami.NewProvider(ec2Client, clients.SSM, versions, clk, awsOpts.AMIRefreshInterval)
+	amis := ami.NewProvider(ec2Client, clients.SSM, versions, clk, awsOpts.AMIRefreshInterval).WithAliasParameterTTL(awsOpts.SSMAliasCacheTTL)
 	profiles := instanceprofile.NewProvider(clients.IAM, clk, awsOpts.ClusterName, clients.Region)
 	providers := awsnodeclass.Providers{
 		AMIs:             amis,
@@ -208,14 +209,18 @@ func NewAWSProvider(ctx context.Context, opts *options.Options, op *Operator, re
 	}
 	// As upstream, no IAM cleanup on NodeClass deletion in an isolated VPC.
 	nodeClassTermination := nodeclasstermination.NewController(op.KubeClient, op.Recorder, launchTemplates, profiles)
+	var iamCleanup []controllers.Controller
 	if awsOpts.IsolatedVPC {
 		nodeClassTermination = nodeclasstermination.NewController(op.KubeClient, op.Recorder, launchTemplates, nil)
+	} else {
+		// Deletes the cluster's instance profiles nothing uses any more.
+		iamCleanup = append(iamCleanup, instanceprofilegc.NewController(op.Manager.GetAPIReader(), profiles, clk))
 	}
 	logger.Info("built the AWS cloud provider", "region", clients.Region, "clusterName", awsOpts.ClusterName,
 		"clusterEndpoint", facts.endpoint, "serviceCIDR", facts.serviceCIDR, "clusterDNS", facts.dnsIP)
 	provider := &Provider{
 		CloudProvider: cp,
-		Controllers: []controllers.Controller{
+		Controllers: append([]controllers.Controller{
 			// Resolves each EC2NodeClass's subnets, security groups, AMIs,
 			// instance profile and Ready condition.
 			awsnodeclass.NewController(op.KubeClient, op.Recorder, clk, providers),
@@ -236,7 +241,7 @@ func NewAWSProvider(ctx context.Context, opts *options.Options, op *Operator, re
 			refresh.NewPricingController(prices),
 			// Deletes launch templates no launch used for a minute.
 			&runnable{name: "launchtemplate.garbagecollection", run: func(ctx context.Context) error { return launchTemplates.Run(ctx, ticker) }},
-		},
+		}, iamCleanup...),
 		Close: func() {},
 	}
 	if interruption != nil {

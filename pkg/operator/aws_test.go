@@ -1,7 +1,6 @@
 package operator
 
 import (
-	"context"
 	"encoding/base64"
 	"errors"
 	"os"
@@ -25,7 +24,7 @@ func eksWithCluster() *fake.EKS {
 
 func TestClusterEndpointFlagWinsOverEKS(t *testing.T) {
 	e := eksWithCluster()
-	got, err := clusterEndpoint(context.Background(), "https://api.example.com", "test-cluster", e)
+	got, err := clusterEndpoint(t.Context(), "https://api.example.com", "test-cluster", e)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +38,7 @@ func TestClusterEndpointFlagWinsOverEKS(t *testing.T) {
 
 func TestClusterEndpointFromEKS(t *testing.T) {
 	e := eksWithCluster()
-	got, err := clusterEndpoint(context.Background(), "", "test-cluster", e)
+	got, err := clusterEndpoint(t.Context(), "", "test-cluster", e)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +66,7 @@ func TestClusterEndpointEKSFailureNamesTheFlag(t *testing.T) {
 			if c.fail != nil {
 				e.FailNext("DescribeCluster", 1, c.fail)
 			}
-			got, err := clusterEndpoint(context.Background(), "", c.cluster, e)
+			got, err := clusterEndpoint(t.Context(), "", c.cluster, e)
 			if err == nil {
 				t.Fatalf("no error; endpoint %q", got)
 			}
@@ -87,17 +86,17 @@ func TestClusterEndpointEKSFailureNamesTheFlag(t *testing.T) {
 func TestClusterEndpointEKSReportsNone(t *testing.T) {
 	e := fake.NewEKS()
 	e.PutCluster("test-cluster", "", "")
-	_, err := clusterEndpoint(context.Background(), "", "test-cluster", e)
+	_, err := clusterEndpoint(t.Context(), "", "test-cluster", e)
 	if err == nil || !strings.Contains(err.Error(), "--cluster-endpoint") {
 		t.Fatalf("error %v, want one naming --cluster-endpoint", err)
 	}
 }
 
 func TestClusterEndpointWithoutEKSClient(t *testing.T) {
-	if _, err := clusterEndpoint(context.Background(), "", "test-cluster", nil); err == nil || !strings.Contains(err.Error(), "--cluster-endpoint") {
+	if _, err := clusterEndpoint(t.Context(), "", "test-cluster", nil); err == nil || !strings.Contains(err.Error(), "--cluster-endpoint") {
 		t.Fatalf("error %v, want one naming --cluster-endpoint", err)
 	}
-	got, err := clusterEndpoint(context.Background(), "https://api.example.com", "test-cluster", nil)
+	got, err := clusterEndpoint(t.Context(), "https://api.example.com", "test-cluster", nil)
 	if err != nil || got != "https://api.example.com" {
 		t.Fatalf("endpoint %q, error %v with --cluster-endpoint set and no EKS client", got, err)
 	}

@@ -134,7 +134,7 @@ func startWithControllers(t *testing.T, env *environment.Environment, healthPort
 	if err := r.op.Register(t.Context(), controllers.NewControllers(r.op.Deps(fake.New()))...); err != nil {
 		t.Fatal(err)
 	}
-	r.run()
+	r.run(t.Context())
 	return r
 }
 
@@ -146,7 +146,7 @@ func poll(t *testing.T, what string, cond func() bool) {
 // pollOr waits for cond; on timeout it fails with describe's account.
 func pollOr(t *testing.T, what string, cond func() bool, describe func() string) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		return cond(), nil
 	})
 	if err != nil {

@@ -34,7 +34,7 @@ type running struct {
 func start(t *testing.T, env *environment.Environment, extraArgs ...string) *running {
 	t.Helper()
 	r := build(t, env, freePort(t), freePort(t), extraArgs...)
-	r.run()
+	r.run(t.Context())
 	return r
 }
 
@@ -70,8 +70,8 @@ func build(t *testing.T, env *environment.Environment, healthPort, metricsPort i
 }
 
 // run starts the manager in the background.
-func (r *running) run() {
-	ctx, cancel := context.WithCancel(context.Background())
+func (r *running) run(ctx context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
 	r.cancel = cancel
 	go func() { r.done <- r.op.Start(ctx) }()
 }
@@ -108,7 +108,7 @@ func get(url string) (int, string, error) {
 func waitReady(t *testing.T, r *running) {
 	t.Helper()
 	url := fmt.Sprintf("http://127.0.0.1:%d/readyz", r.healthPort)
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		code, _, err := get(url)
 		return err == nil && code == http.StatusOK, nil
 	})

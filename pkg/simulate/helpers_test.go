@@ -1,7 +1,6 @@
 package simulate
 
 import (
-	"context"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -39,7 +38,7 @@ func testdata(name string) string { return filepath.Join("testdata", name) }
 // simulateFiles runs the dry-run on files against the EC2 catalog.
 func simulateFiles(t testing.TB, files ...string) *Report {
 	t.Helper()
-	rep, err := Run(context.Background(), Options{Paths: files, InstanceTypes: ec2Catalog(t)})
+	rep, err := Run(t.Context(), Options{Paths: files, InstanceTypes: ec2Catalog(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package simulate
 
 import (
-	"context"
 	"path/filepath"
 	"testing"
 
@@ -21,7 +20,7 @@ func BenchmarkRun(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				rep, err = Run(context.Background(), Options{Paths: []string{filepath.Join(dir, "pods-diverse-"+n+".json"), filepath.Join(dir, "nodepool.yaml")}, InstanceTypes: types})
+				rep, err = Run(b.Context(), Options{Paths: []string{filepath.Join(dir, "pods-diverse-"+n+".json"), filepath.Join(dir, "nodepool.yaml")}, InstanceTypes: types})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -1,7 +1,6 @@
 package simulate
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -129,13 +128,13 @@ metadata: {name: cfg}
 
 func TestRunReportsBadInput(t *testing.T) {
 	path := writeManifest(t, strings.Replace(defaultPool, "operator: In, values: [on-demand]", "operator: Exists, values: [on-demand]", 1))
-	_, err := Run(context.Background(), Options{Paths: []string{path}, InstanceTypes: ec2Catalog(t)})
+	_, err := Run(t.Context(), Options{Paths: []string{path}, InstanceTypes: ec2Catalog(t)})
 	for _, want := range []string{path + ": document 1", "NodePool default", "spec.template.spec.requirements[1].values", "requirements with operator 'Exists' or 'DoesNotExist' must not have values"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not contain %q", err, want)
 		}
 	}
-	if _, err := Run(context.Background(), Options{Paths: []string{seed(t, "")}}); err == nil {
+	if _, err := Run(t.Context(), Options{Paths: []string{seed(t, "")}}); err == nil {
 		t.Error("running without instance types succeeded")
 	}
 }

@@ -1,7 +1,6 @@
 package crds_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -78,7 +77,7 @@ func validateCRD(t *testing.T, scheme *runtime.Scheme, crd *apiextensionsv1.Cust
 			internal.Status.StoredVersions = append(internal.Status.StoredVersions, v.Name)
 		}
 	}
-	return validation.ValidateCustomResourceDefinition(context.Background(), internal)
+	return validation.ValidateCustomResourceDefinition(t.Context(), internal)
 }
 
 // kubectl get shows the same columns as upstream Karpenter; the -o wide

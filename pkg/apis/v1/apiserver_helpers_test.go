@@ -1,7 +1,6 @@
 package v1_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -52,7 +51,7 @@ func toUnstructured(t *testing.T, obj runtime.Object) *unstructured.Unstructured
 // Invalid with every wanted substring in the message.
 func expectRejected(t *testing.T, cases map[string]invalidCase) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			u := toUnstructured(t, tc.obj)
@@ -80,7 +79,7 @@ func expectRejected(t *testing.T, cases map[string]invalidCase) {
 // expectAccepted creates each object (typed or unstructured), then deletes it.
 func expectAccepted(t *testing.T, cases map[string]client.Object) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	for name, obj := range cases {
 		t.Run(name, func(t *testing.T) {
 			if err := kubeClient.Create(ctx, obj); err != nil {

@@ -1,7 +1,6 @@
 package v1_test
 
 import (
-	"context"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -119,7 +118,7 @@ func TestTaintKeysAreNotDomainRestricted(t *testing.T) {
 
 func expectAdmission(t *testing.T, what string, wantAccepted bool, obj client.Object) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	err := kubeClient.Create(ctx, obj)
 	if err == nil {
 		if derr := kubeClient.Delete(ctx, obj); derr != nil {

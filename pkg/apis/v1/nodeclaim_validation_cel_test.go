@@ -64,12 +64,12 @@ func TestNodeClaimValidationAccepts(t *testing.T) {
 
 // A NodeClaim's spec is fixed at creation; its metadata is not.
 func TestNodeClaimSpecIsImmutable(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	nodeClaim := test.MakeNodeClaim("immutable").Requirement(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "amd64").Obj()
 	if err := kubeClient.Create(ctx, nodeClaim); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = kubeClient.Delete(context.Background(), nodeClaim) })
+	t.Cleanup(func() { _ = kubeClient.Delete(context.WithoutCancel(t.Context()), nodeClaim) })
 
 	labeled := nodeClaim.DeepCopy()
 	labeled.Labels = map[string]string{"example.com/team": "a"}

@@ -34,12 +34,12 @@ func minimalNodePool(name string) *unstructured.Unstructured {
 }
 
 func TestNodePoolDefaults(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	u := minimalNodePool("defaults")
 	if err := kubeClient.Create(ctx, u); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = kubeClient.Delete(context.Background(), u) })
+	t.Cleanup(func() { _ = kubeClient.Delete(context.WithoutCancel(t.Context()), u) })
 
 	got := &karpv1.NodePool{}
 	if err := kubeClient.Get(ctx, client.ObjectKey{Name: "defaults"}, got); err != nil {
@@ -72,7 +72,7 @@ func TestNodePoolDefaults(t *testing.T) {
 // A budget written without nodes gets 10%; a disruption block without
 // budgets gets the default budget list.
 func TestNodePoolDefaultsInsideDisruption(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	u := minimalNodePool("defaults-budget")
 	if err := unstructured.SetNestedField(u.Object, map[string]interface{}{
 		"consolidationPolicy": "WhenEmpty",
@@ -83,7 +83,7 @@ func TestNodePoolDefaultsInsideDisruption(t *testing.T) {
 	if err := kubeClient.Create(ctx, u); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = kubeClient.Delete(context.Background(), u) })
+	t.Cleanup(func() { _ = kubeClient.Delete(context.WithoutCancel(t.Context()), u) })
 	got := &karpv1.NodePool{}
 	if err := kubeClient.Get(ctx, client.ObjectKey{Name: "defaults-budget"}, got); err != nil {
 		t.Fatal(err)
@@ -99,13 +99,13 @@ func TestNodePoolDefaultsInsideDisruption(t *testing.T) {
 }
 
 func TestNodeClaimExpireAfterDefault(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	u := toUnstructured(t, test.MakeNodeClaim("defaults").Obj())
 	unstructured.RemoveNestedField(u.Object, "spec", "expireAfter")
 	if err := kubeClient.Create(ctx, u); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = kubeClient.Delete(context.Background(), u) })
+	t.Cleanup(func() { _ = kubeClient.Delete(context.WithoutCancel(t.Context()), u) })
 	got := &karpv1.NodeClaim{}
 	if err := kubeClient.Get(ctx, client.ObjectKey{Name: "defaults"}, got); err != nil {
 		t.Fatal(err)
@@ -116,12 +116,12 @@ func TestNodeClaimExpireAfterDefault(t *testing.T) {
 }
 
 func TestNodePoolNodeClassRefGroupAndKindAreImmutable(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	nodePool := test.MakeNodePool("noderef").Obj()
 	if err := kubeClient.Create(ctx, nodePool); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = kubeClient.Delete(context.Background(), nodePool) })
+	t.Cleanup(func() { _ = kubeClient.Delete(context.WithoutCancel(t.Context()), nodePool) })
 
 	tests := map[string]struct {
 		mutate  func(ref *karpv1.NodeClassReference)
@@ -153,12 +153,12 @@ func TestNodePoolNodeClassRefGroupAndKindAreImmutable(t *testing.T) {
 }
 
 func TestNodePoolCannotSwitchBetweenStaticAndDynamic(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	nodePool := test.MakeNodePool("static").Obj()
 	if err := kubeClient.Create(ctx, nodePool); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = kubeClient.Delete(context.Background(), nodePool) })
+	t.Cleanup(func() { _ = kubeClient.Delete(context.WithoutCancel(t.Context()), nodePool) })
 	nodePool.Spec.Replicas = new(int64)
 	err := kubeClient.Update(ctx, nodePool)
 	if err == nil || !strings.Contains(err.Error(), "between static (replicas set) and dynamic") {

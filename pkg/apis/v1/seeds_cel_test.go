@@ -50,7 +50,7 @@ var clusterScoped = map[string]bool{"NodePool": true, "NodeClaim": true, "KWOKNo
 // TestSeedManifestsAreAccepted applies every manifest users bring from the
 // seed scenarios, unchanged, and expects the API server to take them all.
 func TestSeedManifestsAreAccepted(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	paths, err := filepath.Glob(filepath.Join(fixtures.Example(t, ""), "*.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +68,7 @@ func TestSeedManifestsAreAccepted(t *testing.T) {
 				continue
 			}
 			kinds[obj.GetKind()]++
-			t.Cleanup(func() { _ = kubeClient.Delete(context.Background(), obj) })
+			t.Cleanup(func() { _ = kubeClient.Delete(context.WithoutCancel(t.Context()), obj) })
 		}
 	}
 	for _, kind := range []string{"NodePool", "KWOKNodeClass", "Deployment", "DaemonSet", "PodDisruptionBudget", "PriorityClass"} {

@@ -45,10 +45,12 @@ const (
 //  3. SecurityGroupDrift, 4. SubnetDrift, 5. CapacityReservationDrift:
 //     the instance, as DescribeInstances shows it, against the status.
 //
-// There is no verdict while the EC2NodeClass is missing, terminating, not
-// Ready or its status not yet reconciled against its spec: the status may
-// be stale or empty, and a replacement could not launch anyway. A NodeClaim
-// whose instance is gone is not drifted either (garbage collection and the
+// There is no verdict while the EC2NodeClass is missing, terminating or
+// not Ready: its status may be empty or partial, and a replacement could
+// not launch anyway. Between a spec change and the status controller
+// resolving it, the dynamic checks read the status resolved before, so a
+// verdict does not flicker off and on with every edit. A NodeClaim whose
+// instance is gone is not drifted either (garbage collection and the
 // lifecycle controller deal with it).
 func (c *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *karpv1.NodeClaim) (cloudprovider.DriftReason, error) {
 	ref := nodeClaim.Spec.NodeClassRef
@@ -60,7 +62,7 @@ func (c *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *karpv1.NodeCla
 		return "", err
 	}
 	ready := nodeClass.StatusConditions().Get(awsv1.ConditionTypeReady)
-	if ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != nodeClass.Generation {
+	if ready == nil || ready.Status != metav1.ConditionTrue {
 		return "", nil
 	}
 	// 1. Static fields first: no API call needed.

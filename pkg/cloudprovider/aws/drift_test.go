@@ -77,14 +77,15 @@ func TestNodeClassDrift(t *testing.T) {
 	if reason := isDrifted(t, w.Provider, old); reason != "" {
 		t.Errorf("other hash version: IsDrifted = %q; want not drifted", reason)
 	}
-	// A spec change drifts the NodeClaim once the status is reconciled
-	// against it; NodeClassDrift comes before the dynamic checks.
+	// A spec change drifts the NodeClaim at once, before the status
+	// controller resolved the new spec; NodeClassDrift comes before the
+	// dynamic checks.
 	nodeClass.Spec.Tags = map[string]string{"team": "data"}
 	if err := env.Client.Update(ctx, nodeClass); err != nil {
 		t.Fatal(err)
 	}
-	if reason := isDrifted(t, w.Provider, launched); reason != "" {
-		t.Errorf("spec changed, status not reconciled yet: IsDrifted = %q; want no verdict", reason)
+	if reason := isDrifted(t, w.Provider, launched); reason != cloudprovider.NodeClassDrift {
+		t.Errorf("spec changed, status not reconciled yet: IsDrifted = %q; want %s", reason, cloudprovider.NodeClassDrift)
 	}
 	reconciled(t, nodeClass.Name, func(nc *awsv1.EC2NodeClass) {
 		nc.Status.Subnets = []awsv1.Subnet{{ID: "subnet-new", Zone: zones[0].Name, ZoneID: zones[0].ID}}

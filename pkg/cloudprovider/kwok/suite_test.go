@@ -26,7 +26,7 @@ var stamp = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func TestMain(m *testing.M) {
 	var err error
-	env, err = environment.Start(context.Background())
+	env, err = environment.Start(context.Background()) //nolint:forbidigo // TestMain owns the test binary's root context: its API server outlives every test
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

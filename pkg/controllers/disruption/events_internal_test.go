@@ -1,7 +1,6 @@
 package disruption
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -43,7 +42,7 @@ func TestRecorderForgetsNodesThatAreGone(t *testing.T) {
 	// A pass in which the second node (and with it its DaemonSet pod) is gone.
 	w := pureWorld(now, []*karpv1.NodePool{poolWithBudgets("default")}, kept)
 	w.blocked["kept"] = pdb
-	if err := c.explain(context.Background(), w); err != nil {
+	if err := c.explain(t.Context(), w); err != nil {
 		t.Fatal(err)
 	}
 	if counter.n != 4 {

@@ -11,6 +11,7 @@
 //     provisioner while the drain runs, so the replacement launches in
 //     parallel with the drain, well before the notice ends.
 //
-// Interruption is forceful: budgets do not apply (the capacity is going
-// away regardless).
+// Steps 2 and 3 are pkg/interruption's Terminate, which the AWS provider's
+// SQS interruption controller uses too. Interruption is forceful: budgets
+// do not apply (the capacity is going away regardless).
 package interruption

@@ -34,7 +34,7 @@ import (
 
 func cleanup(t *testing.T) {
 	t.Cleanup(func() {
-		ctx := context.Background()
+		ctx := context.WithoutCancel(t.Context()) // t.Context() ends before the cleanups run
 		_ = env.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace("default"), client.GracePeriodSeconds(0))
 		_ = env.Client.DeleteAllOf(ctx, &karpv1.NodeClaim{})
 		_ = env.Client.DeleteAllOf(ctx, &corev1.Node{})
@@ -52,14 +52,14 @@ func cleanup(t *testing.T) {
 
 func create(t *testing.T, obj client.Object) {
 	t.Helper()
-	if err := env.Client.Create(context.Background(), obj); err != nil {
+	if err := env.Client.Create(t.Context(), obj); err != nil {
 		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
 	}
 }
 
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 15*time.Second, true,
+	err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 15*time.Second, true,
 		func(context.Context) (bool, error) { return cond(), nil })
 	if err != nil {
 		t.Fatalf("waiting for %s: %v", what, err)
@@ -80,7 +80,7 @@ func nodeNamed(cluster *state.Cluster, name string) *state.StateNode {
 // an in-flight NodeClaim, and a Node karp does not manage.
 func TestInformersJoinNodeClaimsAndNodes(t *testing.T) {
 	cleanup(t)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	clk := clocktesting.NewFakeClock(time.Now())
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
@@ -146,7 +146,7 @@ func TestInformersJoinNodeClaimsAndNodes(t *testing.T) {
 
 func TestSyncedRequiresEveryNodeClaimAndNode(t *testing.T) {
 	cleanup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	clk := clocktesting.NewFakeClock(time.Now())
 	cluster := state.NewCluster(clk, env.Client)
 	if ok, err := cluster.Synced(ctx); err != nil || !ok {
@@ -185,7 +185,7 @@ func TestSyncedRequiresEveryNodeClaimAndNode(t *testing.T) {
 
 func TestSyncedForgetsNodeClaimsTheAPINoLongerHas(t *testing.T) {
 	cleanup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	clk := clocktesting.NewFakeClock(time.Now())
 	cluster := state.NewCluster(clk, env.Client)
 	cluster.UpdateNodeClaim(test.MakeNodeClaim("ghost").NodePool("pool").Obj())

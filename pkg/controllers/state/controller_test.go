@@ -1,7 +1,6 @@
 package state_test
 
 import (
-	"context"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -52,7 +51,7 @@ func TestStateHoldsTheCachesPods(t *testing.T) {
 
 	patch := client.MergeFrom(pod.DeepCopy())
 	pod.Labels = map[string]string{"rev": "2"}
-	if err := h.Client.Patch(context.Background(), pod, patch); err != nil {
+	if err := h.Client.Patch(t.Context(), pod, patch); err != nil {
 		t.Fatal(err)
 	}
 	h.Eventually("the update in the state", func() bool { return inState(pod.Labels) != nil })

@@ -75,7 +75,7 @@ func awsCloud(t *testing.T, k8s string) operator.AWSClients {
 // pending pod becomes a launched NodeClaim backed by an EC2 instance whose
 // user data joins the API server endpoint EKS reports.
 func TestControllerLaunchesOnAWS(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	opts, err := options.Parse(flag.NewFlagSet("karp", flag.ContinueOnError), []string{
 		"--cloud-provider=aws", "--cluster-name=" + awstest.ClusterName, "--disable-leader-election",
 		"--metrics-port=0", "--health-probe-port=0", "--batch-idle-duration=200ms", "--batch-max-duration=2s",
@@ -197,7 +197,7 @@ func launchedUserData(t *testing.T, e *fake.EC2, fleet *ec2.CreateFleetInput) st
 
 func poll(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
 		return cond(), nil
 	})
 	if err != nil {
@@ -208,7 +208,7 @@ func poll(t *testing.T, what string, cond func() bool) {
 // cleanUp deletes what the controller test made, finalizers released, so
 // the suites after it start from an empty cluster.
 func cleanUp(t *testing.T) {
-	ctx := context.Background()
+	ctx := context.WithoutCancel(t.Context()) // it runs as a cleanup, after t.Context() ended
 	release := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
 	for _, list := range []client.ObjectList{&karpv1.NodeClaimList{}, &corev1.NodeList{}, &karpv1.NodePoolList{}, &awsv1.EC2NodeClassList{}, &corev1.PodList{}} {
 		if err := env.Client.List(ctx, list); err != nil {

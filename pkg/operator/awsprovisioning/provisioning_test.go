@@ -1,7 +1,6 @@
 package awsprovisioning_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -93,8 +92,8 @@ func (r *run) provision(t *testing.T, set *manifest.Set) []string {
 	for i, name := range res.Created {
 		wg.Go(func() {
 			nc := &karpv1.NodeClaim{}
-			if errs[i] = r.h.Client.Get(context.Background(), client.ObjectKey{Name: name}, nc); errs[i] == nil {
-				_, errs[i] = r.world.Provider.Create(context.Background(), nc)
+			if errs[i] = r.h.Client.Get(t.Context(), client.ObjectKey{Name: name}, nc); errs[i] == nil {
+				_, errs[i] = r.world.Provider.Create(t.Context(), nc)
 			}
 		})
 	}
@@ -167,11 +166,11 @@ func TestSeedWorkloadsLaunchWhatSimulatePicks(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			r := newRun(t)
 			set := r.load(t, files...)
-			types, err := r.world.Provider.GetInstanceTypes(context.Background(), awstest.NodePool(r.nodeClass.Name))
+			types, err := r.world.Provider.GetInstanceTypes(t.Context(), awstest.NodePool(r.nodeClass.Name))
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := simulate.Simulate(context.Background(), set, types)
+			rep, err := simulate.Simulate(t.Context(), set, types)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -228,7 +227,7 @@ func TestScaleOutEC2CallsPerNode(t *testing.T) {
 	r := newRun(t)
 	set := r.load(t, "nodepools-default-stable.yaml")
 	// Warm-up, as at process start.
-	if _, err := r.world.Provider.GetInstanceTypes(context.Background(), awstest.NodePool(r.nodeClass.Name)); err != nil {
+	if _, err := r.world.Provider.GetInstanceTypes(t.Context(), awstest.NodePool(r.nodeClass.Name)); err != nil {
 		t.Fatal(err)
 	}
 	r.world.EC2.ResetCalls()
@@ -263,8 +262,8 @@ func TestScaleOutEC2CallsPerNode(t *testing.T) {
 	for i, name := range res.Created {
 		wg.Go(func() {
 			nc := &karpv1.NodeClaim{}
-			if errs[i] = r.h.Client.Get(context.Background(), client.ObjectKey{Name: name}, nc); errs[i] == nil {
-				_, errs[i] = r.world.Provider.Create(context.Background(), nc)
+			if errs[i] = r.h.Client.Get(t.Context(), client.ObjectKey{Name: name}, nc); errs[i] == nil {
+				_, errs[i] = r.world.Provider.Create(t.Context(), nc)
 			}
 		})
 	}

@@ -249,7 +249,7 @@ func startWithControllers(t *testing.T, env *environment.Environment, healthPort
 	if err := op.Register(t.Context(), controllers.NewControllers(op.Deps(fake.New()))...); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- op.Start(ctx) }()
 	t.Cleanup(func() {
@@ -290,7 +290,7 @@ func waitReady(t *testing.T, healthPort int) {
 
 func poll(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		return cond(), nil
 	})
 	if err != nil {

@@ -1,7 +1,6 @@
 package controllertest_test
 
 import (
-	"context"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,7 +38,7 @@ func TestHarnessRestartsOverTheSameAPIAndCleansUp(t *testing.T) {
 		h.StateSynced()
 	})
 	// The subtest's clean-up ran: nothing it created is left.
-	ctx := context.Background()
+	ctx := t.Context()
 	for _, list := range []client.ObjectList{&corev1.PodList{}, &karpv1.NodeClaimList{}, &karpv1.NodePoolList{}} {
 		if err := env.Client.List(ctx, list); err != nil {
 			t.Fatal(err)

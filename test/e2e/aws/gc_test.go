@@ -72,6 +72,7 @@ func TestControllerKilledAfterCreateFleet(t *testing.T) {
 		return len(claims) == 1 && len(e.sim.Instances()) > launched,
 			fmt.Sprintf("%d NodeClaims, %d instances launched by the held CreateFleet", len(claims), len(e.sim.Instances())-launched)
 	})
+	t.Logf("CreateFleet held for NodeClaim %s; killing the controller", held.Name)
 	e.restartKarp(t, func() { e.karp.Stop(syscall.SIGKILL) })
 	if held.Status.ProviderID != "" {
 		t.Fatalf("NodeClaim %s already had its instance %s: the CreateFleet answer was not held", held.Name, held.Status.ProviderID)
@@ -107,6 +108,7 @@ func TestControllerKilledAfterCreateFleet(t *testing.T) {
 			fmt.Sprintf("NodeClaim %s exists %t with %d live instances; %d NodeClaims; %d live instances without one; %d of 1 pods available",
 				held.Name, stillThere, byClaim[held.Name], len(claims), orphans, available)
 	})
+	t.Logf("NodeClaim %s has exactly one live instance", held.Name)
 	if id := aws.ToString(e.sim.Instances()[launched].InstanceId); id == "" {
 		t.Error("the held CreateFleet launched no instance")
 	}

@@ -47,6 +47,9 @@ type awsEnv struct {
 	karp        *framework.Karp
 	metricsPort int
 	args        []string
+	// cleanup deletes the test's objects (deleteOnCleanup); it must run
+	// while a controller runs, so restartKarp registers it again.
+	cleanup func()
 }
 
 var (
@@ -115,6 +118,9 @@ func (e *awsEnv) restartKarp(t *testing.T, kill func()) {
 	t.Helper()
 	kill()
 	e.karp = framework.StartKarpEnv(t, e.f, e.sim.Env(), e.args...)
+	if e.cleanup != nil {
+		t.Cleanup(e.cleanup)
+	}
 }
 
 func freePort(t *testing.T) int {
@@ -195,7 +201,7 @@ func (e *awsEnv) createNodeClass(t *testing.T, nc *awsv1.EC2NodeClass) {
 // the namespaces, NodePools (and their NodeClaims, waiting until karp has
 // terminated them) and then the EC2NodeClasses, waiting until all are gone.
 func (e *awsEnv) deleteOnCleanup(t *testing.T, namespaces, pools, nodeClasses []string) {
-	t.Cleanup(func() {
+	e.cleanup = func() {
 		ctx := context.Background()
 		var objs []client.Object
 		for _, ns := range namespaces {
@@ -210,14 +216,16 @@ func (e *awsEnv) deleteOnCleanup(t *testing.T, namespaces, pools, nodeClasses []
 		for _, p := range pools {
 			_ = e.cl.DeleteAllOf(ctx, &karpv1.NodeClaim{}, client.MatchingLabels{karpv1.NodePoolLabelKey: p})
 		}
-		waitFor(cleanupTimeout, func() bool {
+		if !waitFor(cleanupTimeout, func() bool {
 			for _, p := range pools {
 				if len(framework.PoolNodeClaims(ctx, e.cl, p)) > 0 {
 					return false
 				}
 			}
 			return true
-		})
+		}) {
+			t.Errorf("clean-up: NodeClaims of %v left after %s", pools, cleanupTimeout)
+		}
 		for _, nc := range nodeClasses {
 			obj := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: nc}}
 			_ = e.cl.Delete(ctx, obj)
@@ -233,7 +241,8 @@ func (e *awsEnv) deleteOnCleanup(t *testing.T, namespaces, pools, nodeClasses []
 		}) {
 			t.Errorf("clean-up: objects of %v %v %v left after %s", namespaces, pools, nodeClasses, cleanupTimeout)
 		}
-	})
+	}
+	t.Cleanup(e.cleanup)
 }
 
 func waitFor(timeout time.Duration, cond func() bool) bool {

@@ -73,9 +73,9 @@ func expectRejected(t *testing.T, cases map[string]tc) {
 				t.Fatal("a rejection case must name the field it expects")
 			}
 			u := c.object(t)
-			err := kubeClient.Create(context.Background(), u)
+			err := kubeClient.Create(t.Context(), u)
 			if err == nil {
-				_ = kubeClient.Delete(context.Background(), u)
+				_ = kubeClient.Delete(t.Context(), u)
 				t.Fatalf("created %s, want it rejected with %q", u.GetName(), c.want)
 			}
 			if !apierrors.IsInvalid(err) {
@@ -97,11 +97,11 @@ func expectAccepted(t *testing.T, cases map[string]tc, check func(t *testing.T, 
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			u := c.object(t)
-			ctx := context.Background()
+			ctx := t.Context()
 			if err := kubeClient.Create(ctx, u); err != nil {
 				t.Fatalf("creating: %v", err)
 			}
-			t.Cleanup(func() { _ = kubeClient.Delete(context.Background(), u) })
+			t.Cleanup(func() { _ = kubeClient.Delete(context.WithoutCancel(t.Context()), u) })
 			if check == nil {
 				return
 			}

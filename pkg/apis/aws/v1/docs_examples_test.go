@@ -44,12 +44,12 @@ func TestDocsExamplesAccepted(t *testing.T) {
 	kinds := map[string]bool{}
 	for _, u := range objs {
 		u.SetName("docs-" + u.GetName())
-		if err := kubeClient.Create(context.Background(), u); err != nil {
+		if err := kubeClient.Create(t.Context(), u); err != nil {
 			t.Errorf("%s %s rejected: %v", u.GetKind(), u.GetName(), err)
 			continue
 		}
 		kinds[u.GetKind()] = true
-		t.Cleanup(func() { _ = kubeClient.Delete(context.Background(), u) })
+		t.Cleanup(func() { _ = kubeClient.Delete(context.WithoutCancel(t.Context()), u) })
 	}
 	if !kinds["EC2NodeClass"] || !kinds["NodePool"] {
 		t.Errorf("docs/aws.md examples created %v, want an EC2NodeClass and a NodePool", kinds)

@@ -14,12 +14,12 @@ import (
 // The status subresource stores what discovery resolved, with upstream's
 // defaults for capacity reservations, and Ready follows the dependents.
 func TestEC2NodeClassStatus(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	nc := validNodeClass()
 	if err := kubeClient.Create(ctx, nc); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = kubeClient.Delete(context.Background(), nc) })
+	t.Cleanup(func() { _ = kubeClient.Delete(context.WithoutCancel(t.Context()), nc) })
 
 	nc.Status = awsv1.EC2NodeClassStatus{
 		Subnets:        []awsv1.Subnet{{ID: "subnet-1", Zone: "us-west-2a", ZoneID: "usw2-az1"}},

@@ -46,7 +46,7 @@ func userManifests(t *testing.T) []*unstructured.Unstructured {
 // every value they set survives the API server (none is pruned; the
 // server only adds defaults).
 func TestUserManifestsAccepted(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	for _, u := range userManifests(t) {
 		t.Run(u.GetName(), func(t *testing.T) {
 			sent, err := u.MarshalJSON()
@@ -56,7 +56,7 @@ func TestUserManifestsAccepted(t *testing.T) {
 			if err := kubeClient.Create(ctx, u); err != nil {
 				t.Fatalf("rejected: %v", err)
 			}
-			t.Cleanup(func() { _ = kubeClient.Delete(context.Background(), u) })
+			t.Cleanup(func() { _ = kubeClient.Delete(context.WithoutCancel(t.Context()), u) })
 			var sentSpec, storedSpec map[string]interface{}
 			mustSpec(t, sent, &sentSpec)
 			stored, err := u.MarshalJSON()

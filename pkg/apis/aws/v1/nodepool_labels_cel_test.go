@@ -1,7 +1,6 @@
 package v1_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -43,9 +42,9 @@ func TestAWSLabelDomainRestricted(t *testing.T) {
 	}
 	for name, tc := range rejected {
 		t.Run(name, func(t *testing.T) {
-			err := kubeClient.Create(context.Background(), tc.obj)
+			err := kubeClient.Create(t.Context(), tc.obj)
 			if err == nil {
-				_ = kubeClient.Delete(context.Background(), tc.obj)
+				_ = kubeClient.Delete(t.Context(), tc.obj)
 				t.Fatalf("created, want rejected with %q", tc.want)
 			}
 			if !apierrors.IsInvalid(err) {
@@ -72,10 +71,10 @@ func TestAWSLabelDomainRestricted(t *testing.T) {
 	}
 	for name, obj := range accepted {
 		t.Run(name, func(t *testing.T) {
-			if err := kubeClient.Create(context.Background(), obj); err != nil {
+			if err := kubeClient.Create(t.Context(), obj); err != nil {
 				t.Fatalf("rejected: %v", err)
 			}
-			_ = kubeClient.Delete(context.Background(), obj)
+			_ = kubeClient.Delete(t.Context(), obj)
 		})
 	}
 }

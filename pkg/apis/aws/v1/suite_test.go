@@ -16,7 +16,7 @@ import (
 var kubeClient client.Client
 
 func TestMain(m *testing.M) {
-	env, err := environment.Start(context.Background())
+	env, err := environment.Start(context.Background()) //nolint:forbidigo // TestMain owns the test binary's root context: its API server outlives every test
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting the API server:", err)
 		os.Exit(1)

@@ -16,7 +16,7 @@ import (
 )
 
 func TestKWOKNodeClassRegistrationDelay(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	tests := map[string]struct {
 		delay   string
 		wantErr bool
@@ -59,12 +59,12 @@ func TestKWOKNodeClassRegistrationDelay(t *testing.T) {
 
 // The kwok provider reports readiness through the status subresource.
 func TestKWOKNodeClassStatusReady(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	nodeClass := test.MakeKWOKNodeClass("status").NodeRegistrationDelay(2 * time.Second).Obj()
 	if err := kubeClient.Create(ctx, nodeClass); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = kubeClient.Delete(context.Background(), nodeClass) })
+	t.Cleanup(func() { _ = kubeClient.Delete(context.WithoutCancel(t.Context()), nodeClass) })
 
 	ready := test.MakeKWOKNodeClass("status").Ready(true, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)).Obj()
 	nodeClass.Status = ready.Status

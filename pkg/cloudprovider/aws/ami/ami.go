@@ -46,7 +46,9 @@ type Provider struct {
 	version versionSource
 	clock   clock.PassiveClock
 	refresh time.Duration
-	cache   *utilcache.LRUExpireCache
+	// aliasTTL is how long an alias's SSM parameters are reused.
+	aliasTTL time.Duration
+	cache    *utilcache.LRUExpireCache
 
 	mu sync.Mutex
 	// latest maps the SSM parameters of "latest" aliases to the AMI each
@@ -58,14 +60,23 @@ type Provider struct {
 // minute, as upstream enforces).
 func NewProvider(ec2API ec2API, ssmAPI ssmAPI, versions versionSource, clk clock.PassiveClock, refresh time.Duration) *Provider {
 	return &Provider{
-		ec2:     ec2API,
-		params:  newParameters(ssmAPI, clk),
-		version: versions,
-		clock:   clk,
-		refresh: max(refresh, time.Minute),
-		cache:   utilcache.NewLRUExpireCacheWithClock(1000, clk),
-		latest:  map[string]string{},
+		ec2:      ec2API,
+		params:   newParameters(ssmAPI, clk),
+		version:  versions,
+		clock:    clk,
+		refresh:  max(refresh, time.Minute),
+		aliasTTL: AliasParameterTTL,
+		cache:    utilcache.NewLRUExpireCacheWithClock(1000, clk),
+		latest:   map[string]string{},
 	}
+}
+
+// WithAliasParameterTTL makes the SSM parameters of aliases live for ttl
+// (at least a minute) instead of AliasParameterTTL, so a release AWS
+// publishes under the same parameter is read sooner. It returns p.
+func (p *Provider) WithAliasParameterTTL(ttl time.Duration) *Provider {
+	p.aliasTTL = max(ttl, time.Minute)
+	return p
 }
 
 // Resolution is what a NodeClass's AMI selector terms resolved to.
@@ -132,7 +143,7 @@ func (p *Provider) resolveAlias(ctx context.Context, alias awsv1.Alias) ([]AMI, 
 	}
 	variants := map[string][]Variant{}
 	for _, param := range params {
-		id, err := p.params.get(ctx, param.Path, AliasParameterTTL)
+		id, err := p.params.get(ctx, param.Path, p.aliasTTL)
 		if errors.Is(err, errParameterNotFound) {
 			continue
 		}

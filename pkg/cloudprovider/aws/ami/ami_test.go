@@ -191,6 +191,27 @@ func TestANewReleaseIsSeenWhenTheParameterExpires(t *testing.T) {
 	}
 }
 
+func TestAShorterAliasParameterTTL(t *testing.T) {
+	w := newWorld("1.31")
+	w.p.WithAliasParameterTTL(5 * time.Minute)
+	first := amitest.Publish(w.ec2, w.ssm, "al2023@latest", "1.31", epoch.Add(-time.Hour))
+	nc := nodeClass(awsv1.AMISelectorTerm{Alias: "al2023@latest"})
+	std := "/aws/service/eks/optimized-ami/1.31/amazon-linux-2023/x86_64/standard/recommended/image_id"
+	if got := ids(w.list(t, nc)); !slicesContains(got, first[std]) {
+		t.Fatalf("first release not resolved: %v", got)
+	}
+	second := amitest.Publish(w.ec2, w.ssm, "al2023@latest", "1.31", epoch)
+	// Past the resolution refresh, within the parameter's five minutes.
+	w.clock.Step(2 * time.Minute)
+	if got := ids(w.list(t, nc)); !slicesContains(got, first[std]) {
+		t.Errorf("two minutes on: %v, want the cached parameter's first release", got)
+	}
+	w.clock.Step(4 * time.Minute)
+	if got := ids(w.list(t, nc)); !slicesContains(got, second[std]) || slicesContains(got, first[std]) {
+		t.Errorf("six minutes on: %v, want the second release %s only", got, second[std])
+	}
+}
+
 func TestInvalidateDeprecatedForgetsAPulledRelease(t *testing.T) {
 	w := newWorld("1.31")
 	first := amitest.Publish(w.ec2, w.ssm, "al2023@latest", "1.31", epoch.Add(-time.Hour))

@@ -245,3 +245,38 @@ func TestQueryErrorCode(t *testing.T) {
 		})
 	}
 }
+
+// TestConcurrentCallsAreCounted checks the router under concurrent
+// clients: every call is answered and counted once, throttles included.
+func TestConcurrentCallsAreCounted(t *testing.T) {
+	s := newSimulated(t)
+	s.ssm.PutParameter("/p", "v")
+	client := ssm.NewFromConfig(s.config(nil))
+	s.router.Throttle("ssm", "GetParameter", 5)
+	const callers = 20
+	errs := make(chan error, callers)
+	for range callers {
+		go func() {
+			_, err := client.GetParameter(t.Context(), &ssm.GetParameterInput{Name: aws.String("/p")})
+			errs <- err
+		}()
+	}
+	throttled := 0
+	for range callers {
+		if err := <-errs; err != nil {
+			if code, _ := apiErrorCode(t, err); code != "ThrottlingException" {
+				t.Errorf("unexpected error %v", err)
+			}
+			throttled++
+		}
+	}
+	if throttled != 5 {
+		t.Errorf("%d calls throttled, want 5", throttled)
+	}
+	if got := s.router.Calls("ssm", "GetParameter"); got != callers {
+		t.Errorf("Calls = %d, want %d", got, callers)
+	}
+	if got := s.ssm.Calls("GetParameter"); got != callers-5 {
+		t.Errorf("fake calls = %d, want %d", got, callers-5)
+	}
+}

@@ -63,8 +63,9 @@ func (s *Sim) Env() []string {
 
 // ControllerArgs are the karp controller flags for the Sim's cluster: the
 // AWS provider, the cluster name (its endpoint is discovered through EKS),
-// the interruption queue, and AMI and subnet refreshes every minute (the
-// shortest allowed) so SSM releases and selector changes show quickly.
+// the interruption queue, and AMI, alias SSM parameter and subnet
+// refreshes every minute (the shortest allowed) so SSM releases and
+// selector changes show quickly.
 func (s *Sim) ControllerArgs() []string {
 	return []string{
 		"--cloud-provider=aws",
@@ -72,5 +73,6 @@ func (s *Sim) ControllerArgs() []string {
 		"--interruption-queue=" + s.QueueName(),
 		"--ami-refresh-interval=1m",
 		"--subnet-refresh-interval=1m",
+		"--ssm-alias-cache-ttl=1m",
 	}
 }

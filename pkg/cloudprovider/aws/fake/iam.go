@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
+	"k8s.io/utils/clock"
 )
 
 // IAM is a stateful fake of the IAM calls the provider makes about roles
@@ -23,6 +24,7 @@ type IAM struct {
 	Faults
 
 	mu       sync.Mutex
+	clock    clock.PassiveClock
 	nextID   int
 	profiles map[string]*iamtypes.InstanceProfile
 	roles    map[string]iamtypes.Role
@@ -30,7 +32,14 @@ type IAM struct {
 
 // NewIAM returns a fake with no roles and no instance profiles.
 func NewIAM() *IAM {
-	return &IAM{profiles: map[string]*iamtypes.InstanceProfile{}, roles: map[string]iamtypes.Role{}}
+	return &IAM{clock: clock.RealClock{}, profiles: map[string]*iamtypes.InstanceProfile{}, roles: map[string]iamtypes.Role{}}
+}
+
+// SetClock sets the clock stamping profiles' CreateDate.
+func (f *IAM) SetClock(clk clock.PassiveClock) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.clock = clk
 }
 
 // AddRole creates an IAM role with no instance profile.
@@ -85,6 +94,7 @@ func (f *IAM) newProfile(name, path string, tags []iamtypes.Tag) *iamtypes.Insta
 		Arn:                 ptr(fmt.Sprintf("arn:aws:iam::%s:instance-profile%s%s", AccountID, path, name)),
 		Path:                ptr(path),
 		Tags:                slices.Clone(tags),
+		CreateDate:          ptr(f.clock.Now()),
 	}
 }
 

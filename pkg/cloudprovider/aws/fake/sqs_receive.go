@@ -170,8 +170,11 @@ func (q *sqsQueue) nextVisible(now time.Time) time.Time {
 // asked for, through MessageSystemAttributeNames or the older
 // AttributeNames ("All" asks for every one).
 func systemAttributes(in *sqs.ReceiveMessageInput) func(string) bool {
-	names := make([]string, 0, len(in.AttributeNames)+len(in.MessageSystemAttributeNames))
-	for _, n := range in.AttributeNames {
+	// Clients still send the deprecated AttributeNames (Karpenter's own
+	// poll does), and SQS honours both.
+	deprecated := in.AttributeNames //nolint:staticcheck // read on purpose, see above
+	names := make([]string, 0, len(deprecated)+len(in.MessageSystemAttributeNames))
+	for _, n := range deprecated {
 		names = append(names, string(n))
 	}
 	for _, n := range in.MessageSystemAttributeNames {

@@ -198,7 +198,7 @@ func TestSQSReceiveVisibilityAndDelete(t *testing.T) {
 }
 
 func TestSQSReceiveLimitsAndAttributes(t *testing.T) {
-	s, _, url := newQueue(t, nil)
+	s, clk, url := newQueue(t, nil)
 	ctx := t.Context()
 	for name, in := range map[string]*sqs.ReceiveMessageInput{
 		"too many messages": {QueueUrl: aws.String(url), MaxNumberOfMessages: 11},
@@ -226,6 +226,20 @@ func TestSQSReceiveLimitsAndAttributes(t *testing.T) {
 	}
 	if out.Messages[0].Attributes != nil || out.Messages[0].MessageAttributes != nil {
 		t.Errorf("attributes not asked for came back: %v %v", out.Messages[0].Attributes, out.Messages[0].MessageAttributes)
+	}
+
+	// The named ones come back, asked for by the deprecated field too.
+	clk.Step(time.Second)
+	out, err = s.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		QueueUrl:              aws.String(url),
+		AttributeNames:        []sqstypes.QueueAttributeName{"SentTimestamp"}, //nolint:staticcheck // the deprecated field clients still send
+		MessageAttributeNames: []string{"kind"},
+	})
+	if err != nil || len(out.Messages) != 1 {
+		t.Fatalf("receive = %v, %v", out, err)
+	}
+	if got := out.Messages[0]; len(got.Attributes) != 1 || got.Attributes["SentTimestamp"] == "" || aws.ToString(got.MessageAttributes["kind"].StringValue) != "test" {
+		t.Errorf("got attributes %v and message attributes %v, want SentTimestamp and kind", got.Attributes, got.MessageAttributes)
 	}
 }
 

@@ -260,6 +260,34 @@ func (p *Provider) Delete(ctx context.Context, nodeClass *awsv1.EC2NodeClass) er
 	return errors.Join(errs...)
 }
 
+// ManagedName is the name of the profile karp manages for the named
+// NodeClass in this cluster and region.
+func (p *Provider) ManagedName(nodeClassName string) string {
+	return Name(p.clusterName, p.region, nodeClassName)
+}
+
+// List returns every profile karp (or Karpenter) created in this cluster
+// and region: those under /karpenter/<region>/<cluster>/.
+func (p *Provider) List(ctx context.Context) ([]iamtypes.InstanceProfile, error) {
+	prefix := fmt.Sprintf("%s%s/%s/", PathPrefix, p.region, p.clusterName)
+	var out []iamtypes.InstanceProfile
+	pages := iam.NewListInstanceProfilesPaginator(p.iam, &iam.ListInstanceProfilesInput{PathPrefix: aws.String(prefix)})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("listing instance profiles under %s: %w", prefix, err)
+		}
+		out = append(out, page.InstanceProfiles...)
+	}
+	return out, nil
+}
+
+// Remove deletes one profile, its role first; a profile already gone is
+// not an error.
+func (p *Provider) Remove(ctx context.Context, profile iamtypes.InstanceProfile) error {
+	return p.delete(ctx, &profile)
+}
+
 func (p *Provider) delete(ctx context.Context, profile *iamtypes.InstanceProfile) error {
 	name := aws.ToString(profile.InstanceProfileName)
 	p.profiles.Remove(name)

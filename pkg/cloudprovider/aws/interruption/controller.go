@@ -138,6 +138,10 @@ func (c *Controller) Reconcile(ctx context.Context) (reconcile.Result, error) {
 		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameSentTimestamp},
 		MessageAttributeNames:       []string{"All"},
 	})
+	if err != nil && ctx.Err() != nil {
+		// Shutting down or no longer the leader, mid-poll: not a failure.
+		return reconcile.Result{}, nil
+	}
 	if err != nil {
 		if errors.As(err, new(*sqstypes.QueueDoesNotExist)) {
 			c.forgetQueueURL()

@@ -1,6 +1,7 @@
 package interruption_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,8 +11,10 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/google/go-cmp/cmp"
 
+	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/cache"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/capacityreservation"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/interruption"
 )
@@ -260,5 +263,81 @@ func TestFailuresLeaveMessagesForLater(t *testing.T) {
 	}
 	if got := w.sqs.Messages(queueName); got != (fake.QueueCounts{Deleted: 1}) {
 		t.Errorf("queue = %+v, want the message deleted on its second receive", got)
+	}
+}
+
+func TestCapacityReservationInterruptionEmptiesTheReservation(t *testing.T) {
+	w := setup(t, true)
+	ec2 := fake.NewEC2()
+	ec2.AddCapacityReservations(fake.NewCapacityReservation("cr-0abc", instanceType, zone, 4, nil))
+	reservations := capacityreservation.NewProvider(ec2, h.Clock)
+	nodeClass := &awsv1.EC2NodeClass{Spec: awsv1.EC2NodeClassSpec{CapacityReservationSelectorTerms: []awsv1.CapacityReservationSelectorTerm{{ID: "cr-0abc"}}}}
+	if _, err := reservations.List(t.Context(), nodeClass); err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := reservations.AvailableInstanceCount("cr-0abc"); !ok || n != 4 {
+		t.Fatalf("reservation has %d (%v) instances available before the warning, want 4", n, ok)
+	}
+	c := interruption.NewController(h.Client, w.sqs, queueName, w.offerings, reservations, h.Clock, h.Recorder)
+	launched(t, "reserved", karpv1.CapacityTypeReserved)
+	nc := nodeClaim(t, "reserved")
+	nc.Labels[awsv1.LabelCapacityReservationID] = "cr-0abc"
+	if err := h.Env.Client.Update(t.Context(), nc); err != nil {
+		t.Fatal(err)
+	}
+
+	w.send(t, interruption.EventBody(interruption.KindCapacityReservationInterrupted, instanceID("reserved"), eventTimeNow(), "us-west-2"))
+	h.Synced(t)
+	if _, err := c.Reconcile(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := reservations.AvailableInstanceCount("cr-0abc"); n != 0 {
+		t.Errorf("reservation has %d instances available after the interruption warning, want 0", n)
+	}
+	if !deleting(t, "reserved") {
+		t.Error("the interrupted NodeClaim was not deleted")
+	}
+}
+
+func TestSpotWarningBringsADrainingNodeClaimsDeadlineForward(t *testing.T) {
+	w := setup(t, true)
+	launched(t, "draining", karpv1.CapacityTypeSpot)
+	nc := nodeClaim(t, "draining")
+	nc.Annotations = map[string]string{karpv1.NodeClaimTerminationTimestampAnnotationKey: h.Clock.Now().Add(time.Hour).UTC().Format(time.RFC3339)}
+	if err := h.Env.Client.Update(t.Context(), nc); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Env.Client.Delete(t.Context(), nc); err != nil {
+		t.Fatal(err)
+	}
+	warnedAt := eventTimeNow()
+	before := readCounters()
+	w.send(t, interruption.EventBody(interruption.KindSpotInterrupted, instanceID("draining"), warnedAt, "us-west-2"))
+	if _, err := w.reconcile(t); err != nil {
+		t.Fatal(err)
+	}
+	want := warnedAt.Add(interruption.SpotNoticePeriod).UTC().Format(time.RFC3339)
+	if got := nodeClaim(t, "draining").Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey]; got != want {
+		t.Errorf("deadline of the draining NodeClaim = %q, want the reclaim time %q", got, want)
+	}
+	if delta := readCounters().since(before); len(delta.disrupted) != 0 || delta.deleted != 1 {
+		t.Errorf("metrics grew by %+v; want the message deleted and no new disruption counted", delta)
+	}
+}
+
+func TestStoppingMidPollIsNotAnError(t *testing.T) {
+	w := setup(t, true)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := w.controller.Reconcile(ctx)
+		done <- err
+	}()
+	for !w.sqsClock.HasWaiters() {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("a pass stopped mid-poll returned %v", err)
 	}
 }

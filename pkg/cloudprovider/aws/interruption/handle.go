@@ -54,7 +54,7 @@ func (c *Controller) handleInstance(ctx context.Context, msg Message, instanceID
 	case KindSpotInterrupted:
 		// The replacement must not land on the offering being reclaimed.
 		instanceType, zone := nodeClaim.Labels[corev1.LabelInstanceTypeStable], nodeClaim.Labels[corev1.LabelTopologyZone]
-		if instanceType != "" && zone != "" {
+		if instanceType != "" && zone != "" && c.offerings != nil {
 			c.offerings.MarkUnavailable(ctx, string(msg.Kind), instanceType, zone, karpv1.CapacityTypeSpot)
 		}
 		reclaimAt = c.clock.Now().Add(SpotNoticePeriod)

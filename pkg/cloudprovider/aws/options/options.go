@@ -20,6 +20,9 @@ const (
 	DefaultRefreshInterval = time.Minute
 	// MinRefreshInterval is the shortest refresh interval accepted.
 	MinRefreshInterval = time.Minute
+	// DefaultSSMAliasCacheTTL is how long the AMI IDs an alias reads from
+	// SSM are reused: upstream's fixed day.
+	DefaultSSMAliasCacheTTL = 24 * time.Hour
 )
 
 // Options are the AWS provider's settings. Region and credentials are not
@@ -51,6 +54,10 @@ type Options struct {
 	// subnet discovery results are cached.
 	AMIRefreshInterval    time.Duration
 	SubnetRefreshInterval time.Duration
+	// SSMAliasCacheTTL is how long the AMI IDs an alias (al2023@latest)
+	// reads from SSM are reused before SSM is asked again. karp's own
+	// setting: upstream always keeps them a day, which is the default.
+	SSMAliasCacheTTL time.Duration
 
 	// envErrs are environment values that did not parse; Validate reports
 	// them.
@@ -71,6 +78,7 @@ func AddFlags(fs *flag.FlagSet) *Options {
 	fs.StringVar(&o.InterruptionQueue, "interruption-queue", env("INTERRUPTION_QUEUE", ""), "Interruption queue is the name of the SQS queue used for processing interruption events from EC2. Interruption handling is disabled if not specified.")
 	fs.DurationVar(&o.AMIRefreshInterval, "ami-refresh-interval", o.envDuration("AMI_REFRESH_INTERVAL", DefaultRefreshInterval), "How long discovered AMIs are cached before the AMI selectors are queried again (at least 1m).")
 	fs.DurationVar(&o.SubnetRefreshInterval, "subnet-refresh-interval", o.envDuration("SUBNET_REFRESH_INTERVAL", DefaultRefreshInterval), "How long discovered subnets are cached before the subnet selectors are queried again (at least 1m).")
+	fs.DurationVar(&o.SSMAliasCacheTTL, "ssm-alias-cache-ttl", o.envDuration("SSM_ALIAS_CACHE_TTL", DefaultSSMAliasCacheTTL), "How long the AMI IDs an amiSelectorTerms alias reads from SSM Parameter Store are reused before SSM is read again, so how soon a newly published EKS-optimized AMI release is noticed (at least 1m).")
 	return o
 }
 
@@ -97,6 +105,9 @@ func (o *Options) Validate() error {
 	}
 	if o.SubnetRefreshInterval < MinRefreshInterval {
 		errs = append(errs, fmt.Errorf("--subnet-refresh-interval (SUBNET_REFRESH_INTERVAL) %s is shorter than %s", o.SubnetRefreshInterval, MinRefreshInterval))
+	}
+	if o.SSMAliasCacheTTL < MinRefreshInterval {
+		errs = append(errs, fmt.Errorf("--ssm-alias-cache-ttl (SSM_ALIAS_CACHE_TTL) %s is shorter than %s", o.SSMAliasCacheTTL, MinRefreshInterval))
 	}
 	return errors.Join(errs...)
 }

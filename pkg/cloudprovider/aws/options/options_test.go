@@ -35,6 +35,7 @@ func TestDefaultsMatchUpstream(t *testing.T) {
 		"interruption queue":      {o.InterruptionQueue, ""},
 		"AMI refresh interval":    {o.AMIRefreshInterval, time.Minute},
 		"subnet refresh interval": {o.SubnetRefreshInterval, time.Minute},
+		"SSM alias cache TTL":     {o.SSMAliasCacheTTL, 24 * time.Hour},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s = %v, want %v", name, tc.got, tc.want)
@@ -93,6 +94,10 @@ func TestInvalidOptions(t *testing.T) {
 		"refresh interval too short": {
 			args:     []string{"--cluster-name=c", "--ami-refresh-interval=30s", "--subnet-refresh-interval=1s"},
 			wantErrs: []string{"--ami-refresh-interval", "--subnet-refresh-interval"},
+		},
+		"SSM alias cache TTL too short": {
+			args:     []string{"--cluster-name=c", "--ssm-alias-cache-ttl=10s"},
+			wantErrs: []string{"--ssm-alias-cache-ttl (SSM_ALIAS_CACHE_TTL) 10s is shorter than 1m0s"},
 		},
 		"unparsable environment values": {
 			env:      map[string]string{"CLUSTER_NAME": "c", "RESERVED_ENIS": "one", "ISOLATED_VPC": "yes please", "VM_MEMORY_OVERHEAD_PERCENT": "7.5%"},

@@ -53,7 +53,7 @@ func setup(t *testing.T) *fixture {
 // controller process would (the old queue stops).
 func (f *fixture) restart(t *testing.T) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	q := NewQueue(h.Client, h.Recorder)
 	done := make(chan struct{})
 	go func() { _ = q.Start(ctx); close(done) }()
@@ -69,7 +69,7 @@ func (f *fixture) restart(t *testing.T) {
 
 func resetPods(t *testing.T) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	for _, obj := range []client.Object{&corev1.Pod{}, &policyv1.PodDisruptionBudget{}} {
 		if err := h.Env.Client.DeleteAllOf(ctx, obj, client.InNamespace("default"), client.GracePeriodSeconds(0)); err != nil {
 			t.Fatalf("deleting %T: %v", obj, err)
@@ -351,7 +351,7 @@ func TestPodsLeaveGroupByGroup(t *testing.T) {
 	_, node := managedNode(t, f, "order", nil)
 	ds := test.MakeDaemonSet("ds").Obj()
 	h.Create(t, ds)
-	t.Cleanup(func() { _ = h.Env.Client.Delete(context.Background(), ds) })
+	t.Cleanup(func() { _ = h.Env.Client.Delete(context.WithoutCancel(t.Context()), ds) })
 	owned := func(p *corev1.Pod) {
 		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: ds.Name, UID: ds.UID, Controller: ptr.To(true)}}
 	}

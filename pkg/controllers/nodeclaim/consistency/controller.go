@@ -96,7 +96,6 @@ func (c *Controller) Reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 		}
 		issues = append(issues, terminationIssues(nodeClaim, pods, pdbs)...)
 	}
-	c.markScanned(nodeClaim.UID)
 	// 2. Report, and record the outcome. Upstream records one event per
 	// issue; the events API karp writes to merges events about the same
 	// object version with the same reason into one series that keeps the
@@ -108,8 +107,10 @@ func (c *Controller) Reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 		c.recorder.Eventf(nodeClaim, node, corev1.EventTypeWarning, ReasonFailedConsistencyCheck, "CheckConsistency", "%s", strings.Join(issues, "; "))
 	}
 	if err := c.setCondition(ctx, nodeClaim, len(issues) == 0); err != nil {
+		// Not marked scanned: the retry checks again and writes the outcome.
 		return reconcile.Result{}, err
 	}
+	c.markScanned(nodeClaim.UID)
 	return reconcile.Result{RequeueAfter: ScanPeriod}, nil
 }
 

@@ -2,6 +2,7 @@ package consistency_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -9,11 +10,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/fake"
@@ -198,4 +203,43 @@ func TestIssuesOfOneCheckShareAnEvent(t *testing.T) {
 	}
 	waitForNote(t, nc.Name, "expected 4 of resource cpu, but found 2 (50.0% of expected); "+
 		"expected 16Gi of resource memory, but found 8Gi (50.0% of expected)")
+}
+
+// A status write that fails (a conflict with the lifecycle's writes) leaves
+// the NodeClaim due: the retry checks again and records the outcome
+// instead of waiting out the scan period.
+func TestFailedWriteIsRetriedAtOnce(t *testing.T) {
+	h.Reset(t)
+	conflicts := 1
+	flaky := interceptor.NewClient(noWatch{h.Client}, interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			if conflicts > 0 {
+				conflicts--
+				return apierrors.NewConflict(schema.GroupResource{Group: karpv1.Group, Resource: "nodeclaims"}, obj.GetName(), errors.New("modified"))
+			}
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	})
+	c := consistency.NewController(flaky, fake.New(), h.Clock, h.Recorder)
+	nc, _ := launched(t, "retried", "16Gi")
+	if _, err := operatortest.Reconcile(t, h, c, nc.Name); !apierrors.IsConflict(err) {
+		t.Fatalf("first reconcile: %v, want the conflict", err)
+	}
+	res, err := operatortest.Reconcile(t, h, c, nc.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.RequeueAfter != consistency.ScanPeriod {
+		t.Errorf("RequeueAfter = %s, want a full scan period after the written check", res.RequeueAfter)
+	}
+	if cond := consistentState(t, nc.Name); cond == nil || cond.Status != metav1.ConditionTrue {
+		t.Errorf("ConsistentStateFound = %+v after the retry, want True", cond)
+	}
+}
+
+// noWatch lets interceptor.NewClient wrap a client.Client.
+type noWatch struct{ client.Client }
+
+func (noWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
+	return nil, errors.New("watch is not supported")
 }

@@ -125,7 +125,7 @@ func TestLastPodEventTimeFollowsBindingsAtMostOncePerDedupe(t *testing.T) {
 	for _, name := range []string{"a", "b", "c"} {
 		pod := test.MakePod("podevents-" + name).NodeName("n").Obj()
 		h.Create(t, pod)
-		t.Cleanup(func() { _ = h.Env.Client.Delete(context.Background(), pod, client.GracePeriodSeconds(0)) })
+		t.Cleanup(func() { _ = h.Env.Client.Delete(context.WithoutCancel(t.Context()), pod, client.GracePeriodSeconds(0)) })
 		pods = append(pods, pod)
 	}
 

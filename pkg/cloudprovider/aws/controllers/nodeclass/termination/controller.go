@@ -14,9 +14,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
@@ -67,7 +69,8 @@ func NewController(kubeClient client.Client, recorder events.EventRecorder, laun
 func (c *Controller) Name() string { return "ec2nodeclass.termination" }
 
 // Register watches EC2NodeClasses and, to wake a waiting deletion, the
-// NodeClaims that reference one.
+// removal of NodeClaims that reference one (only removals: the many
+// status updates of live NodeClaims change nothing here).
 func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).Named(c.Name()).
 		For(&awsv1.EC2NodeClass{}).
@@ -77,6 +80,11 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 				return nil
 			}
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: ref.Name}}}
+		}), builder.WithPredicates(predicate.Funcs{
+			CreateFunc:  func(event.CreateEvent) bool { return false },
+			UpdateFunc:  func(event.UpdateEvent) bool { return false },
+			DeleteFunc:  func(event.DeleteEvent) bool { return true },
+			GenericFunc: func(event.GenericEvent) bool { return false },
 		})).
 		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
 }
