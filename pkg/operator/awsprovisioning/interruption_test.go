@@ -119,7 +119,7 @@ func launchedNodeClaim(t *testing.T, skip string) *karpv1.NodeClaim {
 	var launched *karpv1.NodeClaim
 	poll(t, "a launched NodeClaim", func() bool {
 		list := &karpv1.NodeClaimList{}
-		if env.Client.List(context.Background(), list) != nil {
+		if env.Client.List(t.Context(), list) != nil {
 			return false
 		}
 		for i := range list.Items {
@@ -154,7 +154,7 @@ func serverVersion(t *testing.T) string {
 // builds it over clients, with extra flags, until the test ends.
 func runAWSController(t *testing.T, clients operator.AWSClients, extra ...string) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	opts, err := options.Parse(flag.NewFlagSet("karp", flag.ContinueOnError), append([]string{
 		"--cloud-provider=aws", "--cluster-name=" + awstest.ClusterName, "--disable-leader-election",
 		"--metrics-port=0", "--health-probe-port=0", "--batch-idle-duration=200ms", "--batch-max-duration=2s",
