@@ -67,6 +67,8 @@ func TestSpotInterruptionWarning(t *testing.T) {
 		received:  map[interruption.Kind]float64{interruption.KindSpotInterrupted: 1},
 		deleted:   1,
 		disrupted: map[interruption.Kind]float64{interruption.KindSpotInterrupted: 1},
+		// Handled 5 s after the warning (the fake clock stands still).
+		queued: 1, queuedSeconds: 5,
 	}
 	if diff := cmp.Diff(want, readCounters().since(before), cmp.AllowUnexported(counters{})); diff != "" {
 		t.Errorf("metrics (-want,+got):\n%s", diff)
@@ -152,6 +154,9 @@ func TestMalformedForeignAndUnknownInstanceMessagesAreDeleted(t *testing.T) {
 		},
 		deleted:   4,
 		disrupted: map[interruption.Kind]float64{},
+		// The two that parsed and were handled, each 5 s after its event;
+		// malformed bodies are not timed.
+		queued: 2, queuedSeconds: 5 + 5,
 	}
 	if diff := cmp.Diff(want, readCounters().since(before), cmp.AllowUnexported(counters{})); diff != "" {
 		t.Errorf("metrics (-want,+got):\n%s", diff)
