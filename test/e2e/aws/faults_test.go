@@ -12,45 +12,52 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/awssim"
 	"github.com/karp-autoscaler/karp/test/e2e/framework"
 )
 
-// throttled are the calls karp makes, by service, each throttled three
-// times in a row (the SDK's standard retryer gives up after three
-// attempts, so each surfaces as an error at least once).
+// services are every AWS service karp calls.
+var services = []string{"ec2", "ssm", "iam", "sqs", "pricing", "eks"}
+
+// throttled are calls karp makes while it runs, each throttled three times
+// in a row: the SDK's standard retryer gives up after three attempts, so
+// each surfaces as an error at least once.
 var throttled = map[string][]string{
-	"ec2": {"CreateFleet", "DescribeInstances", "DescribeInstanceTypes", "DescribeInstanceTypeOfferings", "DescribeSpotPriceHistory",
-		"DescribeImages", "DescribeSubnets", "DescribeSecurityGroups", "CreateLaunchTemplate", "DescribeLaunchTemplates",
-		"CreateTags", "TerminateInstances"},
-	"ssm":     {"GetParameter"},
-	"iam":     {"GetInstanceProfile"},
-	"sqs":     {"ReceiveMessage", "DeleteMessage"},
-	"pricing": {"GetProducts"},
+	"ec2": {"CreateFleet", "DescribeInstances", "DescribeLaunchTemplates", "CreateLaunchTemplate"},
+	"sqs": {"ReceiveMessage", "DeleteMessage"},
+	"ssm": {"GetParameter"},
 }
 
-// TestFaultsLeaveTheControllerRunning sends malformed and foreign messages
-// into the interruption queue, throttles every API karp calls and takes SSM
-// down while a new AMI is released, and checks the controller keeps
+// TestFaultsLeaveTheControllerRunning throttles every AWS service at
+// start-up, sends malformed and foreign messages into the interruption
+// queue, throttles the calls karp makes while running past the SDK's
+// retries, and takes SSM down while a new AMI is released, and checks the controller keeps
 // running and reports the failures (logs, metrics, the EC2NodeClass's
 // AMIsReady condition), deletes the bad messages, and loses nothing: the
 // pods created meanwhile run, and once SSM is back the class resolves the
 // new release.
 func TestFaultsLeaveTheControllerRunning(t *testing.T) {
 	const name = "e2e-faults"
-	e := startAWS(t)
+	e := newAWS(t)
+	// 1. Every service throttles the controller's first two calls at
+	// start-up (the SDK retries them).
+	for _, service := range services {
+		e.sim.Router().Throttle(service, awssim.AnyOperation, 2)
+	}
+	e.start(t)
 	e.createNodeClass(t, e.nodeClass(name))
 	framework.Create(t, e.cl, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	framework.Create(t, e.cl, awsPool(name, name).Obj())
 	e.deleteOnCleanup(t, []string{name}, []string{name}, []string{name})
 
-	// 1. Malformed and foreign messages.
+	// 2. Malformed and foreign messages.
 	for _, body := range []string{"not json at all", `{"version":"0","source":"aws.s3","detail-type":"Object Created","detail":{}}`, `{}`,
 		`{"version":"0","source":"aws.ec2","detail-type":"EC2 Spot Instance Interruption Warning","detail":{"instance-id":"i-doesnotexist"}}`} {
 		if err := e.sim.SendMessage(t.Context(), body); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// 2. Every API throttled while pods arrive.
+	// 3. Calls throttled past the SDK's retries while pods arrive.
 	for service, ops := range throttled {
 		for _, op := range ops {
 			e.sim.Router().Throttle(service, op, 3)
@@ -70,7 +77,7 @@ func TestFaultsLeaveTheControllerRunning(t *testing.T) {
 		}
 	}
 
-	// 3. SSM down while AWS releases a new AMI: the class reports it.
+	// 4. SSM down while AWS releases a new AMI: the class reports it.
 	e.sim.SetSSMOutage(true)
 	released := e.sim.PublishAMI("al2023@latest")
 	nc := &awsv1.EC2NodeClass{}
@@ -98,7 +105,7 @@ func TestFaultsLeaveTheControllerRunning(t *testing.T) {
 		return nc.StatusConditions().IsTrue("Ready"), fmt.Sprintf("conditions %v", nc.Status.Conditions)
 	})
 
-	// 4. Still running, and it said what went wrong.
+	// 5. Still running, and it said what went wrong.
 	if e.karp.Exited() {
 		t.Fatal("the controller exited")
 	}
@@ -111,6 +118,9 @@ func TestFaultsLeaveTheControllerRunning(t *testing.T) {
 	metrics := e.metrics(t)
 	if n := metricSum(metrics, "karpenter_interruption_received_messages_total"); n < 4 {
 		t.Errorf("karpenter_interruption_received_messages_total = %v, want at least the 4 messages sent", n)
+	}
+	if n := metricSum(metrics, "karpenter_interruption_received_messages_total", `message_type="malformed"`); n < 1 {
+		t.Errorf("no message counted as malformed (karpenter_interruption_received_messages_total{message_type=\"malformed\"} = %v)", n)
 	}
 	if n := metricSum(metrics, "karpenter_cloudprovider_errors_total"); n == 0 {
 		t.Error("karpenter_cloudprovider_errors_total is 0 after throttling every call")

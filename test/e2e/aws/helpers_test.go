@@ -85,6 +85,15 @@ func kubernetesVersion(t *testing.T, f *framework.Framework) string {
 // karp controller on it with fast disruption and extraArgs.
 func startAWS(t *testing.T, extraArgs ...string) *awsEnv {
 	t.Helper()
+	e := newAWS(t)
+	e.start(t, extraArgs...)
+	return e
+}
+
+// newAWS builds and serves a simulated AWS for the local cluster and runs
+// its kubelets; start starts the controller.
+func newAWS(t *testing.T) *awsEnv {
+	t.Helper()
 	f := framework.Current(t)
 	sim, err := awssim.New(awssim.Options{
 		KubernetesVersion: kubernetesVersion(t, f),
@@ -104,12 +113,16 @@ func startAWS(t *testing.T, extraArgs ...string) *awsEnv {
 	logger := funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, "awssim.kubelet", prefix, args) }, funcr.Options{})
 	go func() { defer close(done); _ = kubelet.Run(log.IntoContext(ctx, logger)) }()
 	t.Cleanup(func() { cancel(); <-done })
+	return &awsEnv{f: f, cl: f.Client, sim: sim, metricsPort: freePort(t)}
+}
 
-	e := &awsEnv{f: f, cl: f.Client, sim: sim, metricsPort: freePort(t)}
-	e.args = append(append(sim.ControllerArgs(), framework.FastDisruptionArgs...), "--metrics-port="+strconv.Itoa(e.metricsPort))
+// start starts the karp controller on the simulated AWS with fast
+// disruption, its metrics on a free port, and extraArgs.
+func (e *awsEnv) start(t *testing.T, extraArgs ...string) {
+	t.Helper()
+	e.args = append(append(e.sim.ControllerArgs(), framework.FastDisruptionArgs...), "--metrics-port="+strconv.Itoa(e.metricsPort))
 	e.args = append(e.args, extraArgs...)
-	e.karp = framework.StartKarpEnv(t, f, sim.Env(), e.args...)
-	return e
+	e.karp = framework.StartKarpEnv(t, e.f, e.sim.Env(), e.args...)
 }
 
 // restartKarp kills the controller with SIGKILL (no clean-up) and starts

@@ -85,9 +85,9 @@ func (k *Kubelet) Sync(ctx context.Context) {
 	now := k.clock.Now()
 	for _, inst := range k.sim.EC2.Instances() {
 		id := aws.ToString(inst.InstanceId)
-		state := k.state(ctx, inst)
 		switch inst.State.Name {
 		case ec2types.InstanceStateNamePending, ec2types.InstanceStateNameRunning:
+			state := k.state(ctx, inst)
 			if state.failed || state.registered || now.Before(aws.ToTime(inst.LaunchTime).Add(k.opts.RegistrationDelay)) {
 				continue
 			}
@@ -100,7 +100,8 @@ func (k *Kubelet) Sync(ctx context.Context) {
 			logger.V(1).Info("registered node", "instance", id, "Node", node.Name)
 		default:
 			// shutting-down, terminated, stopping, stopped: the node is gone.
-			if state.deleted || !state.registered && state.failed {
+			state := k.known(id)
+			if state == nil || !state.registered || state.deleted {
 				continue
 			}
 			name := nodeName(inst, k.sim.opts.Region)
@@ -112,6 +113,13 @@ func (k *Kubelet) Sync(ctx context.Context) {
 			state.deleted = true
 		}
 	}
+}
+
+// known returns the instance's state if the kubelet has seen it running.
+func (k *Kubelet) known(id string) *bootState {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.booted[id]
 }
 
 // state returns what the instance booted from, reading its launch template
