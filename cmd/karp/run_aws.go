@@ -17,7 +17,6 @@ import (
 
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/awssim"
 	"github.com/karp-autoscaler/karp/pkg/localcluster"
-	"github.com/karp-autoscaler/karp/pkg/test/environment"
 )
 
 // awsDefaults is the EC2NodeClass and NodePool `karp run --cloud-provider
@@ -64,7 +63,8 @@ func startSimulatedAWS(ctx context.Context, cluster *localcluster.Cluster, opts 
 	if _, err := sim.Serve(); err != nil {
 		return nil, err
 	}
-	kubeClient, err := client.New(cluster.Config, client.Options{Scheme: environment.NewScheme()})
+	// The kubelets only write Nodes: client-go's scheme is enough.
+	kubeClient, err := client.New(cluster.Config, client.Options{})
 	if err != nil {
 		sim.Close()
 		return nil, err

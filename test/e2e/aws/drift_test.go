@@ -59,7 +59,7 @@ func TestSSMAMIReleaseRollsEveryNode(t *testing.T) {
 		t.Fatalf("%d NodeClaims, want 4 (three spread pods and the do-not-disrupt pod)", len(original))
 	}
 
-	disrupting := framework.WatchDisrupting(t, e.f, name, original)
+	disrupting := framework.WatchBudgetedDisrupting(t, e.f, name, original)
 	watcher := watchSafety(t, e.cl, name, app, 2, pinned)
 	released := e.sim.PublishAMI("al2023@latest")
 	newImages := map[string]bool{}

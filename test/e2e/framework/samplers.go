@@ -86,6 +86,22 @@ type DisruptionSampler struct {
 // the test ends.
 func WatchDisrupting(t testing.TB, f *Framework, pool string, watched map[string]bool) *DisruptionSampler {
 	t.Helper()
+	return watchDisrupting(t, f, pool, watched, false)
+}
+
+// WatchBudgetedDisrupting is WatchDisrupting counting only what disruption
+// budgets count: a NodeClaim whose instance is already terminating
+// (condition InstanceTerminating True, its node drained and gone) no longer
+// consumes the budget, as upstream. With a cloud whose instances take a
+// while to terminate, the next node may start while the previous
+// NodeClaim waits for its instance.
+func WatchBudgetedDisrupting(t testing.TB, f *Framework, pool string, watched map[string]bool) *DisruptionSampler {
+	t.Helper()
+	return watchDisrupting(t, f, pool, watched, true)
+}
+
+func watchDisrupting(t testing.TB, f *Framework, pool string, watched map[string]bool, budgeted bool) *DisruptionSampler {
+	t.Helper()
 	wc, err := client.NewWithWatch(f.Config, client.Options{Scheme: environment.NewScheme()})
 	if err != nil {
 		t.Fatal(err)
@@ -100,13 +116,13 @@ func WatchDisrupting(t testing.TB, f *Framework, pool string, watched map[string
 	go func() {
 		defer close(s.done)
 		defer w.Stop()
-		s.run(ctx, w, watched)
+		s.run(ctx, w, watched, budgeted)
 	}()
 	t.Cleanup(func() { s.Stop() })
 	return s
 }
 
-func (s *DisruptionSampler) run(ctx context.Context, w watch.Interface, watched map[string]bool) {
+func (s *DisruptionSampler) run(ctx context.Context, w watch.Interface, watched map[string]bool, budgeted bool) {
 	disrupting := map[string]bool{}
 	ever := map[string]bool{}
 	for {
@@ -127,6 +143,9 @@ func (s *DisruptionSampler) run(ctx context.Context, w watch.Interface, watched 
 			switch {
 			case ev.Type == watch.Deleted:
 				delete(disrupting, nc.Name)
+			case budgeted && nc.StatusConditions().IsTrue(karpv1.ConditionTypeInstanceTerminating):
+				delete(disrupting, nc.Name)
+				ever[nc.Name] = true
 			case nc.DeletionTimestamp != nil || nc.StatusConditions().IsTrue(karpv1.ConditionTypeDisruptionReason):
 				disrupting[nc.Name] = true
 				ever[nc.Name] = true
