@@ -41,6 +41,7 @@ import (
 	awsinterruption "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/interruption"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/launchtemplate"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/pricing"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/sdkhttp"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/securitygroup"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/subnet"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/version"
@@ -104,10 +105,10 @@ type SQSAPI interface {
 }
 
 // newAWSProvider builds the SDK clients from the default credential chain
-// and region (the SDK's AWS_ENDPOINT_URL* variables apply), then the
-// provider.
+// and region (the SDK's AWS_ENDPOINT_URL* variables apply), sending through
+// sdkhttp's client, then the provider.
 func newAWSProvider(ctx context.Context, opts *options.Options, op *Operator, restConfig *rest.Config) (*Provider, error) {
-	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithHTTPClient(sdkhttp.NewClient()))
 	if err != nil {
 		return nil, fmt.Errorf("loading AWS SDK config: %w", err)
 	}

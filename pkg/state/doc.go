@@ -9,6 +9,11 @@
 // pods nominated to it (in memory, with an expiry) and whether it is marked
 // for deletion.
 //
+// For the pod timing metrics it also remembers, in memory, when the
+// provisioner first saw each pending pod (AckPods) and first decided about
+// it (MarkSchedulingDecisions), and when it first placed it; a binding or
+// the pod's deletion drops what no longer has a use.
+//
 // Invariants:
 //   - Nothing returned aliases the internal maps: StateNode values, lists
 //     and Snapshot nodes are the caller's, and a StateNode's Node and

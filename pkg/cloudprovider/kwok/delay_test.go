@@ -28,6 +28,18 @@ func awaitTimer(t *testing.T, clk *clocktesting.FakeClock) {
 	}
 }
 
+// expectStillWaiting fails the test unless the launch goroutine still
+// waits on the clock. FakeClock.Step fires the timers it passes before it
+// returns, so a waiter left after a step is a launch whose delay has not
+// run out: the sync point that the Node cannot appear yet, where checking
+// only that it has not appeared would race a launch that woke too early.
+func expectStillWaiting(t *testing.T, clk *clocktesting.FakeClock, what string) {
+	t.Helper()
+	if !clk.HasWaiters() {
+		t.Fatalf("%s: the launch no longer waits on the clock", what)
+	}
+}
+
 func awaitNode(t *testing.T, name string) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 30*time.Second, true,
@@ -88,6 +100,7 @@ func TestRegistrationDelay(t *testing.T) {
 			}
 			awaitTimer(t, clk)
 			clk.Step(tc.wantDelay - time.Second)
+			expectStillWaiting(t, clk, "a second before the delay")
 			if _, err := getNode(t, "delayed"); !apierrors.IsNotFound(err) {
 				t.Fatalf("the Node appeared a second early (get: %v)", err)
 			}

@@ -40,6 +40,7 @@ func TestRestartResumesDelayedLaunches(t *testing.T) {
 	// 3. ...and registers it when the rest of the delay (40s) has passed.
 	awaitTimer(t, clk)
 	clk.Step(39 * time.Second)
+	expectStillWaiting(t, clk, "a second before the resumed delay")
 	if _, err := getNode(t, "resumed"); !apierrors.IsNotFound(err) {
 		t.Fatalf("the resumed Node appeared early (get: %v)", err)
 	}

@@ -116,7 +116,7 @@ type nodeOpts struct {
 
 // runningNode creates an initialized NodeClaim and its Ready Node of the
 // given type in zone test-zone-1 (on-demand), then the pods bound to it,
-// and waits until the cluster state holds them.
+// and waits until the cluster state holds them, joined.
 func (h *harness) runningNode(name string, o nodeOpts, pods ...*corev1.Pod) *karpv1.NodeClaim {
 	h.t.Helper()
 	if o.pool == "" {
@@ -156,9 +156,13 @@ func (h *harness) runningNode(name string, o nodeOpts, pods ...*corev1.Pod) *kar
 	for _, pod := range pods {
 		h.bind(pod, name)
 	}
+	// Managed: the state joined the Node with its NodeClaim. A Node whose
+	// NodeClaim the state has not seen yet is an unmanaged node, which
+	// counts as Initialized and is no candidate: a pass that ran then
+	// would see capacity karp does not manage instead of the node.
 	h.eventually("node "+name+" in state", func() bool {
 		for _, sn := range h.cluster.Nodes() {
-			if sn.Name() == name && sn.Initialized() && len(sn.Pods) == len(pods) && podsStarted(sn.Pods) && sn.Node != nil && len(sn.Node.Status.Allocatable) > 0 && len(sn.Node.Spec.Taints) == len(o.taints) {
+			if sn.Name() == name && sn.Managed() && sn.Initialized() && len(sn.Pods) == len(pods) && podsStarted(sn.Pods) && sn.Node != nil && len(sn.Node.Status.Allocatable) > 0 && len(sn.Node.Spec.Taints) == len(o.taints) {
 				return true
 			}
 		}

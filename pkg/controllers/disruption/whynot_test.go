@@ -25,6 +25,18 @@ func TestConsolidateAfterReasonDoesNotOutliveItsCause(t *testing.T) {
 	if c := h.blocked("busy"); c == nil || c.Reason != disruption.BlockedConsolidateAfter {
 		t.Fatalf("DisruptionBlocked = %+v, want reason %s", c, disruption.BlockedConsolidateAfter)
 	}
+	// Sync point: the cluster state has the condition the pass wrote. It
+	// learns of the write through its informer, after the patch returned;
+	// a pass before that finds no condition to remove (the next one would).
+	h.eventually("busy's DisruptionBlocked condition in state", func() bool {
+		for _, sn := range h.cluster.Nodes() {
+			if sn.Name() == "busy" && sn.NodeClaim != nil {
+				c := sn.NodeClaim.StatusConditions().Get(disruption.ConditionTypeDisruptionBlocked)
+				return c != nil && c.Reason == disruption.BlockedConsolidateAfter
+			}
+		}
+		return false
+	})
 
 	h.clock.Step(25 * time.Minute) // busy's consolidateAfter has now elapsed
 	h.runningNode("empty", nodeOpts{it: smallType})

@@ -36,7 +36,7 @@ func controllerFor(t *testing.T, kind string) *finalized.Controller {
 func reconcileName(t *testing.T, c *finalized.Controller, name string) {
 	t.Helper()
 	h.Synced(t)
-	if _, err := c.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}); err != nil {
+	if _, err := c.Reconcile(t.Context(), reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -46,7 +46,7 @@ func reconcileName(t *testing.T, c *finalized.Controller, name string) {
 func finalizedNotes(t *testing.T, kind, name string, uid types.UID) []string {
 	t.Helper()
 	var list eventsv1.EventList
-	if err := h.Env.Client.List(context.Background(), &list); err != nil {
+	if err := h.Env.Client.List(t.Context(), &list); err != nil {
 		t.Fatal(err)
 	}
 	var out []string
@@ -63,7 +63,7 @@ func finalizedNotes(t *testing.T, kind, name string, uid types.UID) []string {
 func waitForNotes(t *testing.T, kind, name string, uid types.UID, want ...string) {
 	t.Helper()
 	slices.Sort(want)
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		return slices.Equal(finalizedNotes(t, kind, name, uid), want), nil
 	})
 	if err != nil {
@@ -75,7 +75,7 @@ func setFinalizers(t *testing.T, obj client.Object, finalizers ...string) {
 	t.Helper()
 	h.Get(t, obj)
 	obj.SetFinalizers(finalizers)
-	if err := h.Env.Client.Update(context.Background(), obj); err != nil {
+	if err := h.Env.Client.Update(t.Context(), obj); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -88,7 +88,7 @@ func TestFinalizersLeavingANodeClaimAreReported(t *testing.T) {
 	nc := test.MakeNodeClaim("claim").Finalizers(karpv1.TerminationFinalizer, otherFinalizer).Obj()
 	h.Create(t, nc)
 	reconcileName(t, c, nc.Name)
-	if err := h.Env.Client.Delete(context.Background(), nc); err != nil {
+	if err := h.Env.Client.Delete(t.Context(), nc); err != nil {
 		t.Fatal(err)
 	}
 	reconcileName(t, c, nc.Name)
@@ -113,7 +113,7 @@ func TestTerminationFinalizerLeavingANodeIsReported(t *testing.T) {
 	node.Finalizers = []string{karpv1.TerminationFinalizer}
 	h.Create(t, node)
 	reconcileName(t, c, node.Name)
-	if err := h.Env.Client.Delete(context.Background(), node); err != nil {
+	if err := h.Env.Client.Delete(t.Context(), node); err != nil {
 		t.Fatal(err)
 	}
 	setFinalizers(t, node)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning"
 	"github.com/karp-autoscaler/karp/pkg/state"
@@ -36,7 +37,7 @@ func TestNothingHappensUntilStateIsSynced(t *testing.T) {
 	// The window closes, but state lacks the in-flight NodeClaim: nothing
 	// is created and the pass comes back soon.
 	p.Batcher().Trigger(pod.UID)
-	go stepAsync(h.clock, time.Second)
+	stepWhenWindowOpen(t, p.Batcher(), h.clock, time.Second)
 	res, err := p.Reconcile(h.ctx)
 	if err != nil {
 		t.Fatalf("reconciling: %v", err)
@@ -64,16 +65,26 @@ func withStatus(pod *corev1.Pod) *corev1.Pod {
 	return pod
 }
 
-// stepAsync advances the clock once something waits on it (or gives up
-// after ten seconds, and the waiting Reconcile fails the test by hanging
-// past the test timeout).
-func stepAsync(clk interface {
-	HasWaiters() bool
-	Step(time.Duration)
-}, d time.Duration) {
-	deadline := time.Now().Add(10 * time.Second)
-	for !clk.HasWaiters() && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	clk.Step(d)
+// stepWhenWindowOpen steps the clock by d, in the background, once the
+// batcher's Wait has taken every queued trigger and armed its window's
+// timers (the sync point the batcher reports), so the step closes that
+// window. Call it before the Wait starts.
+func stepWhenWindowOpen(t *testing.T, b *provisioning.Batcher, clk *clocktesting.FakeClock, d time.Duration) {
+	open := make(chan struct{}, 1)
+	provisioning.SetBatcherWaitingHook(b, func(queued int) {
+		if queued > 0 {
+			return
+		}
+		select {
+		case open <- struct{}{}:
+		default:
+		}
+	})
+	go func() {
+		select {
+		case <-open:
+			clk.Step(d)
+		case <-t.Context().Done():
+		}
+	}()
 }

@@ -3,6 +3,7 @@ package awsprovisioning_test
 import (
 	"context"
 	"flag"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,7 +119,7 @@ func launchedNodeClaim(t *testing.T, skip string) *karpv1.NodeClaim {
 	var launched *karpv1.NodeClaim
 	poll(t, "a launched NodeClaim", func() bool {
 		list := &karpv1.NodeClaimList{}
-		if env.Client.List(context.Background(), list) != nil {
+		if env.Client.List(t.Context(), list) != nil {
 			return false
 		}
 		for i := range list.Items {
@@ -153,7 +154,7 @@ func serverVersion(t *testing.T) string {
 // builds it over clients, with extra flags, until the test ends.
 func runAWSController(t *testing.T, clients operator.AWSClients, extra ...string) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	opts, err := options.Parse(flag.NewFlagSet("karp", flag.ContinueOnError), append([]string{
 		"--cloud-provider=aws", "--cluster-name=" + awstest.ClusterName, "--disable-leader-election",
 		"--metrics-port=0", "--health-probe-port=0", "--batch-idle-duration=200ms", "--batch-max-duration=2s",
@@ -181,4 +182,56 @@ func runAWSController(t *testing.T, clients operator.AWSClients, extra ...string
 		}
 		cleanUp(t)
 	})
+}
+
+// TestInterruptionControllerOnlyWithAQueue: the SQS controller is built
+// only when --interruption-queue is set, and a queue without an SQS
+// client is refused at start with the flag named.
+func TestInterruptionControllerOnlyWithAQueue(t *testing.T) {
+	k8s := serverVersion(t)
+	for name, tc := range map[string]struct {
+		flags      []string
+		sqs        bool
+		wantErr    string
+		wantListed bool
+	}{
+		"no queue":           {},
+		"a queue":            {flags: []string{"--interruption-queue=" + queueName}, sqs: true, wantListed: true},
+		"a queue, no client": {flags: []string{"--interruption-queue=" + queueName}, wantErr: "--interruption-queue"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			opts, err := options.Parse(flag.NewFlagSet("karp", flag.ContinueOnError), append([]string{
+				"--cloud-provider=aws", "--cluster-name=" + awstest.ClusterName, "--disable-leader-election",
+				"--metrics-port=0", "--health-probe-port=0",
+			}, tc.flags...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			clients := awsCloud(t, k8s)
+			if tc.sqs {
+				clients.SQS = fake.NewSQS(clock.RealClock{})
+			}
+			op, err := operator.New(t.Context(), env.Config, opts, operator.WithoutControllerNameValidation())
+			if err != nil {
+				t.Fatal(err)
+			}
+			provider, err := operator.NewAWSProvider(t.Context(), opts, op, env.Config, clients)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want one naming %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			listed := false
+			for _, c := range provider.Controllers {
+				listed = listed || c.Name() == "interruption"
+			}
+			if listed != tc.wantListed {
+				t.Errorf("interruption controller listed = %v, want %v", listed, tc.wantListed)
+			}
+		})
+	}
 }

@@ -25,7 +25,7 @@ func TestEC2LaunchLifecycle(t *testing.T) {
 		backend.SetPrice(fake.CapacityPool{InstanceType: "m5.large", Zone: zone, CapacityType: "spot"}, 0.04)
 	}
 	backend.SetTerminationDelay(0)
-	client := ec2Client(serve(t, NewEC2Handler(backend)), connectionRetries())
+	client := ec2Client(serve(t, NewEC2Handler(backend)), noRetries())
 	ctx := t.Context()
 
 	if _, err := client.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{

@@ -17,7 +17,7 @@ import (
 func TestIAMInstanceProfileLifecycle(t *testing.T) {
 	backend := fake.NewIAM()
 	backend.AddRole("KarpenterNodeRole-my-cluster")
-	client := iamClient(serve(t, NewIAMHandler(backend)), connectionRetries())
+	client := iamClient(serve(t, NewIAMHandler(backend)), noRetries())
 	ctx := t.Context()
 	name := aws.String("my-cluster_1234567890")
 
@@ -95,7 +95,7 @@ func TestIAMListInstanceProfilesPaginates(t *testing.T) {
 		backend.AddInstanceProfile("profile-"+n, "role")
 		want["profile-"+n] = true
 	}
-	client := iamClient(serve(t, NewIAMHandler(backend)), connectionRetries())
+	client := iamClient(serve(t, NewIAMHandler(backend)), noRetries())
 	pages := iam.NewListInstanceProfilesPaginator(client, &iam.ListInstanceProfilesInput{MaxItems: aws.Int32(3)})
 	got, n := map[string]int{}, 0
 	for pages.HasMorePages() {

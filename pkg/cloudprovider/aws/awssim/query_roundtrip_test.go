@@ -18,6 +18,8 @@ import (
 	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
 	"github.com/aws/smithy-go/middleware"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/sdkhttp"
 )
 
 // iamOperations are the IAM operations karp calls (or may call) whose wire
@@ -45,7 +47,8 @@ func TestEC2RoundTrip(t *testing.T) {
 			BaseEndpoint: aws.String(url),
 			Region:       "us-west-2",
 			Credentials:  credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""),
-			Retryer:      connectionRetries(),
+			Retryer:      noRetries(),
+			HTTPClient:   sdkhttp.NewClient(),
 		})
 	}
 	for _, op := range ec2Operations {
@@ -66,7 +69,8 @@ func TestIAMRoundTrip(t *testing.T) {
 			BaseEndpoint: aws.String(url),
 			Region:       "us-east-1",
 			Credentials:  credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""),
-			Retryer:      connectionRetries(),
+			Retryer:      noRetries(),
+			HTTPClient:   sdkhttp.NewClient(),
 		})
 	}
 	for _, op := range iamOperations {
@@ -231,7 +235,7 @@ func TestEmptyLists(t *testing.T) {
 	backend := &recordingBackend{op: "CreateInstanceProfile", sig: iamSig, output: out}
 	h := newQueryHandler(iamProtocol{}, nil)
 	h.methods = backend.method
-	client := iamClient(serve(t, h), connectionRetries())
+	client := iamClient(serve(t, h), noRetries())
 	if _, err := client.CreateInstanceProfile(t.Context(), &iam.CreateInstanceProfileInput{InstanceProfileName: aws.String("p"), Tags: []iamtypes.Tag{}}); err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +248,7 @@ func TestEmptyLists(t *testing.T) {
 	ec2Backend := &recordingBackend{op: "DescribeInstances", sig: ec2Sig, output: reflect.ValueOf(&ec2.DescribeInstancesOutput{})}
 	eh := newQueryHandler(ec2Protocol{}, nil)
 	eh.methods = ec2Backend.method
-	if _, err := ec2Client(serve(t, eh), connectionRetries()).DescribeInstances(t.Context(), &ec2.DescribeInstancesInput{InstanceIds: []string{}, Filters: []ec2types.Filter{}}); err != nil {
+	if _, err := ec2Client(serve(t, eh), noRetries()).DescribeInstances(t.Context(), &ec2.DescribeInstancesInput{InstanceIds: []string{}, Filters: []ec2types.Filter{}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := ec2Backend.received().(*ec2.DescribeInstancesInput); len(got.InstanceIds) != 0 || len(got.Filters) != 0 {

@@ -23,6 +23,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/sdkhttp"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok/instancetypes"
 )
 
@@ -34,23 +35,10 @@ func noBackoff(o *retry.StandardOptions) {
 	o.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 0, nil })
 }
 
-// connectionRetries retries only a dropped connection, never an API error.
-//
-// The SDK closes a request's body (smithy-go's safe reader) as soon as the
-// response headers arrive. net/http's write loop, after sending the body,
-// copies what is left of it to check for extra bytes; that copy goes through
-// the closed reader's WriteTo, which answers (0, io.EOF) as an error, and the
-// write loop closes the connection under the response being read ("use of
-// closed network connection", aws-sdk-go-v2 #2737). On loopback the
-// response often wins that race; against AWS, network latency makes it rare.
-// The SDK's standard retryer retries the error, as karp's clients do; the
-// tests retry it too, so that every other error still fails them.
-func connectionRetries() aws.Retryer {
-	return retry.NewStandard(noBackoff, func(o *retry.StandardOptions) {
-		o.Retryables = []retry.IsErrorRetryable{retry.RetryableConnectionError{}}
-		o.RateLimiter = ratelimit.None
-	})
-}
+// noRetries fails on the first error of any kind. The clients send through
+// sdkhttp's client, so a large response is never lost to a dropped
+// connection on loopback.
+func noRetries() aws.Retryer { return aws.NopRetryer{} }
 
 func serve(t *testing.T, h http.Handler) string {
 	t.Helper()
@@ -65,6 +53,7 @@ func ec2Client(endpoint string, retryer aws.Retryer) *ec2.Client {
 		Region:       "us-west-2",
 		Credentials:  credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""),
 		Retryer:      retryer,
+		HTTPClient:   sdkhttp.NewClient(),
 	})
 }
 
@@ -74,6 +63,7 @@ func iamClient(endpoint string, retryer aws.Retryer) *iam.Client {
 		Region:       "us-east-1",
 		Credentials:  credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""),
 		Retryer:      retryer,
+		HTTPClient:   sdkhttp.NewClient(),
 	})
 }
 
@@ -86,7 +76,7 @@ func TestEC2PaginatesTheCatalog(t *testing.T) {
 	}
 	backend := fake.NewEC2()
 	backend.SeedCatalog(infos, zones...)
-	client := ec2Client(serve(t, NewEC2Handler(backend)), connectionRetries())
+	client := ec2Client(serve(t, NewEC2Handler(backend)), noRetries())
 
 	seen := map[ec2types.InstanceType]int{}
 	pages := ec2.NewDescribeInstanceTypesPaginator(client, &ec2.DescribeInstanceTypesInput{MaxResults: aws.Int32(100)})
@@ -109,8 +99,8 @@ func TestEC2PaginatesTheCatalog(t *testing.T) {
 			t.Errorf("%s arrived %d times", it, n)
 		}
 	}
-	if want := (len(infos) + 99) / 100; pagesSeen != want {
-		t.Errorf("got %d pages, want %d", pagesSeen, want)
+	if want := (len(infos) + 99) / 100; pagesSeen != want || backend.Calls("DescribeInstanceTypes") != want {
+		t.Errorf("got %d pages in %d calls, want %d", pagesSeen, backend.Calls("DescribeInstanceTypes"), want)
 	}
 }
 
@@ -124,7 +114,7 @@ func TestEC2FiltersReachTheBackend(t *testing.T) {
 		ec2types.Subnet{SubnetId: aws.String("subnet-b"), AvailabilityZone: aws.String("us-west-2b"), AvailableIpAddressCount: aws.Int32(10),
 			Tags: []ec2types.Tag{{Key: aws.String("karpenter.sh/discovery"), Value: aws.String("other")}}},
 	)
-	client := ec2Client(serve(t, NewEC2Handler(backend)), connectionRetries())
+	client := ec2Client(serve(t, NewEC2Handler(backend)), noRetries())
 	out, err := client.DescribeSubnets(t.Context(), &ec2.DescribeSubnetsInput{Filters: []ec2types.Filter{
 		{Name: aws.String("tag:karpenter.sh/discovery"), Values: []string{"my-cluster", "not-there"}},
 	}})
@@ -183,7 +173,7 @@ func TestEC2ErrorsKeepCodeAndMessage(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			backend := fake.NewEC2()
 			backend.FailNext("DescribeSubnets", 1, tc.err)
-			client := ec2Client(serve(t, NewEC2Handler(backend)), connectionRetries())
+			client := ec2Client(serve(t, NewEC2Handler(backend)), noRetries())
 			_, err := client.DescribeSubnets(t.Context(), &ec2.DescribeSubnetsInput{})
 			var api smithy.APIError
 			if !errors.As(err, &api) {
@@ -217,8 +207,8 @@ func TestEC2ThrottlingIsRetried(t *testing.T) {
 	if len(out.Subnets) != 1 {
 		t.Errorf("got %d subnets, want 1", len(out.Subnets))
 	}
-	if got := backend.Calls("DescribeSubnets"); got < 3 {
-		t.Errorf("got %d calls, want at least 3 (two throttled, one served)", got)
+	if got := backend.Calls("DescribeSubnets"); got != 3 {
+		t.Errorf("got %d calls, want 3 (two throttled, one served)", got)
 	}
 }
 
@@ -230,7 +220,7 @@ func TestIAMErrors(t *testing.T) {
 	backend.AddInstanceProfile("profile-a", "KarpenterNodeRole")
 	endpoint := serve(t, NewIAMHandler(backend))
 
-	_, err := iamClient(endpoint, connectionRetries()).GetInstanceProfile(t.Context(), &iam.GetInstanceProfileInput{InstanceProfileName: aws.String("missing")})
+	_, err := iamClient(endpoint, noRetries()).GetInstanceProfile(t.Context(), &iam.GetInstanceProfileInput{InstanceProfileName: aws.String("missing")})
 	var notFound *iamtypes.NoSuchEntityException
 	if !errors.As(err, &notFound) {
 		t.Fatalf("got %v, want NoSuchEntityException", err)

@@ -67,6 +67,8 @@ func TestSpotInterruptionWarning(t *testing.T) {
 		received:  map[interruption.Kind]float64{interruption.KindSpotInterrupted: 1},
 		deleted:   1,
 		disrupted: map[interruption.Kind]float64{interruption.KindSpotInterrupted: 1},
+		// Handled 5 s after the warning (the fake clock stands still).
+		queued: 1, queuedSeconds: 5,
 	}
 	if diff := cmp.Diff(want, readCounters().since(before), cmp.AllowUnexported(counters{})); diff != "" {
 		t.Errorf("metrics (-want,+got):\n%s", diff)
@@ -137,21 +139,29 @@ func TestMalformedForeignAndUnknownInstanceMessagesAreDeleted(t *testing.T) {
 		interruption.EventBody(interruption.KindNoOp, instanceID("n"), eventTimeNow(), "us-west-2"),
 		interruption.EventBody(interruption.KindSpotInterrupted, "i-0notinthiscluster", eventTimeNow(), "us-west-2"),
 	)
+	// An event without a time counts from when it was sent, 7 s ago.
+	w.sqsClock.SetTime(h.Clock.Now().Add(-7 * time.Second))
+	w.send(t, `{"version":"0","id":"y","detail-type":"EC2 Instance Rebalance Recommendation","source":"aws.ec2","detail":{"instance-id":"i-0elsewhere"}}`)
+	w.sqsClock.SetTime(h.Clock.Now())
 	if res, err := w.reconcile(t); err != nil || res.RequeueAfter <= 0 {
 		t.Fatalf("reconcile = %+v, %v; want a requeue and no error", res, err)
 	}
 	if deleting(t, "n") {
 		t.Error("NodeClaim deleted by a message about another instance")
 	}
-	if got := w.sqs.Messages(queueName); got != (fake.QueueCounts{Deleted: 4}) {
+	if got := w.sqs.Messages(queueName); got != (fake.QueueCounts{Deleted: 5}) {
 		t.Errorf("queue = %+v, want every message deleted", got)
 	}
 	want := counters{
 		received: map[interruption.Kind]float64{
 			interruption.KindMalformed: 2, interruption.KindNoOp: 1, interruption.KindSpotInterrupted: 1,
+			interruption.KindRebalanceRecommendation: 1,
 		},
-		deleted:   4,
+		deleted:   5,
 		disrupted: map[interruption.Kind]float64{},
+		// The three that parsed, 5 s, 5 s and 7 s after their events (or
+		// sending); malformed bodies are not timed.
+		queued: 3, queuedSeconds: 5 + 5 + 7,
 	}
 	if diff := cmp.Diff(want, readCounters().since(before), cmp.AllowUnexported(counters{})); diff != "" {
 		t.Errorf("metrics (-want,+got):\n%s", diff)

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -152,6 +153,10 @@ type counters struct {
 	received  map[interruption.Kind]float64
 	deleted   float64
 	disrupted map[interruption.Kind]float64
+	// queued and queuedSeconds are the queue duration histogram's count
+	// and sum.
+	queued        uint64
+	queuedSeconds float64
 }
 
 var allKinds = []interruption.Kind{
@@ -169,13 +174,18 @@ func readCounters() counters {
 		}
 	}
 	c.deleted = testutil.ToFloat64(interruption.DeletedMessagesTotal)
+	var m dto.Metric
+	if err := interruption.MessageQueueDurationSeconds.Write(&m); err == nil {
+		c.queued, c.queuedSeconds = m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
+	}
 	return c
 }
 
 // since is what the counters grew by from before; zero entries are left
 // out.
 func (c counters) since(before counters) counters {
-	out := counters{received: map[interruption.Kind]float64{}, disrupted: map[interruption.Kind]float64{}, deleted: c.deleted - before.deleted}
+	out := counters{received: map[interruption.Kind]float64{}, disrupted: map[interruption.Kind]float64{}, deleted: c.deleted - before.deleted,
+		queued: c.queued - before.queued, queuedSeconds: c.queuedSeconds - before.queuedSeconds}
 	for k, v := range c.received {
 		if d := v - before.received[k]; d != 0 {
 			out.received[k] = d

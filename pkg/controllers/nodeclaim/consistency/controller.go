@@ -80,6 +80,14 @@ func (c *Controller) Reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	if nodeClaim.Status.ProviderID == "" || !cloudprovider.IsManaged(nodeClaim, c.cloudProvider, c.kubeClient.Scheme()) {
 		return reconcile.Result{}, nil
 	}
+	if !nodeClaim.StatusConditions().IsTrue(karpv1.ConditionTypeInitialized) && nodeClaim.DeletionTimestamp.IsZero() {
+		// Nothing to check yet. Upstream's first check writes
+		// ConsistentStateFound=True as soon as the Node registers; karp's
+		// waits for initialization (the update brings the NodeClaim back),
+		// so it does not compete with the lifecycle's status writes while
+		// the Node registers and starts.
+		return reconcile.Result{}, nil
+	}
 	if wait := c.untilDue(nodeClaim.UID); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}

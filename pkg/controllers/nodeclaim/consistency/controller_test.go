@@ -157,7 +157,8 @@ func TestDrainHeldByABudgetIsReported(t *testing.T) {
 	}
 }
 
-// A NodeClaim not launched yet, or without a Node, is not checked.
+// A NodeClaim not launched yet, without a Node, or not initialized yet is
+// not checked.
 func TestNodeClaimWithoutANodeIsNotChecked(t *testing.T) {
 	h.Reset(t)
 	c := consistency.NewController(h.Client, fake.New(), h.Clock, h.Recorder)
@@ -165,8 +166,15 @@ func TestNodeClaimWithoutANodeIsNotChecked(t *testing.T) {
 	nc := test.MakeNodeClaim("unregistered").Obj()
 	h.Create(t, nc)
 	nc.Status.ProviderID = "fake://unregistered"
+	nc.Status.Conditions = []metav1.Condition{{Type: karpv1.ConditionTypeInitialized, Status: metav1.ConditionTrue,
+		Reason: "Initialized", LastTransitionTime: metav1.NewTime(h.Clock.Now())}}
 	h.UpdateStatus(t, nc)
-	for _, name := range []string{"pending", "unregistered"} {
+	starting := test.MakeNodeClaim("starting").Obj()
+	h.Create(t, starting)
+	starting.Status.ProviderID = "fake://starting"
+	h.UpdateStatus(t, starting)
+	h.Create(t, test.MakeNode("starting").ProviderID(starting.Status.ProviderID).Obj())
+	for _, name := range []string{"pending", "unregistered", "starting"} {
 		res, err := operatortest.Reconcile(t, h, c, name)
 		if err != nil {
 			t.Fatal(err)

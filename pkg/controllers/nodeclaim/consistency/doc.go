@@ -10,6 +10,11 @@
 //     PodDisruptionBudget allowing no disruption covers is reported as
 //     stuck on that budget.
 //
+// A NodeClaim is first checked once it is initialized (or deleting):
+// before that there is nothing to check, and upstream's write of
+// ConsistentStateFound=True at registration would compete with the
+// lifecycle's status writes while a large scale-up registers.
+//
 // The issues of a check are a FailedConsistencyCheck warning event on the
 // NodeClaim (several issues share one event, separated by "; ") and an
 // error log line each; the NodeClaim's ConsistentStateFound condition

@@ -1,0 +1,119 @@
+package aws_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instanceprofile"
+	"github.com/karp-autoscaler/karp/test/e2e/framework"
+)
+
+// TestEC2NodeClassProfileTagsAndFinalizer follows an EC2NodeClass naming
+// the node role through the simulated IAM and EC2: karp creates its
+// instance profile (the role attached, under /karpenter/), the instance of
+// each registered node is tagged with the node's and NodeClaim's names,
+// and deleting the class waits for its NodeClaims, then deletes its launch
+// templates and instance profile.
+func TestEC2NodeClassProfileTagsAndFinalizer(t *testing.T) {
+	const name = "e2e-iprof"
+	e := startAWS(t)
+	e.createNodeClass(t, e.nodeClass(name))
+	framework.Create(t, e.cl, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	framework.Create(t, e.cl, awsPool(name, name).Obj())
+	e.deleteOnCleanup(t, []string{name}, []string{name}, []string{name})
+
+	// 1. The class's own instance profile, with the role.
+	profile := instanceprofile.Name(e.sim.ClusterName(), e.sim.Region(), name)
+	nc := &awsv1.EC2NodeClass{}
+	if err := e.cl.Get(t.Context(), client.ObjectKey{Name: name}, nc); err != nil {
+		t.Fatal(err)
+	}
+	if nc.Status.InstanceProfile != profile {
+		t.Errorf("status.instanceProfile %q, want %q", nc.Status.InstanceProfile, profile)
+	}
+	got, ok := e.sim.IAM.InstanceProfile(profile)
+	if !ok || len(got.Roles) != 1 || aws.ToString(got.Roles[0].RoleName) != e.sim.RoleName() ||
+		!strings.HasPrefix(aws.ToString(got.Path), "/karpenter/"+e.sim.Region()+"/"+e.sim.ClusterName()+"/") {
+		t.Fatalf("IAM profile %s: exists %v, path %q, roles %+v; want the node role under /karpenter/<region>/<cluster>/",
+			profile, ok, aws.ToString(got.Path), got.Roles)
+	}
+
+	// 2. A node, its instance tagged once it registered.
+	framework.Create(t, e.cl, framework.Deployment(name, name, name, 1, "500m"))
+	waitAvailable(t, e.cl, name, 1)
+	framework.Eventually(t, scaleTimeout, func(ctx context.Context) (bool, string) {
+		nodes := poolNodes(ctx, e.cl, name)
+		if len(nodes) == 0 {
+			return false, "no node yet"
+		}
+		for _, node := range nodes {
+			inst, ok := e.instanceOf(node.Spec.ProviderID)
+			if !ok || tag(inst, awsv1.TagName) != node.Name || tag(inst, awsv1.TagNodeClaim) == "" {
+				return false, fmt.Sprintf("instance of %s: Name %q, nodeclaim %q", node.Name, tag(inst, awsv1.TagName), tag(inst, awsv1.TagNodeClaim))
+			}
+		}
+		return true, ""
+	})
+
+	// 3. Deleting the class waits for its NodeClaims.
+	if err := e.cl.Delete(t.Context(), nc); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, scaleTimeout, func(ctx context.Context) (bool, string) {
+		var events eventsv1.EventList
+		if err := e.cl.List(ctx, &events); err != nil {
+			return false, err.Error()
+		}
+		return slices.ContainsFunc(events.Items, func(ev eventsv1.Event) bool {
+			return ev.Regarding.Kind == awsv1.Kind && ev.Regarding.Name == name && ev.Reason == "WaitingOnNodeClaimTermination"
+		}), "no WaitingOnNodeClaimTermination event"
+	})
+	if err := e.cl.Get(t.Context(), client.ObjectKey{Name: name}, &awsv1.EC2NodeClass{}); err != nil {
+		t.Fatalf("the class is gone while its NodeClaims exist: %v", err)
+	}
+	if _, ok := e.sim.IAM.InstanceProfile(profile); !ok {
+		t.Fatal("the instance profile was deleted while NodeClaims use it")
+	}
+
+	// 4. Once they are gone, so are the class, its launch templates and profile.
+	if err := e.cl.DeleteAllOf(t.Context(), &karpv1.NodeClaim{}, client.MatchingLabels{karpv1.NodePoolLabelKey: name}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, cleanupTimeout, func(ctx context.Context) (bool, string) {
+		err := e.cl.Get(ctx, client.ObjectKey{Name: name}, &awsv1.EC2NodeClass{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("EC2NodeClass %s: %v", name, err)
+	})
+	if e.hasLaunchTemplates(t, name) {
+		t.Error("launch templates of the deleted class are left")
+	}
+	if _, ok := e.sim.IAM.InstanceProfile(profile); ok {
+		t.Errorf("instance profile %s of the deleted class is left", profile)
+	}
+}
+
+// hasLaunchTemplates reports whether the simulated EC2 holds launch
+// templates tagged with the EC2NodeClass.
+func (e *awsEnv) hasLaunchTemplates(t *testing.T, nodeClass string) bool {
+	t.Helper()
+	out, err := e.sim.EC2.DescribeLaunchTemplates(t.Context(), &ec2.DescribeLaunchTemplatesInput{
+		Filters: []ec2types.Filter{{Name: aws.String("tag:" + awsv1.TagNodeClass), Values: []string{nodeClass}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(out.LaunchTemplates) > 0
+}
