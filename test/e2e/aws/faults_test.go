@@ -80,6 +80,7 @@ func TestFaultsLeaveTheControllerRunning(t *testing.T) {
 
 	// 4. SSM down while AWS releases a new AMI: the class reports it.
 	e.sim.SetSSMOutage(true)
+	before := e.sim.Router().Calls("ssm", "GetParameter")
 	released := e.sim.PublishAMI("al2023@latest")
 	nc := &awsv1.EC2NodeClass{}
 	framework.Eventually(t, driftTimeout, func(ctx context.Context) (bool, string) {
@@ -92,6 +93,7 @@ func TestFaultsLeaveTheControllerRunning(t *testing.T) {
 		return c != nil && (c.Status == metav1.ConditionFalse || strings.Contains(c.Message, "InternalServerError")), fmt.Sprintf("AMIsReady %+v", c)
 	})
 	e.sim.SetSSMOutage(false)
+	t.Logf("SSM GetParameter calls until the class reported the outage: %d", e.sim.Router().Calls("ssm", "GetParameter")-before)
 	framework.Eventually(t, driftTimeout, func(ctx context.Context) (bool, string) {
 		if err := e.cl.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
 			return false, err.Error()
