@@ -45,8 +45,8 @@ func (s *Sim) URL() string { return s.url }
 
 // Env is the environment a controller process needs to use the served Sim
 // through the SDK's default configuration: every service's endpoint, the
-// region, static credentials, no instance metadata and no shared config
-// files (the user's profiles must not leak in).
+// region, static credentials, no instance metadata, no shared config files
+// and no CA bundle (the user's AWS settings must not leak in).
 func (s *Sim) Env() []string {
 	return []string{
 		"AWS_ENDPOINT_URL=" + s.url,
@@ -58,6 +58,8 @@ func (s *Sim) Env() []string {
 		"AWS_EC2_METADATA_DISABLED=true",
 		"AWS_CONFIG_FILE=/dev/null",
 		"AWS_SHARED_CREDENTIALS_FILE=/dev/null",
+		// A CA bundle means nothing to the plain-HTTP loopback endpoint.
+		"AWS_CA_BUNDLE=",
 	}
 }
 
