@@ -107,6 +107,9 @@ func newAWS(t *testing.T) *awsEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(sim.Close)
+	// Runs after the kubelets stop: no Node of this account outlives it
+	// (one registered while its NodeClaim was already going would).
+	t.Cleanup(func() { deleteNodesOf(f.Client, sim) })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	kubelet := sim.NewKubelet(f.Client, awssim.KubeletOptions{RegistrationDelay: time.Second})
@@ -114,6 +117,26 @@ func newAWS(t *testing.T) *awsEnv {
 	go func() { defer close(done); _ = kubelet.Run(log.IntoContext(ctx, logger)) }()
 	t.Cleanup(func() { cancel(); <-done })
 	return &awsEnv{f: f, cl: f.Client, sim: sim, metricsPort: freePort(t)}
+}
+
+// deleteNodesOf deletes the Nodes of the account's instances.
+func deleteNodesOf(cl client.Client, sim *awssim.Sim) {
+	ids := map[string]bool{}
+	for _, inst := range sim.Instances() {
+		ids[aws.ToString(inst.InstanceId)] = true
+	}
+	var nodes corev1.NodeList
+	if err := cl.List(context.Background(), &nodes); err != nil {
+		return
+	}
+	for i := range nodes.Items {
+		node := &nodes.Items[i]
+		if ids[node.Spec.ProviderID[strings.LastIndex(node.Spec.ProviderID, "/")+1:]] && strings.HasPrefix(node.Spec.ProviderID, "aws:///") {
+			node.Finalizers = nil
+			_ = cl.Update(context.Background(), node)
+			_ = cl.Delete(context.Background(), node)
+		}
+	}
 }
 
 // start starts the karp controller on the simulated AWS with fast

@@ -47,6 +47,7 @@ type Kubelet struct {
 
 type bootState struct {
 	launch     *launch
+	nodeName   string
 	boot       bootConfig
 	failed     bool
 	registered bool
@@ -92,11 +93,11 @@ func (k *Kubelet) Sync(ctx context.Context) {
 				continue
 			}
 			node := state.launch.node(state.boot)
-			if err := k.kubeClient.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
+			if err := k.register(ctx, node); err != nil {
 				logger.Error(err, "registering node", "instance", id, "Node", node.Name)
 				continue
 			}
-			state.registered = true
+			state.registered, state.nodeName = true, node.Name
 			logger.V(1).Info("registered node", "instance", id, "Node", node.Name)
 		default:
 			// shutting-down, terminated, stopping, stopped: the node is gone.
@@ -104,7 +105,7 @@ func (k *Kubelet) Sync(ctx context.Context) {
 			if state == nil || !state.registered || state.deleted {
 				continue
 			}
-			name := nodeName(inst, k.sim.opts.Region)
+			name := state.nodeName
 			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
 			if err := k.kubeClient.Delete(ctx, node); err != nil && !apierrors.IsNotFound(err) {
 				logger.Error(err, "removing the node of a stopped instance", "instance", id, "Node", name)
@@ -113,6 +114,23 @@ func (k *Kubelet) Sync(ctx context.Context) {
 			state.deleted = true
 		}
 	}
+}
+
+// register creates the Node; one already there counts only if it is this
+// instance's (a retry), not another machine's of the same name.
+func (k *Kubelet) register(ctx context.Context, node *corev1.Node) error {
+	err := k.kubeClient.Create(ctx, node)
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	have := &corev1.Node{}
+	if err := k.kubeClient.Get(ctx, client.ObjectKeyFromObject(node), have); err != nil {
+		return err
+	}
+	if have.Spec.ProviderID != node.Spec.ProviderID {
+		return fmt.Errorf("node %s exists with providerID %s, not %s", node.Name, have.Spec.ProviderID, node.Spec.ProviderID)
+	}
+	return nil
 }
 
 // known returns the instance's state if the kubelet has seen it running.
@@ -174,7 +192,8 @@ func (s *Sim) launchOf(inst ec2types.Instance) (*launch, error) {
 	if !ok {
 		return nil, fmt.Errorf("instance type %s is not in the catalog", inst.InstanceType)
 	}
-	l := &launch{instance: inst, info: info, userData: aws.ToString(data.UserData), region: s.opts.Region, k8sVersion: s.opts.KubernetesVersion}
+	l := &launch{instance: inst, info: info, userData: aws.ToString(data.UserData), region: s.opts.Region,
+		k8sVersion: s.opts.KubernetesVersion, network: s.network}
 	for _, bdm := range data.BlockDeviceMappings {
 		if bdm.Ebs == nil || bdm.Ebs.VolumeSize == nil {
 			continue

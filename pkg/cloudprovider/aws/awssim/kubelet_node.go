@@ -37,24 +37,26 @@ type launch struct {
 	rootVolume *resource.Quantity
 	region     string
 	k8sVersion string
+	// network is the second octet of the simulated VPC's 10.x.0.0/16.
+	network byte
 }
 
 // nodeName is the instance's private DNS name, ip-<address>.<region>.compute.internal.
-func nodeName(inst ec2types.Instance, region string) string {
-	if name := aws.ToString(inst.PrivateDnsName); name != "" {
+func (l launch) nodeName() string {
+	if name := aws.ToString(l.instance.PrivateDnsName); name != "" {
 		return name
 	}
-	return "ip-" + strings.ReplaceAll(privateIP(inst), ".", "-") + "." + region + ".compute.internal"
+	return "ip-" + strings.ReplaceAll(l.privateIP(), ".", "-") + "." + l.region + ".compute.internal"
 }
 
 // privateIP is the instance's address, or one derived from its ID (the
-// simulated instances have none of their own) in 10.0.0.0/8.
-func privateIP(inst ec2types.Instance) string {
-	if ip := aws.ToString(inst.PrivateIpAddress); ip != "" {
+// simulated instances have none of their own) in the VPC's 10.<network>.0.0/16.
+func (l launch) privateIP() string {
+	if ip := aws.ToString(l.instance.PrivateIpAddress); ip != "" {
 		return ip
 	}
-	n, _ := strconv.ParseUint(strings.TrimPrefix(aws.ToString(inst.InstanceId), "i-"), 16, 64)
-	return fmt.Sprintf("10.%d.%d.%d", (n>>16)&0xff, (n>>8)&0xff, n&0xff)
+	n, _ := strconv.ParseUint(strings.TrimPrefix(aws.ToString(l.instance.InstanceId), "i-"), 16, 64)
+	return fmt.Sprintf("10.%d.%d.%d", l.network, (n>>8)&0xff, n&0xff)
 }
 
 // node is the Node a kubelet on the instance registers: named by private
@@ -64,7 +66,7 @@ func privateIP(inst ec2types.Instance) string {
 // pods).
 func (l launch) node(boot bootConfig) *corev1.Node {
 	inst := l.instance
-	name := nodeName(inst, l.region)
+	name := l.nodeName()
 	zone := aws.ToString(inst.Placement.AvailabilityZone)
 	arch := "amd64"
 	if inst.Architecture == ec2types.ArchitectureValuesArm64 || l.arm64() {
@@ -99,7 +101,7 @@ func (l launch) node(boot bootConfig) *corev1.Node {
 			Capacity:    capacity,
 			Allocatable: allocatable(capacity, l.info, boot),
 			Addresses: []corev1.NodeAddress{
-				{Type: corev1.NodeInternalIP, Address: privateIP(inst)},
+				{Type: corev1.NodeInternalIP, Address: l.privateIP()},
 				{Type: corev1.NodeHostName, Address: name},
 				{Type: corev1.NodeInternalDNS, Address: name},
 			},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -71,6 +72,9 @@ type Sim struct {
 
 	opts  Options
 	zones []fake.OfferingZone
+	// network is the second octet of the VPC's 10.x.0.0/16, random per
+	// account so the Node names of two Sims on one cluster differ.
+	network byte
 	// types are the catalog's instance types by name, as EC2 describes them.
 	types map[string]ec2types.InstanceTypeInfo
 	// amiRelease is the creation time of the latest published AMIs.
@@ -99,7 +103,7 @@ func New(ctx context.Context, opts Options) (*Sim, error) {
 	}
 	s := &Sim{
 		EC2: fake.NewEC2(), SSM: fake.NewSSM(), IAM: fake.NewIAM(), Pricing: fake.NewPricing(), EKS: fake.NewEKS(),
-		opts: opts, ssmDown: &outage{},
+		opts: opts, ssmDown: &outage{}, network: byte(rand.IntN(256)),
 	}
 	for i, suffix := range []string{"a", "b", "c"} {
 		s.zones = append(s.zones, fake.OfferingZone{Name: opts.Region + suffix, ID: fmt.Sprintf("%s-az%d", regionCode(opts.Region), i+1)})
