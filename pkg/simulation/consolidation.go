@@ -68,7 +68,9 @@ type Consolidation struct {
 
 // Consolidate answers "if the candidates went, where would their pods
 // go?": every reschedulable pod of the candidates must fit on the other
-// initialized nodes plus new NodeClaims. in.Nodes must hold the candidates.
+// initialized nodes plus new NodeClaims, never on a node still Settling
+// (inside its consolidateAfter window, as upstream). in.Nodes must hold
+// the candidates.
 // in.Pods are the pending pods: they, and the pods of other nodes already
 // marked for deletion, are placed first (reserveForWaitingPods), so a
 // consolidation never takes room they need; whether they fit at all is
@@ -87,6 +89,7 @@ func Consolidate(ctx context.Context, in Input, candidates []ConsolidationCandid
 	}
 	in = reserveForWaitingPods(ctx, in, names)
 	in.Nodes = withCandidatesMarked(in.Nodes, names)
+	in.settlingClosed = true
 	res := Solve(ctx, in)
 	out := &Consolidation{Decision: ConsolidationNone, Result: res}
 	if len(res.PodErrors) > 0 {

@@ -95,6 +95,9 @@ func (s *solver) place(p *podInfo) *scheduling.Status {
 
 func (s *solver) tryExisting(v *variant) *target {
 	for _, t := range s.existing {
+		if t.closed {
+			continue
+		}
 		for len(t.compat) <= v.id {
 			t.compat = append(t.compat, unchecked)
 		}
