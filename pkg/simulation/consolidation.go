@@ -188,7 +188,8 @@ func typeWorstPrice(it *scheduling.InstanceType, reqs scheduling.Requirements) (
 // nodes and the pending pods are then left out. Pods that would need new
 // NodeClaims, or fit nowhere, hold no existing room and are dropped: the
 // provisioner places them. A pod placed on a candidate becomes one of its
-// pods and must find room elsewhere for the candidate to go.
+// pods and must find room elsewhere for the candidate to go; it stays a
+// waiting pod, which Settling nodes still take.
 func reserveForWaitingPods(ctx context.Context, in Input, candidates map[string]bool) Input {
 	waiting := len(in.Pods) > 0
 	for _, n := range in.Nodes {
@@ -212,6 +213,14 @@ func reserveForWaitingPods(ctx context.Context, in Input, candidates map[string]
 			cp := *n
 			cp.Pods = append(slices.Clone(n.Pods), pods...)
 			n = &cp
+			if candidates[n.Name] {
+				if out.waiting == nil {
+					out.waiting = map[*corev1.Pod]bool{}
+				}
+				for _, p := range pods {
+					out.waiting[p] = true
+				}
+			}
 		}
 		out.Nodes = append(out.Nodes, n)
 	}

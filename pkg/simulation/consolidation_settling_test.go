@@ -45,3 +45,19 @@ func TestConsolidateSkipsSettlingDestinations(t *testing.T) {
 		t.Errorf("pending pod not placed on an existing node: %d new NodeClaims", len(res.NodeClaims))
 	}
 }
+
+// TestConsolidateLetsWaitingPodsUseSettlingNodes: the settling rule keeps
+// only the candidates' own pods off a settling node; a pending pod that
+// would first have landed on the candidate may still move there.
+func TestConsolidateLetsWaitingPodsUseSettlingNodes(t *testing.T) {
+	small := makeType("general-small", "amd64", 0.10, "cpu", "2", "memory", "4Gi", "pods", "10")
+	pool := withTypes(test.MakeNodePool("default").Obj(), onDemandOnly([]*scheduling.InstanceType{small})...)
+	b := poolNode("b", small)
+	b.Settling = true
+	in := Input{Nodes: []*Node{poolNode("a", small), b}, NodePools: []*NodePool{pool}, Pods: []*corev1.Pod{cpuPod("pending", "1")}}
+	got := Consolidate(t.Context(), in, []ConsolidationCandidate{{Name: "a", Price: 0.10, CapacityType: "on-demand"}},
+		ConsolidationOptions{RequireCheaper: true})
+	if got.Decision != ConsolidationDelete {
+		t.Fatalf("decision %s (%s), want delete: the pending pod fits on settling node b", got.Decision, got.Reason)
+	}
+}

@@ -101,9 +101,12 @@ type Input struct {
 	// topology, resolved by the caller; a pod must satisfy one of them.
 	VolumeRequirements map[types.UID][]scheduling.Requirements
 	Options            Options
-	// settlingClosed keeps pods off Settling nodes: Consolidate sets it
-	// when it places the candidates' pods.
+	// settlingClosed keeps pods off Settling nodes, except waiting ones:
+	// Consolidate sets it when it places the candidates' pods.
 	settlingClosed bool
+	// waiting are the pending pods (and pods of deleting nodes) that
+	// Consolidate reserved on a candidate.
+	waiting map[*corev1.Pod]bool
 }
 
 // Result is the solver's decision.
