@@ -68,7 +68,9 @@ type Consolidation struct {
 
 // Consolidate answers "if the candidates went, where would their pods
 // go?": every reschedulable pod of the candidates must fit on the other
-// initialized nodes plus new NodeClaims. in.Nodes must hold the candidates.
+// initialized nodes plus new NodeClaims, never on a node still Settling
+// (inside its consolidateAfter window, as upstream). in.Nodes must hold
+// the candidates.
 // in.Pods are the pending pods: they, and the pods of other nodes already
 // marked for deletion, are placed first (reserveForWaitingPods), so a
 // consolidation never takes room they need; whether they fit at all is
@@ -87,6 +89,7 @@ func Consolidate(ctx context.Context, in Input, candidates []ConsolidationCandid
 	}
 	in = reserveForWaitingPods(ctx, in, names)
 	in.Nodes = withCandidatesMarked(in.Nodes, names)
+	in.settlingClosed = true
 	res := Solve(ctx, in)
 	out := &Consolidation{Decision: ConsolidationNone, Result: res}
 	if len(res.PodErrors) > 0 {
@@ -185,7 +188,8 @@ func typeWorstPrice(it *scheduling.InstanceType, reqs scheduling.Requirements) (
 // nodes and the pending pods are then left out. Pods that would need new
 // NodeClaims, or fit nowhere, hold no existing room and are dropped: the
 // provisioner places them. A pod placed on a candidate becomes one of its
-// pods and must find room elsewhere for the candidate to go.
+// pods and must find room elsewhere for the candidate to go; it stays a
+// waiting pod, which Settling nodes still take.
 func reserveForWaitingPods(ctx context.Context, in Input, candidates map[string]bool) Input {
 	waiting := len(in.Pods) > 0
 	for _, n := range in.Nodes {
@@ -209,6 +213,14 @@ func reserveForWaitingPods(ctx context.Context, in Input, candidates map[string]
 			cp := *n
 			cp.Pods = append(slices.Clone(n.Pods), pods...)
 			n = &cp
+			if candidates[n.Name] {
+				if out.waiting == nil {
+					out.waiting = map[*corev1.Pod]bool{}
+				}
+				for _, p := range pods {
+					out.waiting[p] = true
+				}
+			}
 		}
 		out.Nodes = append(out.Nodes, n)
 	}

@@ -26,7 +26,7 @@ func (s *solver) addExisting() {
 		return nodes[i].Name < nodes[j].Name
 	})
 	for _, n := range nodes {
-		t := &target{id: len(s.targets), existing: n}
+		t := &target{id: len(s.targets), existing: n, closed: s.in.settlingClosed && n.Settling}
 		t.nodeReqs = scheduling.NewLabelRequirements(n.Labels)
 		if n.Requirements != nil {
 			t.nodeReqs = t.nodeReqs.Intersection(n.Requirements)

@@ -81,6 +81,11 @@ type Node struct {
 	// to a capacity reservation holds one of its places: the provider's
 	// count of what the reservation holds only drops at launch.
 	Launched bool
+	// Settling is true while the node is inside its NodePool's
+	// consolidateAfter window: consolidation moves no pod of its
+	// candidates onto it (upstream's rule), though pending pods and the
+	// pods of nodes being deleted may still use its room.
+	Settling bool
 }
 
 // Input is everything Solve needs, gathered by the caller.
@@ -96,6 +101,12 @@ type Input struct {
 	// topology, resolved by the caller; a pod must satisfy one of them.
 	VolumeRequirements map[types.UID][]scheduling.Requirements
 	Options            Options
+	// settlingClosed keeps pods off Settling nodes, except waiting ones:
+	// Consolidate sets it when it places the candidates' pods.
+	settlingClosed bool
+	// waiting are the pending pods (and pods of deleting nodes) that
+	// Consolidate reserved on a candidate.
+	waiting map[*corev1.Pod]bool
 }
 
 // Result is the solver's decision.

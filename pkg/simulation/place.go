@@ -66,8 +66,9 @@ func (s *solver) run(ctx context.Context, pods []*podInfo) []*podInfo {
 // honour a preference the scheduler will ignore is the churn users report
 // (upstream treats preferences as requirements here: its issues 666, 4915).
 func (s *solver) place(p *podInfo) *scheduling.Status {
+	waiting := s.in.waiting[p.pod]
 	for _, v := range p.class.variants {
-		if t := s.tryExisting(v); t != nil {
+		if t := s.tryExisting(v, waiting); t != nil {
 			s.commitExisting(p, t)
 			return nil
 		}
@@ -93,8 +94,13 @@ func (s *solver) place(p *podInfo) *scheduling.Status {
 	return status
 }
 
-func (s *solver) tryExisting(v *variant) *target {
+// tryExisting finds an existing node for a pod of v; a closed one only
+// for a waiting pod.
+func (s *solver) tryExisting(v *variant, waiting bool) *target {
 	for _, t := range s.existing {
+		if t.closed && !waiting {
+			continue
+		}
 		for len(t.compat) <= v.id {
 			t.compat = append(t.compat, unchecked)
 		}

@@ -84,15 +84,79 @@ func Solve(ctx context.Context, in Input) *Result {
 // solve places the pods and, with compact, then merges and empties new
 // NodeClaims where that costs no more (tests compare against the result
 // without it).
+//
+// When pods stay pending and some NodePool has limits, it solves again
+// placing the least flexible pods first (those with the fewest NodePools
+// to go to), and keeps that result when it leaves fewer pods pending, or
+// as many at a lower price: placing by size alone lets pods that fit
+// elsewhere take a limited NodePool's room from pods that fit nowhere
+// else (upstream has the same weakness).
 func solve(ctx context.Context, in Input, compact bool) *Result {
+	res := solveOrdered(ctx, in, compact, func(_ *solver, pods []*podInfo) { sortPods(pods) })
+	if len(res.PodErrors) == 0 || !anyLimits(in.NodePools) || ctx.Err() != nil {
+		return res
+	}
+	alt := solveOrdered(ctx, in, compact, (*solver).sortLeastFlexibleFirst)
+	if ctx.Err() != nil {
+		return res
+	}
+	if len(alt.PodErrors) < len(res.PodErrors) ||
+		len(alt.PodErrors) == len(res.PodErrors) && totalPrice(alt) < totalPrice(res) {
+		return alt
+	}
+	return res
+}
+
+// solveOrdered places the pods in the order order gives them.
+func solveOrdered(ctx context.Context, in Input, compact bool, order func(*solver, []*podInfo)) *Result {
 	s := newSolver(&in)
 	pods, rejected := splitDRA(s.pendingPods())
-	sortPods(pods)
+	order(s, pods)
 	failed := s.run(ctx, pods)
 	if compact {
 		s.compact()
 	}
 	return s.finish(append(failed, rejected...))
+}
+
+// sortLeastFlexibleFirst orders pods by how many NodePools could take
+// them (fewest first), then as sortPods does.
+func (s *solver) sortLeastFlexibleFirst(pods []*podInfo) {
+	sortPods(pods)
+	pools := map[*class]int{}
+	for _, p := range pods {
+		if _, ok := pools[p.class]; ok {
+			continue
+		}
+		pools[p.class] = 0
+		for i := range s.pools {
+			for _, v := range p.class.variants {
+				if s.poolFor(v, i).verdict == compatible {
+					pools[p.class]++
+					break
+				}
+			}
+		}
+	}
+	sort.SliceStable(pods, func(a, b int) bool { return pools[pods[a].class] < pools[pods[b].class] })
+}
+
+func anyLimits(pools []*NodePool) bool {
+	for _, np := range pools {
+		if len(np.NodePool.Spec.Limits) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// totalPrice is what res's new NodeClaims cost per hour.
+func totalPrice(res *Result) float64 {
+	total := 0.0
+	for _, nc := range res.NodeClaims {
+		total += nc.Price
+	}
+	return total
 }
 
 // splitDRA sets aside pods that claim devices through dynamic resource

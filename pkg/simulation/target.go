@@ -17,6 +17,7 @@ type target struct {
 	pods     []*podInfo
 	compat   []verdict // existing: by variant id, whether its pods fit the node's labels and taints
 	doms     []dom     // existing: by key id
+	closed   bool      // existing: takes no pod (a Settling node in a consolidation)
 	// NodeClaims only:
 	entry   *entry
 	cur     int // pool type index of the cheapest instance type that fits

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/controllers/disruption"
 	"github.com/karp-autoscaler/karp/pkg/test"
@@ -69,5 +71,38 @@ func TestValidationRejectsANodeThatGotAPod(t *testing.T) {
 	h.pass()
 	if h.gone("empty") {
 		t.Fatal("a node that got a pod during validation was deleted")
+	}
+}
+
+// TestEmptyNodeAPendingPodNeedsStays: emptiness leaves the room pending
+// pods need, as consolidation does: of two empty nodes, the one a pending
+// pod that fits nowhere else would use stays, the other goes.
+func TestEmptyNodeAPendingPodNeedsStays(t *testing.T) {
+	h := newHarness(t)
+	h.readyNodePool(test.MakeNodePool("default").Budgets(karpv1.Budget{Nodes: "100%"}).Obj())
+	h.runningNode("empty-a", nodeOpts{it: smallType})
+	h.runningNode("empty-b", nodeOpts{it: smallType})
+	h.runningNode("busy", nodeOpts{it: smallType}, pod("p1", "1500m"))
+	waiting := pod("waiting", "1500m")
+	h.create(waiting)
+	waiting.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+		Reason: corev1.PodReasonUnschedulable, Message: "0/3 nodes are available: 3 Insufficient cpu."}}
+	if err := h.client.Status().Update(h.ctx, waiting); err != nil {
+		t.Fatalf("updating pod status: %v", err)
+	}
+	h.eventually("pending pod in state", func() bool { return len(h.cluster.ProvisionablePods()) == 1 })
+
+	h.decide()
+	gone := 0
+	for _, n := range []string{"empty-a", "empty-b"} {
+		if h.gone(n) {
+			gone++
+		}
+	}
+	if gone != 1 {
+		t.Errorf("%d empty nodes deleted, want 1 (the other holds the pending pod's room)", gone)
+	}
+	if h.gone("busy") {
+		t.Error("busy node deleted")
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
+	"github.com/karp-autoscaler/karp/pkg/state"
 )
 
 // passSimulator answers what-ifs over the input gathered at the start of a
@@ -28,7 +29,10 @@ var _ Simulator = (*passSimulator)(nil)
 // topology of the candidates' pods (so a pod with a zonal volume only
 // moves within its zone).
 func (s *passSimulator) refresh(ctx context.Context, c *Controller, w *world) error {
-	nodes, _ := c.cluster.Snapshot()
+	nodes, stateNodes := c.cluster.Snapshot()
+	for i, sn := range stateNodes {
+		nodes[i].Settling = settling(sn, w)
+	}
 	in := simulation.Input{Nodes: nodes, Pods: c.cluster.ProvisionablePods(), DaemonSets: c.cluster.DaemonSets(), Options: s.opts}
 	for _, name := range w.poolNames {
 		np, its := w.nodePools[name], w.typeList[name]
@@ -57,6 +61,21 @@ func (s *passSimulator) refresh(ctx context.Context, c *Controller, w *world) er
 	in.VolumeRequirements = volumes
 	s.in = in
 	return nil
+}
+
+// settling reports whether the node is inside its NodePool's
+// consolidateAfter window: consolidation then moves none of its
+// candidates' pods onto it (upstream's rule), so a node that just took
+// pods is not filled again before it settles. Nodes of NodePools with
+// consolidation disabled (consolidateAfter: Never) are never settling.
+func settling(sn *state.StateNode, w *world) bool {
+	np := w.nodePools[sn.NodePool()]
+	if np == nil || !sn.Managed() || !sn.Initialized() || sn.MarkedForDeletion ||
+		np.Spec.Disruption.ConsolidateAfter.Duration == nil {
+		return false
+	}
+	ok, _ := consolidatable(&Candidate{StateNode: sn, NodePool: np}, w.now)
+	return !ok
 }
 
 // Simulate runs the consolidation what-if for the candidates.
