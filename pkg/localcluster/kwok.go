@@ -30,6 +30,14 @@ const (
 	KWOKNotReadyReason = "KWOKNotReady"
 )
 
+// KWOKPodDeleteDelayAnnotationKey on a Pod sets how long kwok keeps it
+// Terminating once deleted, as a Go duration ("90s"); it is the annotation
+// upstream's kwok stages read. Without it, a deleted Pod with a preStop
+// hook stays until its grace period ends (its deletion timestamp) and any
+// other Pod is removed at once, as a kubelet does when the containers exit
+// on SIGTERM.
+const KWOKPodDeleteDelayAnnotationKey = "pod-delete.stage.kwok.x-k8s.io/delay"
+
 // kwokStages is the configuration kwok runs with: the stages that move
 // managed Nodes and their Pods through a lifecycle. kwok has no built-in
 // stages when run as a plain binary, so without these nothing would turn
@@ -49,7 +57,11 @@ const (
 //   - pod-running: a Pending Pod bound to a managed Node becomes Running and
 //     Ready with an IP.
 //   - pod-succeeded: a Running Pod owned by a Job completes.
-//   - pod-remove: a Pod being deleted is removed, as a kubelet would.
+//   - pod-remove: a Pod being deleted is removed, as a kubelet would: at
+//     once, or when its deletion timestamp (the end of its grace period)
+//     comes if it has a preStop hook, or after the delay its
+//     pod-delete.stage.kwok.x-k8s.io/delay annotation gives (see
+//     KWOKPodDeleteDelayAnnotationKey).
 const kwokStages = `apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata:
@@ -292,6 +304,13 @@ spec:
     matchExpressions:
     - key: '.metadata.deletionTimestamp'
       operator: Exists
+  delay:
+    durationMilliseconds: 0
+    durationFrom:
+      expressionFrom: >-
+        .metadata.annotations["pod-delete.stage.kwok.x-k8s.io/delay"] //
+        (if ([.spec.containers[]? | select(.lifecycle.preStop != null)] | length) > 0
+        then .metadata.deletionTimestamp else "0s" end)
   next:
     delete: true
 `

@@ -40,6 +40,10 @@ const (
 	// BlockedVolumeTopology: a pod's claim, volume or StorageClass is
 	// gone, so where the pod may run is unknown and the node is kept.
 	BlockedVolumeTopology = "VolumeTopology"
+	// BlockedFailedDisruption: a command disrupting the node failed (its
+	// replacements did not initialize, or were deleted) and the node is
+	// left alone until the backoff ends.
+	BlockedFailedDisruption = "FailedDisruption"
 )
 
 // blocker is why a node is not being disrupted.
@@ -154,6 +158,11 @@ func (c *Controller) newCandidate(w *world, sn *state.StateNode, pdbs *pdbIndex)
 	cand.DisruptionCost = cost * lifetimeRemaining(np, sn.NodeClaim, w.now)
 	w.poolCost[np.Name] += cand.Price
 	w.poolDisruption[np.Name] += cand.DisruptionCost
+	if f, ok := c.failed[sn.NodeClaim.Name]; ok && w.now.Before(f.until) {
+		w.block(name, BlockedFailedDisruption, "%d disruption(s) of the node failed, the last because %s; next attempt after %s",
+			f.count, f.why, f.until.UTC().Format(time.RFC3339))
+		return nil
+	}
 	if len(sn.Nominated) > 0 {
 		w.block(name, BlockedNominated, "node is nominated for %d pending pod(s)", len(sn.Nominated))
 		return nil

@@ -43,6 +43,9 @@ type Controller struct {
 	pending *pending
 	// deleted remembers NodeClaims this controller just deleted.
 	deleted map[string]time.Time
+	// failed remembers, by NodeClaim name, candidates of commands that
+	// failed, so they are not tried again before their backoff ends.
+	failed map[string]failure
 	// memo is the consolidation input of the last pass that found nothing,
 	// and when; an unchanged input is not searched again for memoTTL.
 	memo   string
@@ -57,6 +60,7 @@ func NewController(kubeClient client.Client, cloudProvider cloudprovider.CloudPr
 	recorder EventRecorder, clk clock.Clock, opts Options, solverOpts simulation.Options) *Controller {
 	c := &Controller{kubeClient: kubeClient, cloudProvider: cloudProvider, cluster: cluster, clock: clk,
 		events: newRecorder(recorder), opts: opts, deleted: map[string]time.Time{},
+		failed:    map[string]failure{},
 		simulator: &passSimulator{kubeClient: kubeClient, opts: solverOpts}}
 	c.methods = NewMethods(opts, kubeClient, cluster, c.events)
 	return c
@@ -123,6 +127,7 @@ func (c *Controller) Pass(ctx context.Context) (bool, error) {
 	// 1. Advance the queue, then build the world without its nodes.
 	errQueue := c.advance(ctx)
 	w := c.buildWorld(ctx, c.queuedIDs())
+	c.forgetFailures(w)
 	// 2. Clear what a lost command left behind.
 	if err := c.clearStale(ctx, w); err != nil {
 		errQueue = errors.Join(errQueue, err)

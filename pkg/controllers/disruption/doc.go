@@ -8,7 +8,11 @@
 //  1. Wait until the cluster state is synced.
 //  2. Advance the orchestration queue: delete candidates whose
 //     replacements are initialized, roll back commands that failed or
-//     timed out. Remove stale karpenter.sh/disrupted taints and
+//     timed out. The candidates of a timed-out command (replacements that
+//     never initialized) keep serving and are left alone for twice the
+//     queue timeout, doubling with each such failure up to four hours
+//     (DisruptionBlocked reason FailedDisruption), so a replacement that
+//     cannot come up is not relaunched in a loop. Remove stale karpenter.sh/disrupted taints and
 //     DisruptionReason conditions from nodes no queued command owns (this
 //     is what makes a controller restart safe).
 //  3. If a consolidation command is awaiting validation and its delay has

@@ -121,14 +121,14 @@ func (c *Controller) advance(ctx context.Context) error {
 
 func (c *Controller) advanceOne(ctx context.Context, q *queued) (bool, error) {
 	if c.clock.Since(q.started) > c.opts.QueueTimeout {
-		return true, c.fail(ctx, q, "replacements did not initialize within "+c.opts.QueueTimeout.String())
+		return true, c.fail(ctx, q, "replacements did not initialize within "+c.opts.QueueTimeout.String(), true)
 	}
 	ready := 0
 	for _, name := range q.replacements {
 		nc := &karpv1.NodeClaim{}
 		err := c.kubeClient.Get(ctx, types.NamespacedName{Name: name}, nc)
 		if apierrors.IsNotFound(err) || (err == nil && nc.DeletionTimestamp != nil) {
-			return true, c.fail(ctx, q, "replacement nodeclaim "+name+" was deleted")
+			return true, c.fail(ctx, q, "replacement nodeclaim "+name+" was deleted", false)
 		}
 		if err != nil {
 			return false, fmt.Errorf("getting replacement nodeclaim: %w", err)
@@ -165,11 +165,69 @@ func (c *Controller) finish(ctx context.Context, q *queued) error {
 	return errors.Join(errs...)
 }
 
-// fail rolls the command back and counts the failure.
-func (c *Controller) fail(ctx context.Context, q *queued, why string) error {
+// fail rolls the command back and counts the failure. With backOff (the
+// replacements never initialized: a broken image, a NodeClass its
+// instances cannot join with) the candidates are also left alone for a
+// while, so the failure does not turn into a loop of replacements while
+// the candidates keep serving. A replacement deleted under the command
+// (a failed launch, a user) is retried at once, as a new launch may well
+// succeed.
+func (c *Controller) fail(ctx context.Context, q *queued, why string, backOff bool) error {
 	log.FromContext(ctx).Info("disruption command failed, rolling back", "command", q.cmd.String(), "reason", why)
 	queueFailures.WithLabelValues(q.cmd.Decision(), reasonValue(q.cmd.Reason), q.cmd.Method.ConsolidationType()).Inc()
+	if !backOff {
+		return c.rollback(ctx, q)
+	}
+	now := c.clock.Now()
+	for _, cand := range q.cmd.Candidates {
+		name := cand.NodeClaim().Name
+		f := c.failed[name]
+		f.count++
+		f.why = why
+		f.until = now.Add(failureBackoff(c.opts.QueueTimeout, f.count))
+		c.failed[name] = f
+	}
 	return c.rollback(ctx, q)
+}
+
+// failure is a candidate's record of failed commands.
+type failure struct {
+	count int
+	why   string
+	until time.Time
+}
+
+// maxFailureBackoff caps how long a candidate is left alone after failed
+// commands.
+const maxFailureBackoff = 4 * time.Hour
+
+// failureBackoff is how long a candidate is left alone after its count-th
+// failed command: twice the queue timeout, doubling with each failure, at
+// most maxFailureBackoff.
+func failureBackoff(queueTimeout time.Duration, count int) time.Duration {
+	d := 2 * queueTimeout
+	for i := 1; i < count && d < maxFailureBackoff; i++ {
+		d *= 2
+	}
+	return min(d, maxFailureBackoff)
+}
+
+// forgetFailures drops the failure records of NodeClaims that are gone.
+func (c *Controller) forgetFailures(w *world) {
+	if len(c.failed) == 0 {
+		return
+	}
+	present := make(map[string]bool, len(w.stateNodes))
+	for _, sn := range w.stateNodes {
+		if sn.NodeClaim != nil {
+			present[sn.NodeClaim.Name] = true
+		}
+	}
+	for name := range c.failed {
+		if !present[name] {
+			delete(c.failed, name)
+		}
+	}
 }
 
 // rollback untaints the candidates, clears their DisruptionReason,

@@ -138,3 +138,47 @@ func TestDriftRespectsBudget(t *testing.T) {
 		t.Fatal("drift ignored a zero budget")
 	}
 }
+
+// A drift whose replacement never initializes is rolled back, leaving the
+// old node untainted and serving, and the node is not retried at once: no
+// loop of replacements that never initialize. Once the backoff passed it
+// is tried again.
+func TestDriftWhoseReplacementNeverInitializesBacksOff(t *testing.T) {
+	h := newHarness(t)
+	h.readyNodePool(test.MakeNodePool("default").Obj())
+	h.runningNode("old", nodeOpts{it: smallType, conditions: []string{karpv1.ConditionTypeDrifted}}, pod("p1", "1500m"))
+	h.pass()
+	first := h.replacements("old")
+	if len(first) != 1 {
+		t.Fatalf("drift: %d replacements, want 1", len(first))
+	}
+	h.clock.Step(h.opts.QueueTimeout + 1)
+	h.pass()
+	h.eventually("replacement gone", func() bool { return h.gone(first[0].Name) })
+	for range 3 {
+		h.pass()
+		h.clock.Step(h.opts.QueueTimeout / 2)
+	}
+	if h.gone("old") || h.tainted("old") {
+		t.Fatalf("old node gone=%v tainted=%v after the rollback; want it kept and untainted", h.gone("old"), h.tainted("old"))
+	}
+	if repl := liveReplacements(h, "old"); len(repl) != 0 {
+		t.Fatalf("new replacement %s launched right after one failed to initialize", repl[0].Name)
+	}
+	h.clock.Step(2 * h.opts.QueueTimeout)
+	h.pass()
+	if repl := liveReplacements(h, "old"); len(repl) != 1 || !h.tainted("old") {
+		t.Fatalf("after the backoff: %d replacements, tainted=%v; want the drift tried again", len(repl), h.tainted("old"))
+	}
+}
+
+// liveReplacements are the replacements not being deleted.
+func liveReplacements(h *harness, existing ...string) []karpv1.NodeClaim {
+	var out []karpv1.NodeClaim
+	for _, nc := range h.replacements(existing...) {
+		if nc.DeletionTimestamp == nil {
+			out = append(out, nc)
+		}
+	}
+	return out
+}

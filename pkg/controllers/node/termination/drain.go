@@ -11,7 +11,10 @@ import (
 )
 
 // stuckTerminatingAfter is how long past its deletion timestamp a pod is
-// considered stuck (its kubelet gone) and no longer waited for.
+// considered stuck (its kubelet gone) and no longer waited for. The API
+// server sets the deletion timestamp to the end of the pod's grace period,
+// so a pod running a long preStop hook is waited for its whole grace
+// period plus this.
 const stuckTerminatingAfter = time.Minute
 
 // Drain groups, in eviction order. Only the first non-empty group is

@@ -85,6 +85,12 @@ func TestPlanDrain(t *testing.T) {
 			pods: []corev1.Pod{mkPod("w", terminating(now.Add(-10*time.Second))), mkPod("ds", daemon)},
 			want: want{Waiting: []string{"w", "ds"}},
 		},
+		"a pod deleted long ago but still within its grace period is waited for": {
+			// The API server sets the deletion timestamp to the end of the
+			// grace period: deleted 5 minutes ago with 10 minutes of grace.
+			pods: []corev1.Pod{mkPod("w", grace(600), terminating(now.Add(5*time.Minute))), mkPod("ds", daemon)},
+			want: want{Waiting: []string{"w", "ds"}},
+		},
 		"a pod stuck terminating for over a minute is not waited for": {
 			pods: []corev1.Pod{mkPod("w", terminating(now.Add(-2*time.Minute))), mkPod("ds", daemon)},
 			want: want{Waiting: []string{"ds"}, Evict: []string{"ds"}},
