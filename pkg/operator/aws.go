@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
@@ -104,13 +105,31 @@ type SQSAPI interface {
 	awsinterruption.SQSAPI
 }
 
+// loadAWSConfig loads the SDK's default config, then wraps the HTTP client
+// it built (which honours AWS_CA_BUNDLE and the SDK's transport settings)
+// with sdkhttp's. Passing sdkhttp's client to LoadDefaultConfig instead
+// would make a custom CA bundle fail to load: the SDK only applies one to
+// its own buildable client.
+func loadAWSConfig(ctx context.Context) (aws.Config, error) {
+	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return aws.Config{}, fmt.Errorf("loading AWS SDK config: %w", err)
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = sdkhttp.NewClient()
+	} else {
+		cfg.HTTPClient = sdkhttp.Wrap(cfg.HTTPClient)
+	}
+	return cfg, nil
+}
+
 // newAWSProvider builds the SDK clients from the default credential chain
 // and region (the SDK's AWS_ENDPOINT_URL* variables apply), sending through
 // sdkhttp's client, then the provider.
 func newAWSProvider(ctx context.Context, opts *options.Options, op *Operator, restConfig *rest.Config) (*Provider, error) {
-	cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithHTTPClient(sdkhttp.NewClient()))
+	cfg, err := loadAWSConfig(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("loading AWS SDK config: %w", err)
+		return nil, err
 	}
 	if cfg.Region == "" {
 		return nil, errors.New("no AWS region: set AWS_REGION (or the region of the AWS profile in use)")
