@@ -63,7 +63,9 @@ const KWOKPodDeleteDelayAnnotationKey = "pod-delete.stage.kwok.x-k8s.io/delay"
 //   - pod-not-ready: a Running Pod annotated karp.sh/kwok-ready=false
 //     reports Ready=False (reason KWOKNotReady), so a PodDisruptionBudget
 //     counts it unhealthy; pod-ready-again makes it Ready once the
-//     annotation is gone (see KWOKReadyAnnotationKey).
+//     annotation is gone (see KWOKReadyAnnotationKey). Pods made not
+//     Ready by anything else (the node lifecycle controller, for the pods
+//     of a not-ready Node) are left as they are.
 //   - pod-succeeded: a Running Pod owned by a Job completes.
 //   - pod-remove: a Pod being deleted is removed, as a kubelet would: at
 //     once, or when its deletion timestamp (the end of its grace period)
@@ -328,6 +330,9 @@ spec:
     - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
       operator: In
       values: ['False']
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .reason'
+      operator: In
+      values: [KWOKNotReady]
   next:
     statusTemplate: |
       {{ $now := Now }}
