@@ -12,6 +12,10 @@ const (
 	KWOKNodeAnnotationValue = kwokv1alpha1.KWOKNodeAnnotationValue
 )
 
+// KWOKReadyAnnotationKey, set to KWOKNotReadyValue on a Running Pod of a
+// managed Node, makes kwok report the Pod not Ready until the annotation is
+// removed.
+//
 // KWOKReadyAnnotationKey, set to KWOKNotReadyValue on a managed Node, makes
 // kwok report the Node not Ready and keep it so: the node-not-ready stage
 // sets its Ready condition to False (reason KWOKNotReadyReason), and the
@@ -56,6 +60,12 @@ const KWOKPodDeleteDelayAnnotationKey = "pod-delete.stage.kwok.x-k8s.io/delay"
 //     node-heartbeat exclude such Nodes (see KWOKReadyAnnotationKey).
 //   - pod-running: a Pending Pod bound to a managed Node becomes Running and
 //     Ready with an IP.
+//   - pod-not-ready: a Running Pod annotated karp.sh/kwok-ready=false
+//     reports Ready=False (reason KWOKNotReady), so a PodDisruptionBudget
+//     counts it unhealthy; pod-ready-again makes it Ready once the
+//     annotation is gone (see KWOKReadyAnnotationKey). Pods made not
+//     Ready by anything else (the node lifecycle controller, for the pods
+//     of a not-ready Node) are left as they are.
 //   - pod-succeeded: a Running Pod owned by a Job completes.
 //   - pod-remove: a Pod being deleted is removed, as a kubelet would: at
 //     once, or when its deletion timestamp (the end of its grace period)
@@ -262,6 +272,79 @@ spec:
       {{ range . }}
       - ip: {{ . | Quote }}
       {{ end }}
+      {{ end }}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-not-ready
+spec:
+  resourceRef: {apiGroup: v1, kind: Pod}
+  selector:
+    matchAnnotations:
+      karp.sh/kwok-ready: 'false'
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: DoesNotExist
+    - key: '.status.phase'
+      operator: In
+      values: [Running]
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+      operator: NotIn
+      values: ['False']
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      conditions:
+      {{ range list "PodScheduled" "Initialized" }}
+      - type: {{ . }}
+        status: "True"
+      {{ end }}
+      {{ range list "ContainersReady" "Ready" }}
+      - type: {{ . }}
+        status: "False"
+        reason: KWOKNotReady
+        lastTransitionTime: {{ $now | Quote }}
+      {{ end }}
+      {{ range .spec.readinessGates }}
+      - type: {{ .conditionType | Quote }}
+        status: "True"
+      {{ end }}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-ready-again
+spec:
+  resourceRef: {apiGroup: v1, kind: Pod}
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: DoesNotExist
+    - key: '.metadata.annotations["karp.sh/kwok-ready"]'
+      operator: NotIn
+      values: ['false']
+    - key: '.status.phase'
+      operator: In
+      values: [Running]
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+      operator: In
+      values: ['False']
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .reason'
+      operator: In
+      values: [KWOKNotReady]
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      conditions:
+      {{ range list "PodScheduled" "Initialized" "ContainersReady" "Ready" }}
+      - type: {{ . }}
+        status: "True"
+        lastTransitionTime: {{ $now | Quote }}
+      {{ end }}
+      {{ range .spec.readinessGates }}
+      - type: {{ .conditionType | Quote }}
+        status: "True"
       {{ end }}
 ---
 apiVersion: kwok.x-k8s.io/v1alpha1
