@@ -3,6 +3,7 @@ package nodeclass
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
@@ -65,13 +66,26 @@ func (r reporter) ready(nodeClass *awsv1.EC2NodeClass, condition, reason, messag
 // the error is returned so the reconcile is retried with backoff.
 func (r reporter) failed(nodeClass *awsv1.EC2NodeClass, condition, reason string, have int, what string, err error) (reconcile.Result, error) {
 	conditions := r.conditions(nodeClass)
+	message := stableMessage(err)
 	if have > 0 && conditions.IsTrue(condition) {
-		conditions.SetTrueWithReason(condition, condition, fmt.Sprintf("%v; keeping the %d %s resolved before", err, have, what))
+		conditions.SetTrueWithReason(condition, condition, fmt.Sprintf("%s; keeping the %d %s resolved before", message, have, what))
 	} else {
-		conditions.SetUnknownWithReason(condition, reason, err.Error())
+		conditions.SetUnknownWithReason(condition, reason, message)
 	}
-	r.warn(nodeClass, reason, err.Error())
+	r.warn(nodeClass, reason, message)
 	return reconcile.Result{}, err
+}
+
+// requestID matches the per-call parts of an AWS SDK error's text.
+var requestID = regexp.MustCompile(`(?i)(RequestID|HostID): [^,\s]*,? ?`)
+
+// stableMessage is err's text without the request IDs the SDK puts in it,
+// so the same failure repeated writes the same condition message: a
+// message that changed on every try would rewrite the status, and the
+// write would wake the controller at once, a hot loop for as long as an
+// API is down.
+func stableMessage(err error) string {
+	return requestID.ReplaceAllString(err.Error(), "")
 }
 
 func (r reporter) warn(nodeClass *awsv1.EC2NodeClass, reason, message string) {
