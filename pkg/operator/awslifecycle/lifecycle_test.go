@@ -79,7 +79,7 @@ func poll(t *testing.T, what string, cond func() bool) {
 // builds it on the fakes until the test ends.
 func startController(t *testing.T) operator.AWSClients {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
 	opts, err := options.Parse(flag.NewFlagSet("karp", flag.ContinueOnError), []string{
 		"--cloud-provider=aws", "--cluster-name=" + awstest.ClusterName, "--disable-leader-election",
 		"--metrics-port=0", "--health-probe-port=0", "--cluster-endpoint=https://test-cluster.example",

@@ -50,7 +50,7 @@ func launched(t *testing.T, name, nodeMemory string) (*karpv1.NodeClaim, *corev1
 func notes(t *testing.T, name, reason string) []string {
 	t.Helper()
 	var list eventsv1.EventList
-	if err := h.Env.Client.List(context.Background(), &list); err != nil {
+	if err := h.Env.Client.List(t.Context(), &list); err != nil {
 		t.Fatal(err)
 	}
 	var out []string
@@ -64,7 +64,7 @@ func notes(t *testing.T, name, reason string) []string {
 
 func waitForNote(t *testing.T, name, note string) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		return slices.Contains(notes(t, name, consistency.ReasonFailedConsistencyCheck), note), nil
 	})
 	if err != nil {
@@ -132,7 +132,7 @@ func TestDrainHeldByABudgetIsReported(t *testing.T) {
 	h.Reset(t)
 	t.Cleanup(func() {
 		for _, obj := range []client.Object{&corev1.Pod{}, &policyv1.PodDisruptionBudget{}} {
-			_ = h.Env.Client.DeleteAllOf(context.Background(), obj, client.InNamespace("default"), client.GracePeriodSeconds(0))
+			_ = h.Env.Client.DeleteAllOf(context.WithoutCancel(t.Context()), obj, client.InNamespace("default"), client.GracePeriodSeconds(0))
 		}
 	})
 	c := consistency.NewController(h.Client, fake.New(), h.Clock, h.Recorder)
@@ -144,7 +144,7 @@ func TestDrainHeldByABudgetIsReported(t *testing.T) {
 	h.Create(t, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
 		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &minAvailable,
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}})
-	if err := h.Env.Client.Delete(context.Background(), nc); err != nil {
+	if err := h.Env.Client.Delete(t.Context(), nc); err != nil {
 		t.Fatal(err)
 	}
 
