@@ -18,14 +18,14 @@ import (
 
 // drifts runs IsDrifted over the NodeClaims with ten workers, as the
 // core's drift controller does, and returns each reason and error.
-func drifts(p *aws.CloudProvider, claims []*karpv1.NodeClaim) ([]cloudprovider.DriftReason, []error) {
+func drifts(ctx context.Context, p *aws.CloudProvider, claims []*karpv1.NodeClaim) ([]cloudprovider.DriftReason, []error) {
 	reasons, errs := make([]cloudprovider.DriftReason, len(claims)), make([]error, len(claims))
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range 10 {
 		wg.Go(func() {
 			for i := range next {
-				reasons[i], errs[i] = p.IsDrifted(context.Background(), claims[i])
+				reasons[i], errs[i] = p.IsDrifted(ctx, claims[i])
 			}
 		})
 	}
@@ -53,7 +53,7 @@ func TestADriftPassListsInstancesOnce(t *testing.T) {
 	pass := func(t *testing.T, claims []*karpv1.NodeClaim, want cloudprovider.DriftReason) int {
 		t.Helper()
 		before := w.EC2.Calls("DescribeInstances")
-		reasons, errs := drifts(drifter, claims)
+		reasons, errs := drifts(t.Context(), drifter, claims)
 		for i := range claims {
 			if errs[i] != nil || reasons[i] != want {
 				t.Fatalf("IsDrifted(%s) = %q, %v; want %q", claims[i].Name, reasons[i], errs[i], want)
@@ -86,7 +86,7 @@ func TestADriftPassListsInstancesOnce(t *testing.T) {
 	// verdict; the next pass lists again.
 	clk.Step(aws.DriftInstancesTTL)
 	w.EC2.FailNext("DescribeInstances", 1, fake.Throttling("DescribeInstances"))
-	if _, err := drifter.IsDrifted(context.Background(), claims[0]); err == nil || !errors.As(err, new(interface{ ErrorCode() string })) {
+	if _, err := drifter.IsDrifted(t.Context(), claims[0]); err == nil || !errors.As(err, new(interface{ ErrorCode() string })) {
 		t.Errorf("IsDrifted with DescribeInstances throttled = %v, want the throttling error", err)
 	}
 	if calls := pass(t, claims, aws.SubnetDrift); calls != 1 {

@@ -23,7 +23,7 @@ import (
 // server gets Drifted=True with the provider's reason once its
 // EC2NodeClass's resolved subnets move, and loses it when they come back.
 func TestTheCoreMarksAWSDrift(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	nodeClass := createNodeClass(t, newNodeClass(nil), true)
 	w := newWorld(t)
 	pool := test.MakeNodePool("drift-" + string(uuid.NewUUID())[:8]).Obj()
@@ -31,7 +31,7 @@ func TestTheCoreMarksAWSDrift(t *testing.T) {
 	if err := env.Client.Create(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pool) })
+	t.Cleanup(func() { _ = env.Client.Delete(context.WithoutCancel(t.Context()), pool) })
 
 	nc := newNodeClaim("core", nodeClass.Name)
 	nc.Labels[karpv1.NodePoolLabelKey] = pool.Name
@@ -41,7 +41,7 @@ func TestTheCoreMarksAWSDrift(t *testing.T) {
 	if err := env.Client.Create(ctx, launched); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), launched) })
+	t.Cleanup(func() { _ = env.Client.Delete(context.WithoutCancel(t.Context()), launched) })
 	launched.Status = status
 	launched.StatusConditions().SetTrue(karpv1.ConditionTypeLaunched)
 	if err := env.Client.Status().Update(ctx, launched); err != nil {

@@ -90,10 +90,10 @@ func newResolving(t *testing.T) *resolving {
 		Version:          r.versions,
 		InstanceProfiles: instanceprofile.NewProvider(iam, r.clk, clusterName, "us-west-2"),
 	})
-	if err := env.Client.Create(context.Background(), r.nodeClass); err != nil {
+	if err := env.Client.Create(t.Context(), r.nodeClass); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), r.nodeClass) })
+	t.Cleanup(func() { _ = env.Client.Delete(context.WithoutCancel(t.Context()), r.nodeClass) })
 	return r
 }
 
@@ -101,7 +101,7 @@ func newResolving(t *testing.T) *resolving {
 // EC2NodeClass.
 func (r *resolving) reconcile(t *testing.T) (*awsv1.EC2NodeClass, error) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	_, err := reconcile.AsReconciler(env.Client, r.controller).Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: r.nodeClass.Name}})
 	got := &awsv1.EC2NodeClass{}
 	if getErr := env.Client.Get(ctx, types.NamespacedName{Name: r.nodeClass.Name}, got); getErr != nil {
@@ -264,11 +264,11 @@ func TestSelectorChangesDrift(t *testing.T) {
 				t.Fatalf("fresh node: IsDrifted = %q, want not drifted", got[0])
 			}
 			stored := &awsv1.EC2NodeClass{}
-			if err := env.Client.Get(context.Background(), types.NamespacedName{Name: r.nodeClass.Name}, stored); err != nil {
+			if err := env.Client.Get(t.Context(), types.NamespacedName{Name: r.nodeClass.Name}, stored); err != nil {
 				t.Fatal(err)
 			}
 			tc.edit(stored)
-			if err := env.Client.Update(context.Background(), stored); err != nil {
+			if err := env.Client.Update(t.Context(), stored); err != nil {
 				t.Fatal(err)
 			}
 			if got := r.verdicts(t, node); got[0] != string(tc.before) {

@@ -1,7 +1,6 @@
 package aws_test
 
 import (
-	"context"
 	"slices"
 	"testing"
 
@@ -19,7 +18,7 @@ import (
 // core stores it afterwards (labels, annotations and status of the launch).
 func launch(t *testing.T, w *world, nc *karpv1.NodeClaim) *karpv1.NodeClaim {
 	t.Helper()
-	created, err := w.Provider.Create(context.Background(), nc)
+	created, err := w.Provider.Create(t.Context(), nc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +32,7 @@ func launch(t *testing.T, w *world, nc *karpv1.NodeClaim) *karpv1.NodeClaim {
 // condition the status had is stamped True at the current generation.
 func reconciled(t *testing.T, name string, edit func(*awsv1.EC2NodeClass)) *awsv1.EC2NodeClass {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	nodeClass := &awsv1.EC2NodeClass{}
 	if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, nodeClass); err != nil {
 		t.Fatal(err)
@@ -55,7 +54,7 @@ func reconciled(t *testing.T, name string, edit func(*awsv1.EC2NodeClass)) *awsv
 
 func isDrifted(t *testing.T, p *aws.CloudProvider, nc *karpv1.NodeClaim) cloudprovider.DriftReason {
 	t.Helper()
-	reason, err := p.IsDrifted(context.Background(), nc)
+	reason, err := p.IsDrifted(t.Context(), nc)
 	if err != nil {
 		t.Fatalf("IsDrifted: %v", err)
 	}
@@ -63,7 +62,7 @@ func isDrifted(t *testing.T, p *aws.CloudProvider, nc *karpv1.NodeClaim) cloudpr
 }
 
 func TestNodeClassDrift(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	nodeClass := createNodeClass(t, newNodeClass(nil), true)
 	w := newWorld(t)
 	launched := launch(t, w, newNodeClaim("drift", nodeClass.Name))

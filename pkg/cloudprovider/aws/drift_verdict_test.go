@@ -1,7 +1,6 @@
 package aws_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -21,7 +20,7 @@ func moveSubnets(nc *awsv1.EC2NodeClass) {
 // TestNoDriftVerdict: the checks that would say SubnetDrift say nothing
 // while the EC2NodeClass cannot be trusted or the instance is gone.
 func TestNoDriftVerdict(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	tests := map[string]func(t *testing.T, w *world, nodeClass *awsv1.EC2NodeClass, launched *karpv1.NodeClaim){
 		"the EC2NodeClass is not Ready": func(t *testing.T, _ *world, nodeClass *awsv1.EC2NodeClass, _ *karpv1.NodeClaim) {
 			nc := reconciled(t, nodeClass.Name, moveSubnets)

@@ -61,7 +61,7 @@ func TestDriftOverTheWire(t *testing.T) {
 	pass := func(want cloudprovider.DriftReason) int {
 		t.Helper()
 		before := router.Calls("ec2", "DescribeInstances")
-		reasons, errs := drifts(provider, claims)
+		reasons, errs := drifts(t.Context(), provider, claims)
 		for i := range claims {
 			if errs[i] != nil || reasons[i] != want {
 				t.Fatalf("IsDrifted(%s) = %q, %v; want %q", claims[i].Name, reasons[i], errs[i], want)

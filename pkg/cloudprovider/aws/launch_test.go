@@ -1,7 +1,6 @@
 package aws_test
 
 import (
-	"context"
 	"encoding/base64"
 	"fmt"
 	"strings"
@@ -37,7 +36,7 @@ func withRequirement(nc *karpv1.NodeClaim, key string, values ...string) *karpv1
 }
 
 func TestCreateFleetRequest(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	nodeClass := createNodeClass(t, newNodeClass(nil), true)
 	tests := map[string]struct {
 		capacityType string
@@ -169,7 +168,7 @@ func TestCreateFleetRequest(t *testing.T) {
 }
 
 func TestCreateBatchesABurst(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	nodeClass := createNodeClass(t, newNodeClass(nil), true)
 	w := newWorld(t)
 	// Warm-up: the instance types are read once at start.
@@ -216,7 +215,7 @@ func TestCreateBatchesABurst(t *testing.T) {
 }
 
 func TestCreateFallsBackAfterCapacityErrors(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	nodeClass := createNodeClass(t, newNodeClass(nil), true)
 	w := newWorld(t)
 	nc := withRequirement(newNodeClaim("fallback", nodeClass.Name), karpv1.CapacityTypeLabelKey, karpv1.CapacityTypeOnDemand)
@@ -263,7 +262,7 @@ func TestCreateFallsBackAfterCapacityErrors(t *testing.T) {
 }
 
 func TestNoSecondInstanceAfterRestart(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	nodeClass := createNodeClass(t, newNodeClass(nil), true)
 	w := newWorld(t)
 	nc := newNodeClaim("restart", nodeClass.Name)
@@ -286,7 +285,7 @@ func TestNoSecondInstanceAfterRestart(t *testing.T) {
 }
 
 func TestCreateNeedsAReadyNodeClass(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	w := newWorld(t)
 	notReady := createNodeClass(t, newNodeClass(nil), false)
 	if _, err := w.Provider.Create(ctx, newNodeClaim("not-ready", notReady.Name)); !cloudprovider.IsNodeClassNotReadyError(err) {
@@ -301,7 +300,7 @@ func TestCreateNeedsAReadyNodeClass(t *testing.T) {
 }
 
 func TestListAndDelete(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	nodeClass := createNodeClass(t, newNodeClass(nil), true)
 	w := newWorld(t)
 	a, err := w.Provider.Create(ctx, newNodeClaim("a", nodeClass.Name))
@@ -346,7 +345,7 @@ func TestListAndDelete(t *testing.T) {
 }
 
 func TestCreateRecreatesALostLaunchTemplate(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	nodeClass := createNodeClass(t, newNodeClass(nil), true)
 	w := newWorld(t)
 	nc := withRequirement(newNodeClaim("first", nodeClass.Name), karpv1.CapacityTypeLabelKey, karpv1.CapacityTypeOnDemand)
@@ -371,7 +370,7 @@ func TestCreateRecreatesALostLaunchTemplate(t *testing.T) {
 }
 
 func TestCreateFleetAPIErrorsAreClassified(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	nodeClass := createNodeClass(t, newNodeClass(nil), true)
 	w := newWorld(t)
 	w.EC2.FailNext("CreateFleet", 1, &smithy.GenericAPIError{Code: "UnauthorizedOperation", Message: "You are not authorized to perform this operation."})
@@ -391,7 +390,7 @@ func TestCreateFleetAPIErrorsAreClassified(t *testing.T) {
 }
 
 func TestLaunchSubnetHasTheMostFreeAddresses(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	tags := map[string]string{"karpenter.sh/discovery": clusterName}
 	nodeClass := createNodeClass(t, newNodeClass(nil), true)
 	// Two subnets in the first zone instead of one.
@@ -425,7 +424,7 @@ func TestLaunchSubnetHasTheMostFreeAddresses(t *testing.T) {
 }
 
 func TestFleetContext(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	nodeClass := createNodeClass(t, newNodeClass(func(nc *awsv1.EC2NodeClass) { nc.Spec.Context = awssdk.String("c-0123") }), true)
 	w := newWorld(t)
 	if _, err := w.Provider.Create(ctx, newNodeClaim("context", nodeClass.Name)); err != nil {

@@ -1,7 +1,6 @@
 package aws_test
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
@@ -44,7 +43,7 @@ func (r *reservationLog) MarkUnavailable(ids ...string) {
 }
 
 func TestLaunchIntoACapacityReservation(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	nodeClass := createNodeClass(t, newNodeClass(nil), true)
 	nodeClass.Status.CapacityReservations = []awsv1.CapacityReservation{{
 		ID: "cr-0123456789abcdef0", AvailabilityZone: zones[0].Name, InstanceType: "m5.large",

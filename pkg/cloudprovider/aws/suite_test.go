@@ -24,7 +24,7 @@ var zones = awstest.Zones
 func TestMain(m *testing.M) {
 	log.SetLogger(logr.Discard())
 	var err error
-	env, err = environment.Start(context.Background())
+	env, err = environment.Start(context.Background()) //nolint:forbidigo // TestMain owns the root context of the test binary
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

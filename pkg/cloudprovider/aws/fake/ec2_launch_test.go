@@ -1,7 +1,6 @@
 package fake
 
 import (
-	"context"
 	"errors"
 	"testing"
 
@@ -14,7 +13,7 @@ import (
 func newLaunchFake(t *testing.T) *EC2 {
 	t.Helper()
 	e := NewEC2()
-	_, err := e.CreateLaunchTemplate(context.Background(), &ec2.CreateLaunchTemplateInput{
+	_, err := e.CreateLaunchTemplate(t.Context(), &ec2.CreateLaunchTemplateInput{
 		LaunchTemplateName: aws.String("lt-a"),
 		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{
 			ImageId: aws.String("ami-1"),
@@ -92,7 +91,7 @@ func TestCreateFleetPicksTheCheapestPool(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			e := newLaunchFake(t)
-			out, err := e.CreateFleet(context.Background(), fleetInput(tc.capacityType, 1, tc.types...))
+			out, err := e.CreateFleet(t.Context(), fleetInput(tc.capacityType, 1, tc.types...))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,7 +107,7 @@ func TestCreateFleetReportsPoolsOutOfCapacity(t *testing.T) {
 	e := newLaunchFake(t)
 	e.SetCapacity(CapacityPool{"c5.large", "zone-a", "on-demand"}, 0, "")
 	e.SetCapacity(CapacityPool{"c5.large", "zone-b", "on-demand"}, 1, CodeUnfulfillableCapacity)
-	out, err := e.CreateFleet(context.Background(), fleetInput(ec2types.DefaultTargetCapacityTypeOnDemand, 3, "m5.large", "c5.large"))
+	out, err := e.CreateFleet(t.Context(), fleetInput(ec2types.DefaultTargetCapacityTypeOnDemand, 3, "m5.large", "c5.large"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +125,7 @@ func TestCreateFleetReportsPoolsOutOfCapacity(t *testing.T) {
 
 	e.SetCapacity(CapacityPool{"m5.large", "zone-a", "on-demand"}, 0, "")
 	e.SetCapacity(CapacityPool{"m5.large", "zone-b", "on-demand"}, 0, "")
-	out, err = e.CreateFleet(context.Background(), fleetInput(ec2types.DefaultTargetCapacityTypeOnDemand, 1, "m5.large", "c5.large"))
+	out, err = e.CreateFleet(t.Context(), fleetInput(ec2types.DefaultTargetCapacityTypeOnDemand, 1, "m5.large", "c5.large"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,11 +138,11 @@ func TestCreateFleetClientTokenIsIdempotent(t *testing.T) {
 	e := newLaunchFake(t)
 	in := fleetInput(ec2types.DefaultTargetCapacityTypeOnDemand, 1, "m5.large")
 	in.ClientToken = aws.String("token-1")
-	first, err := e.CreateFleet(context.Background(), in)
+	first, err := e.CreateFleet(t.Context(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := e.CreateFleet(context.Background(), in)
+	second, err := e.CreateFleet(t.Context(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +155,7 @@ func TestCreateFleetUnknownLaunchTemplate(t *testing.T) {
 	e := newLaunchFake(t)
 	in := fleetInput(ec2types.DefaultTargetCapacityTypeOnDemand, 1, "m5.large")
 	in.LaunchTemplateConfigs[0].LaunchTemplateSpecification.LaunchTemplateName = aws.String("missing")
-	_, err := e.CreateFleet(context.Background(), in)
+	_, err := e.CreateFleet(t.Context(), in)
 	var apiErr smithy.APIError
 	if !errors.As(err, &apiErr) || apiErr.ErrorCode() != codeLaunchTemplateNameNotFound {
 		t.Errorf("got %v, want %s", err, codeLaunchTemplateNameNotFound)
@@ -164,7 +163,7 @@ func TestCreateFleetUnknownLaunchTemplate(t *testing.T) {
 }
 
 func TestDescribeTerminateAndTag(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	e := newLaunchFake(t)
 	out, err := e.CreateFleet(ctx, fleetInput(ec2types.DefaultTargetCapacityTypeOnDemand, 3, "m5.large"))
 	if err != nil {
@@ -228,7 +227,7 @@ func TestCreateFleetLaunchesInTheSubnetsZone(t *testing.T) {
 	e.AddSubnets(NewSubnet("subnet-b", "zone-b", "zb", 100, nil))
 	in := fleetInput(ec2types.DefaultTargetCapacityTypeOnDemand, 1, "m5.large")
 	in.LaunchTemplateConfigs[0].Overrides = []ec2types.FleetLaunchTemplateOverridesRequest{{InstanceType: "m5.large", SubnetId: aws.String("subnet-b")}}
-	out, err := e.CreateFleet(context.Background(), in)
+	out, err := e.CreateFleet(t.Context(), in)
 	if err != nil {
 		t.Fatal(err)
 	}

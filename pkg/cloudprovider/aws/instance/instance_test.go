@@ -43,7 +43,7 @@ func (m *marks) MarkSubnetUnavailable(_ context.Context, reason, subnetID string
 func newFakeEC2(t *testing.T) *fake.EC2 {
 	t.Helper()
 	e := fake.NewEC2()
-	if _, err := e.CreateLaunchTemplate(context.Background(), &ec2.CreateLaunchTemplateInput{
+	if _, err := e.CreateLaunchTemplate(t.Context(), &ec2.CreateLaunchTemplateInput{
 		LaunchTemplateName: aws.String("karpenter.k8s.aws/1"),
 		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: aws.String("ami-1")},
 	}); err != nil {
@@ -84,7 +84,7 @@ func TestCreateBatchesABurstIntoOneFleet(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			inst, err := p.Create(context.Background(), request(fmt.Sprintf("nc-%d", i), "on-demand"))
+			inst, err := p.Create(t.Context(), request(fmt.Sprintf("nc-%d", i), "on-demand"))
 			errs[i] = err
 			if err == nil {
 				ids[i] = inst.ID
@@ -140,7 +140,7 @@ func TestCreateMarksRefusedOfferingsAndFallsBack(t *testing.T) {
 	before := testutil.ToFloat64(failures)
 	req := request("fallback", "on-demand")
 	req.ZoneIDs = map[string]string{"zone-a": "usw2-az1", "zone-b": "usw2-az2"}
-	inst, err := p.Create(context.Background(), req)
+	inst, err := p.Create(t.Context(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestCreateMarksRefusedOfferingsAndFallsBack(t *testing.T) {
 			e.SetCapacity(fake.CapacityPool{InstanceType: it, Zone: zone, CapacityType: "on-demand"}, 0, fake.CodeUnfulfillableCapacity)
 		}
 	}
-	_, err = p.Create(context.Background(), request("none-left", "on-demand"))
+	_, err = p.Create(t.Context(), request("none-left", "on-demand"))
 	if !cloudprovider.IsInsufficientCapacityError(err) {
 		t.Fatalf("with every pool exhausted Create returned %v, want an InsufficientCapacityError", err)
 	}
@@ -167,12 +167,12 @@ func TestCreateMarksRefusedOfferingsAndFallsBack(t *testing.T) {
 
 func TestCreateAfterRestartFindsTheInstance(t *testing.T) {
 	e := newFakeEC2(t)
-	first, err := NewProvider(e, clock.RealClock{}, "test-cluster", nil).Create(context.Background(), request("restart", "on-demand"))
+	first, err := NewProvider(e, clock.RealClock{}, "test-cluster", nil).Create(t.Context(), request("restart", "on-demand"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A new process (nothing remembered) retries the same NodeClaim.
-	again, err := NewProvider(e, clock.RealClock{}, "test-cluster", nil).Create(context.Background(), request("restart", "on-demand"))
+	again, err := NewProvider(e, clock.RealClock{}, "test-cluster", nil).Create(t.Context(), request("restart", "on-demand"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,16 +186,16 @@ func TestCreateTerminatesAnInstanceItCannotTag(t *testing.T) {
 	e := newFakeEC2(t)
 	p := NewProvider(e, clock.RealClock{}, "test-cluster", nil)
 	e.FailNext("CreateTags", 3, fake.Throttling("CreateTags"))
-	if _, err := p.Create(context.Background(), request("untagged", "on-demand")); err == nil {
+	if _, err := p.Create(t.Context(), request("untagged", "on-demand")); err == nil {
 		t.Fatal("Create succeeded without tagging the instance")
 	}
-	if got, err := p.List(context.Background()); err != nil || len(got) != 0 {
+	if got, err := p.List(t.Context()); err != nil || len(got) != 0 {
 		t.Errorf("List shows %d live instances (err %v), want the untagged one terminated", len(got), err)
 	}
 }
 
 func TestGetListDelete(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	e := newFakeEC2(t)
 	p := NewProvider(e, clock.RealClock{}, "test-cluster", nil)
 	a, err := p.Create(ctx, request("a", "on-demand"))
@@ -271,7 +271,7 @@ func TestCreateMarksWholeCapacityTypesAndSubnets(t *testing.T) {
 			for _, o := range req.LaunchTemplates[0].Overrides {
 				e.SetCapacity(fake.CapacityPool{InstanceType: o.InstanceType, Zone: o.Zone, CapacityType: tc.capacityType}, 0, tc.code)
 			}
-			_, err := p.Create(context.Background(), req)
+			_, err := p.Create(t.Context(), req)
 			if !cloudprovider.IsInsufficientCapacityError(err) {
 				t.Errorf("Create returned %v, want an InsufficientCapacityError", err)
 			}
@@ -283,7 +283,7 @@ func TestCreateMarksWholeCapacityTypesAndSubnets(t *testing.T) {
 }
 
 func TestConcurrentGetsShareADescribe(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	e := newFakeEC2(t)
 	p := NewProvider(e, clock.RealClock{}, "test-cluster", nil)
 	var ids []string

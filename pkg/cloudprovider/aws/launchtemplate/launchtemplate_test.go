@@ -1,7 +1,6 @@
 package launchtemplate_test
 
 import (
-	"context"
 	"encoding/base64"
 	"strings"
 	"sync"
@@ -73,7 +72,7 @@ func names(lts []*launchtemplate.LaunchTemplate) []string {
 }
 
 func TestEnsureAllGroupsByAMIAndPods(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	e := fake.NewEC2()
 	p := launchtemplate.NewProvider(e, clocktesting.NewFakeClock(time.Now()), opts)
 	lts, err := p.EnsureAll(ctx, request(nodeClass(nil), karpv1.CapacityTypeOnDemand,
@@ -122,7 +121,7 @@ func TestEnsureAllGroupsByAMIAndPods(t *testing.T) {
 }
 
 func TestChangesMakeNewTemplates(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	base := func() string {
 		p := launchtemplate.NewProvider(fake.NewEC2(), clocktesting.NewFakeClock(time.Now()), opts)
 		lts, err := p.EnsureAll(ctx, request(nodeClass(nil), karpv1.CapacityTypeOnDemand, instanceType("m5.large", "amd64", 29)))
@@ -155,7 +154,7 @@ func TestChangesMakeNewTemplates(t *testing.T) {
 }
 
 func TestGCDeletesUnusedTemplates(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	e := fake.NewEC2()
 	clk := clocktesting.NewFakeClock(time.Now())
 	// A template an earlier process left, tagged with the cluster.
@@ -197,7 +196,7 @@ func TestConcurrentLaunchesCreateATemplateOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 20 {
 		wg.Go(func() {
-			if _, err := p.EnsureAll(context.Background(), request(nodeClass(nil), karpv1.CapacityTypeSpot, instanceType("m5.large", "amd64", 29))); err != nil {
+			if _, err := p.EnsureAll(t.Context(), request(nodeClass(nil), karpv1.CapacityTypeSpot, instanceType("m5.large", "amd64", 29))); err != nil {
 				t.Error(err)
 			}
 		})
@@ -210,7 +209,7 @@ func TestConcurrentLaunchesCreateATemplateOnce(t *testing.T) {
 
 func TestNoAMIFitsIsAnError(t *testing.T) {
 	p := launchtemplate.NewProvider(fake.NewEC2(), clocktesting.NewFakeClock(time.Now()), opts)
-	_, err := p.EnsureAll(context.Background(), request(nodeClass(nil), karpv1.CapacityTypeOnDemand, instanceType("x.large", "s390x", 29)))
+	_, err := p.EnsureAll(t.Context(), request(nodeClass(nil), karpv1.CapacityTypeOnDemand, instanceType("x.large", "s390x", 29)))
 	if err == nil || !strings.Contains(err.Error(), "no instance type satisfies the requirements of amis") {
 		t.Errorf("got %v, want an error naming the AMIs", err)
 	}
@@ -226,7 +225,7 @@ func TestExplicitNetworkInterfaces(t *testing.T) {
 	})
 	e := fake.NewEC2()
 	p := launchtemplate.NewProvider(e, clocktesting.NewFakeClock(time.Now()), opts)
-	lts, err := p.EnsureAll(context.Background(), request(nc, karpv1.CapacityTypeOnDemand, instanceType("p5.48xlarge", "amd64", 100)))
+	lts, err := p.EnsureAll(t.Context(), request(nc, karpv1.CapacityTypeOnDemand, instanceType("p5.48xlarge", "amd64", 100)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -103,7 +103,7 @@ func registered(t *testing.T, providerID, nodeName string) *karpv1.NodeClaim {
 	if err := h.Env.Client.Create(t.Context(), nc); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = h.Env.Client.Delete(context.Background(), nc) })
+	t.Cleanup(func() { _ = h.Env.Client.Delete(context.WithoutCancel(t.Context()), nc) })
 	nc.Status.ProviderID = providerID
 	nc.Status.NodeName = nodeName
 	if err := h.Env.Client.Status().Update(t.Context(), nc); err != nil {

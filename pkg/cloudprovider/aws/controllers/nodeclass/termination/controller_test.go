@@ -125,7 +125,7 @@ func create(t *testing.T, objs ...client.Object) {
 		}
 	}
 	t.Cleanup(func() {
-		ctx := context.Background()
+		ctx := context.WithoutCancel(t.Context())
 		for _, o := range objs {
 			_ = h.Env.Client.Patch(ctx, o, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
 			_ = h.Env.Client.Delete(ctx, o)
