@@ -302,26 +302,13 @@ func (f *IAM) ListInstanceProfiles(_ context.Context, in *iam.ListInstanceProfil
 	if in.PathPrefix != nil {
 		prefix = *in.PathPrefix
 	}
-	var names []string
-	for name, p := range f.profiles {
-		if strings.HasPrefix(deref(p.Path), prefix) {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
-	start, end, err := iamPage(len(names), in.Marker, in.MaxItems)
+	profiles, marker, err := f.profilePage(func(p *iamtypes.InstanceProfile) bool {
+		return strings.HasPrefix(deref(p.Path), prefix)
+	}, in.Marker, in.MaxItems)
 	if err != nil {
 		return nil, err
 	}
-	out := &iam.ListInstanceProfilesOutput{}
-	for _, name := range names[start:end] {
-		out.InstanceProfiles = append(out.InstanceProfiles, copyProfile(f.profiles[name]))
-	}
-	if end < len(names) {
-		out.IsTruncated = true
-		out.Marker = ptr(strconv.Itoa(end))
-	}
-	return out, nil
+	return &iam.ListInstanceProfilesOutput{InstanceProfiles: profiles, IsTruncated: marker != nil, Marker: marker}, nil
 }
 
 // ListInstanceProfilesForRole lists the profiles role is attached to, by
@@ -337,26 +324,37 @@ func (f *IAM) ListInstanceProfilesForRole(_ context.Context, in *iam.ListInstanc
 	if _, ok := f.roles[role]; !ok {
 		return nil, noSuchRole(role)
 	}
+	profiles, marker, err := f.profilePage(func(p *iamtypes.InstanceProfile) bool {
+		return slices.ContainsFunc(p.Roles, func(r iamtypes.Role) bool { return deref(r.RoleName) == role })
+	}, in.Marker, in.MaxItems)
+	if err != nil {
+		return nil, err
+	}
+	return &iam.ListInstanceProfilesForRoleOutput{InstanceProfiles: profiles, IsTruncated: marker != nil, Marker: marker}, nil
+}
+
+// profilePage is one page, by name, of the profiles match selects, with
+// the Marker of the next page (nil on the last). The caller holds f.mu.
+func (f *IAM) profilePage(match func(*iamtypes.InstanceProfile) bool, marker *string, maxItems *int32) ([]iamtypes.InstanceProfile, *string, error) {
 	var names []string
 	for name, p := range f.profiles {
-		if slices.ContainsFunc(p.Roles, func(r iamtypes.Role) bool { return deref(r.RoleName) == role }) {
+		if match(p) {
 			names = append(names, name)
 		}
 	}
 	slices.Sort(names)
-	start, end, err := iamPage(len(names), in.Marker, in.MaxItems)
+	start, end, err := iamPage(len(names), marker, maxItems)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := &iam.ListInstanceProfilesForRoleOutput{}
+	var page []iamtypes.InstanceProfile
 	for _, name := range names[start:end] {
-		out.InstanceProfiles = append(out.InstanceProfiles, copyProfile(f.profiles[name]))
+		page = append(page, copyProfile(f.profiles[name]))
 	}
 	if end < len(names) {
-		out.IsTruncated = true
-		out.Marker = ptr(strconv.Itoa(end))
+		return page, ptr(strconv.Itoa(end)), nil
 	}
-	return out, nil
+	return page, nil, nil
 }
 
 // iamPage is the [start, end) window of n sorted items a Marker and
