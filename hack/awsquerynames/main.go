@@ -16,7 +16,7 @@
 //
 // Usage (see the go:generate line in awssim/ec2.go):
 //
-//	go run ./hack/awsquerynames -ops DescribeInstances,CreateFleet -out pkg/cloudprovider/aws/awssim/ec2_names.go
+//	go run ./hack/awsquerynames -ops DescribeInstances,CreateFleet -out pkg/cloudprovider/aws/awssim/zz_generated.ec2_names.go
 //
 // main_test.go regenerates the table and fails when the checked-in copy is stale.
 package main
