@@ -169,6 +169,9 @@ func disruptionOptions(o *options.Options) disruption.Options {
 	if o.DisruptionPollPeriod > 0 {
 		opts.PollPeriod = o.DisruptionPollPeriod
 	}
+	if o.DisruptionReplacementTimeout > 0 {
+		opts.QueueTimeout = o.DisruptionReplacementTimeout
+	}
 	opts.SpotToSpot = o.FeatureGates.Enabled(options.FeatureSpotToSpotConsolidation)
 	opts.NominationTTL = provisioningOptions(o).NominationTTL()
 	return opts

@@ -12,7 +12,8 @@
 //     never initialized) keep serving and are left alone for twice the
 //     queue timeout, doubling with each such failure up to four hours
 //     (DisruptionBlocked reason FailedDisruption), so a replacement that
-//     cannot come up is not relaunched in a loop. Remove stale karpenter.sh/disrupted taints and
+//     cannot come up is not relaunched in a loop; as upstream, the
+//     replacements themselves are kept. Remove stale karpenter.sh/disrupted taints and
 //     DisruptionReason conditions from nodes no queued command owns (this
 //     is what makes a controller restart safe).
 //  3. If a consolidation command is awaiting validation and its delay has

@@ -54,21 +54,21 @@ func (c *Controller) queuedIDs() map[string]bool {
 // delete them at once (no replacements) or queue the command until the
 // replacements initialize. The taint comes first, as upstream, so no pod
 // lands on a candidate while its replacement launches. Any failure undoes
-// what was done.
+// what was done, deleting the replacements created so far.
 func (c *Controller) start(ctx context.Context, cmd Command) error {
 	q := &queued{cmd: cmd, started: c.clock.Now()}
 	for _, cand := range cmd.Candidates {
 		if err := c.setDisrupted(ctx, cand.Name(), true); err != nil {
-			return errors.Join(err, c.rollback(ctx, q))
+			return errors.Join(err, c.abort(ctx, q))
 		}
 		if err := c.setReason(ctx, cand.NodeClaim().Name, cmd.Reason); err != nil {
-			return errors.Join(err, c.rollback(ctx, q))
+			return errors.Join(err, c.abort(ctx, q))
 		}
 	}
 	for _, r := range cmd.Replacements {
 		obj := render.NodeClaim(r)
 		if err := c.kubeClient.Create(ctx, obj); err != nil {
-			return errors.Join(fmt.Errorf("creating replacement nodeclaim: %w", err), c.rollback(ctx, q))
+			return errors.Join(fmt.Errorf("creating replacement nodeclaim: %w", err), c.abort(ctx, q))
 		}
 		c.cluster.UpdateNodeClaim(obj)
 		q.replacements = append(q.replacements, obj.Name)
@@ -172,6 +172,13 @@ func (c *Controller) finish(ctx context.Context, q *queued) error {
 // the candidates keep serving. A replacement deleted under the command
 // (a failed launch, a user) is retried at once, as a new launch may well
 // succeed.
+//
+// The replacements are kept, as upstream keeps them: one that initializes
+// late (a slow device driver) is then an ordinary node the candidates'
+// pods can move to, while one that never does stays visible, not
+// Initialized, for its owner to investigate. Deleting it would make a
+// node pool whose nodes take longer than the timeout to initialize
+// impossible to drift, and would hide the cause.
 func (c *Controller) fail(ctx context.Context, q *queued, why string, backOff bool) error {
 	log.FromContext(ctx).Info("disruption command failed, rolling back", "command", q.cmd.String(), "reason", why)
 	queueFailures.WithLabelValues(q.cmd.Decision(), reasonValue(q.cmd.Reason), q.cmd.Method.ConsolidationType()).Inc()
@@ -230,14 +237,21 @@ func (c *Controller) forgetFailures(w *world) {
 	}
 }
 
-// rollback untaints the candidates, clears their DisruptionReason,
-// unmarks them and deletes the replacements launched for them.
+// rollback untaints the candidates, clears their DisruptionReason and
+// unmarks them.
 func (c *Controller) rollback(ctx context.Context, q *queued) error {
 	var errs []error
 	for _, cand := range q.cmd.Candidates {
 		errs = append(errs, c.setDisrupted(ctx, cand.Name(), false), c.setReason(ctx, cand.NodeClaim().Name, ""))
 	}
 	c.cluster.UnmarkForDeletion(q.ids()...)
+	return errors.Join(errs...)
+}
+
+// abort rolls back a command that could not be started and deletes the
+// replacements created for it.
+func (c *Controller) abort(ctx context.Context, q *queued) error {
+	errs := []error{c.rollback(ctx, q)}
 	for _, name := range q.replacements {
 		nc := &karpv1.NodeClaim{}
 		nc.Name = name

@@ -29,8 +29,8 @@ func TestQueueRollsBackWhenReplacementsNeverInitialize(t *testing.T) {
 	if nc := h.nodeClaim("big"); nc == nil || nc.StatusConditions().Get(karpv1.ConditionTypeDisruptionReason) != nil {
 		t.Error("candidate keeps its DisruptionReason after rollback")
 	}
-	if !h.gone(repl[0].Name) {
-		t.Error("unneeded replacement not deleted on rollback")
+	if h.gone(repl[0].Name) {
+		t.Error("the replacement was deleted on rollback; upstream keeps it, so one that initializes late is used")
 	}
 }
 
@@ -140,21 +140,24 @@ func TestDriftRespectsBudget(t *testing.T) {
 }
 
 // A drift whose replacement never initializes is rolled back, leaving the
-// old node untainted and serving, and the node is not retried at once: no
-// loop of replacements that never initialize. Once the backoff passed it
-// is tried again.
+// old node untainted and serving and, as upstream, the replacement in
+// place; the node is not retried at once, and not even after its backoff
+// while its pods would move onto the replacement still initializing: no
+// loop of replacements that never initialize. When the replacement
+// initializes at last, the drift completes onto it (emptiness is off, so
+// the empty replacement is not removed first).
 func TestDriftWhoseReplacementNeverInitializesBacksOff(t *testing.T) {
 	h := newHarness(t)
-	h.readyNodePool(test.MakeNodePool("default").Obj())
+	h.readyNodePool(test.MakeNodePool("default").ConsolidateAfter(karpv1.MustParseNillableDuration(karpv1.Never)).Obj())
 	h.runningNode("old", nodeOpts{it: smallType, conditions: []string{karpv1.ConditionTypeDrifted}}, pod("p1", "1500m"))
 	h.pass()
 	first := h.replacements("old")
 	if len(first) != 1 {
 		t.Fatalf("drift: %d replacements, want 1", len(first))
 	}
+	h.launch(&first[0], smallType)
 	h.clock.Step(h.opts.QueueTimeout + 1)
 	h.pass()
-	h.eventually("replacement gone", func() bool { return h.gone(first[0].Name) })
 	for range 3 {
 		h.pass()
 		h.clock.Step(h.opts.QueueTimeout / 2)
@@ -162,14 +165,34 @@ func TestDriftWhoseReplacementNeverInitializesBacksOff(t *testing.T) {
 	if h.gone("old") || h.tainted("old") {
 		t.Fatalf("old node gone=%v tainted=%v after the rollback; want it kept and untainted", h.gone("old"), h.tainted("old"))
 	}
-	if repl := liveReplacements(h, "old"); len(repl) != 0 {
-		t.Fatalf("new replacement %s launched right after one failed to initialize", repl[0].Name)
+	if repl := liveReplacements(h, "old"); len(repl) != 1 || repl[0].Name != first[0].Name {
+		t.Fatalf("replacements after the rollback: %v; want only the first, %s, kept", names(repl), first[0].Name)
+	}
+	if h.tainted("old") {
+		t.Fatal("old node tainted again during its backoff")
 	}
 	h.clock.Step(2 * h.opts.QueueTimeout)
 	h.pass()
-	if repl := liveReplacements(h, "old"); len(repl) != 1 || !h.tainted("old") {
-		t.Fatalf("after the backoff: %d replacements, tainted=%v; want the drift tried again", len(repl), h.tainted("old"))
+	if repl := liveReplacements(h, "old"); len(repl) != 1 || h.tainted("old") {
+		t.Fatalf("after the backoff: replacements %v, tainted=%v; want no new one while the first still initializes", names(repl), h.tainted("old"))
 	}
+	h.initialize(&first[0], smallType)
+	h.pass()
+	if !h.gone("old") {
+		t.Fatal("the drifted node was kept after its replacement initialized")
+	}
+	if repl := liveReplacements(h, "old"); len(repl) != 1 {
+		t.Fatalf("replacements %v; want the drift to use the first one", names(repl))
+	}
+}
+
+// names are the NodeClaims' names.
+func names(ncs []karpv1.NodeClaim) []string {
+	out := make([]string, 0, len(ncs))
+	for _, nc := range ncs {
+		out = append(out, nc.Name)
+	}
+	return out
 }
 
 // liveReplacements are the replacements not being deleted.

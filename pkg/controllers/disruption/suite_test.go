@@ -274,6 +274,27 @@ func (h *harness) replacements(existing ...string) []karpv1.NodeClaim {
 	return out
 }
 
+// launch marks a replacement NodeClaim launched with the instance type's
+// capacity, not yet registered, as the lifecycle controller would, and
+// waits until the cluster state counts that capacity.
+func (h *harness) launch(nc *karpv1.NodeClaim, it *cloudprovider.InstanceType) {
+	h.t.Helper()
+	nc.Status.ProviderID = "fake://" + nc.Name
+	nc.Status.Capacity, nc.Status.Allocatable = it.Capacity, it.Allocatable
+	nc.StatusConditions().SetTrue(karpv1.ConditionTypeLaunched)
+	if err := h.client.Status().Update(h.ctx, nc); err != nil {
+		h.t.Fatalf("launching replacement: %v", err)
+	}
+	h.eventually("replacement launched in state", func() bool {
+		for _, sn := range h.cluster.Nodes() {
+			if sn.NodeClaim != nil && sn.NodeClaim.Name == nc.Name && len(sn.Allocatable()) > 0 {
+				return true
+			}
+		}
+		return false
+	})
+}
+
 // initialize marks a replacement NodeClaim launched, registered and
 // initialized, with a Node, as the lifecycle controller would.
 func (h *harness) initialize(nc *karpv1.NodeClaim, it *cloudprovider.InstanceType) {

@@ -91,6 +91,10 @@ type Options struct {
 	// often the disruption loop runs when idle.
 	DisruptionValidationDelay time.Duration
 	DisruptionPollPeriod      time.Duration
+	// DisruptionReplacementTimeout is how long a disruption command waits
+	// for its replacements to initialize before it is rolled back
+	// (upstream's fixed 10 minutes).
+	DisruptionReplacementTimeout time.Duration
 	// NodeRepairToleration, when positive, replaces how long every repair
 	// policy tolerates an unhealthy node (kwok: 10 minutes).
 	NodeRepairToleration time.Duration
@@ -132,6 +136,7 @@ func AddFlags(fs *flag.FlagSet) *Options {
 	fs.BoolVar(&o.IgnoreDRARequests, "ignore-dra-requests", envBool("IGNORE_DRA_REQUESTS", true), "Ignore pods' dynamic resource claims when provisioning.")
 	fs.DurationVar(&o.DisruptionValidationDelay, "disruption-validation-delay", envDuration("DISRUPTION_VALIDATION_DELAY", 15*time.Second), "How long a consolidation decision waits before it is re-checked and acted on.")
 	fs.DurationVar(&o.DisruptionPollPeriod, "disruption-poll-period", envDuration("DISRUPTION_POLL_PERIOD", 10*time.Second), "How often the disruption loop looks for nodes to disrupt when idle.")
+	fs.DurationVar(&o.DisruptionReplacementTimeout, "disruption-replacement-timeout", envDuration("DISRUPTION_REPLACEMENT_TIMEOUT", 10*time.Minute), "How long a disruption waits for its replacement nodes to initialize before it is rolled back and its nodes are left alone for a while.")
 	fs.DurationVar(&o.NodeRepairToleration, "node-repair-toleration", envDuration("NODE_REPAIR_TOLERATION", 0), "With the NodeRepair gate: how long a node may be unhealthy before it is replaced; 0 uses the cloud provider's repair policies.")
 	o.AWS = awsoptions.AddFlags(fs)
 	o.FeatureGates = DefaultFeatureGates()
@@ -175,6 +180,9 @@ func (o *Options) Validate() error {
 	}
 	if o.BatchIdleDuration > o.BatchMaxDuration {
 		errs = append(errs, fmt.Errorf("--batch-idle-duration %s exceeds --batch-max-duration %s", o.BatchIdleDuration, o.BatchMaxDuration))
+	}
+	if o.DisruptionReplacementTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--disruption-replacement-timeout %s must be positive", o.DisruptionReplacementTimeout))
 	}
 	if o.KubeClientQPS <= 0 || o.KubeClientBurst <= 0 {
 		errs = append(errs, errors.New("--kube-client-qps and --kube-client-burst must be positive"))

@@ -37,6 +37,7 @@ func TestDefaultsMatchUpstream(t *testing.T) {
 		"leader election":   {o.DisableLeaderElection, false},
 		"reserved capacity": {o.FeatureGates.Enabled(options.FeatureReservedCapacity), true},
 		"node repair":       {o.FeatureGates.Enabled(options.FeatureNodeRepair), false},
+		"replacement wait":  {o.DisruptionReplacementTimeout, 10 * time.Minute},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s = %v, want %v", name, tc.got, tc.want)
@@ -49,6 +50,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 	t.Setenv("KUBE_CLIENT_QPS", "50")
 	t.Setenv("FEATURE_GATES", "NodeRepair=true")
 	t.Setenv("INSTANCE_TYPES_FILE_PATH", "/catalog.json")
+	t.Setenv("DISRUPTION_REPLACEMENT_TIMEOUT", "30s")
 	o, err := parse(t, "--kube-client-qps=75", "--feature-gates=SpotToSpotConsolidation=true")
 	if err != nil {
 		t.Fatal(err)
@@ -61,6 +63,9 @@ func TestEnvironmentThenFlags(t *testing.T) {
 	}
 	if !o.FeatureGates.Enabled(options.FeatureNodeRepair) || !o.FeatureGates.Enabled(options.FeatureSpotToSpotConsolidation) {
 		t.Errorf("feature gates = %s, want NodeRepair from the environment and SpotToSpotConsolidation from the flag", o.FeatureGates.String())
+	}
+	if o.DisruptionReplacementTimeout != 30*time.Second {
+		t.Errorf("replacement timeout = %s, want the environment's 30s", o.DisruptionReplacementTimeout)
 	}
 	if o.InstanceTypesFilePath != "/catalog.json" {
 		t.Errorf("instance types file = %q", o.InstanceTypesFilePath)
@@ -80,6 +85,8 @@ func TestInvalidOptions(t *testing.T) {
 		"unknown feature gate":            {[]string{"--feature-gates=Teleport=true"}, "unknown feature gate"},
 		"bad feature gate value":          {[]string{"--feature-gates=NodeRepair=maybe"}, "NodeRepair"},
 		"port out of range":               {[]string{"--metrics-port=70000"}, "port"},
+		"zero replacement timeout":        {[]string{"--disruption-replacement-timeout=0s"}, "--disruption-replacement-timeout 0s must be positive"},
+		"negative replacement timeout":    {[]string{"--disruption-replacement-timeout=-1m"}, "--disruption-replacement-timeout -1m0s must be positive"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := parse(t, tc.args...)
