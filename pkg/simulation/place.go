@@ -276,6 +276,11 @@ func (s *solver) zeroDelta(v *variant, t *target) (option, bool) {
 
 // grown is the option of putting v on t on the cheapest shape that fits.
 func (s *solver) grown(v *variant, t *target) (option, bool) {
+	// A NodeClaim the limits leave no room to grow is refused before the
+	// checks of admit, which cost more than the bound.
+	if p := t.entry.pool; s.limitExcludes(p, t.used, v.class.requests, p.types[t.cur].capacity) {
+		return option{}, false
+	}
 	e := s.admit(v, t)
 	if e == nil {
 		return option{}, false

@@ -27,6 +27,9 @@ type solver struct {
 	// such taints as required.
 	anyPreferNoSchedule bool
 	topology            *topology
+	// noLimitBound turns off the limitExcludes shortcut, so tests can
+	// compare the solve with and without it.
+	noLimitBound bool
 
 	// Interning: pods, requirement sets and topology values get small ids
 	// so the hot loops index slices instead of hashing.
