@@ -1,6 +1,7 @@
 package simulation
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
@@ -84,4 +85,39 @@ func (s *solver) limitExcludes(p *pool, used, req, curCap scheduling.Vector) boo
 		}
 	}
 	return false
+}
+
+// newFitMemo remembers that no instance type of an entry could hold a pod
+// of a variant on a new NodeClaim of a limited pool, and why, under the
+// pool usage it was found with.
+type newFitMemo struct {
+	used       scheduling.Vector
+	nodesUsed  int64
+	reason     string
+	resolvable bool
+}
+
+// newClaimFit is cheapestFit for a new NodeClaim of e and, when no type
+// fits, fitReason. On a limited pool a refusal is remembered per entry and
+// variant until the pool's usage changes: under a binding limit every
+// pending pod asks again on each pass, and the answer depends only on the
+// entry, the variant's requests and host ports, and the pool's usage.
+func (s *solver) newClaimFit(e *entry, v *variant) (cur int, reason string, resolvable bool) {
+	p := e.pool
+	memo := p.hasLimits && !s.noLimitBound
+	key := [2]int{e.id, v.id}
+	if m, ok := s.newFitMemos[key]; memo && ok && m.nodesUsed == p.nodesUsed && slices.Equal(m.used, p.used) {
+		return -1, m.reason, m.resolvable
+	}
+	if cur = s.cheapestFit(e, nil, v); cur >= 0 {
+		return cur, "", false
+	}
+	reason, resolvable = s.fitReason(e, v)
+	if memo {
+		if s.newFitMemos == nil {
+			s.newFitMemos = map[[2]int]*newFitMemo{}
+		}
+		s.newFitMemos[key] = &newFitMemo{used: p.used.Clone(), nodesUsed: p.nodesUsed, reason: reason, resolvable: resolvable}
+	}
+	return -1, reason, resolvable
 }

@@ -59,8 +59,8 @@ func limitedCluster(seed int64) Input {
 	return in
 }
 
-// straightforward wraps a pod order so the solve runs without the
-// limitExcludes shortcut.
+// straightforward wraps a pod order so the solve runs without the limit
+// shortcuts.
 func straightforward(order func(*solver, []*podInfo)) func(*solver, []*podInfo) {
 	return func(s *solver, pods []*podInfo) {
 		s.noLimitBound = true
@@ -71,7 +71,8 @@ func straightforward(order func(*solver, []*podInfo)) func(*solver, []*podInfo) 
 // TestLimitBoundKeepsDecisions: on random clusters with binding limits,
 // both pod orders, with and without compaction, place every pod exactly as
 // the straightforward solve does, which tries every instance type of every
-// NodeClaim.
+// NodeClaim and explains afresh each time a new NodeClaim cannot hold a
+// pod, and give pending pods the same reasons.
 func TestLimitBoundKeepsDecisions(t *testing.T) {
 	orders := map[string]func(*solver, []*podInfo){
 		"largest-first":        func(_ *solver, pods []*podInfo) { sortPods(pods) },

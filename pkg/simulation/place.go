@@ -314,9 +314,8 @@ func (s *solver) tryNew(v *variant) (*option, *scheduling.Status) {
 			reasons = append(reasons, fmt.Sprintf("NodePool %s: %s", p.name, reason))
 			continue
 		}
-		cur := s.cheapestFit(e, nil, v)
+		cur, reason, resolvable := s.newClaimFit(e, v)
 		if cur < 0 {
-			reason, resolvable := s.fitReason(e, v)
 			if resolvable {
 				code = scheduling.Unschedulable
 			}
