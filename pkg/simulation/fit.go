@@ -44,6 +44,9 @@ func (s *solver) cheapestFit(e *entry, t *target, v *variant) int {
 			start = e.rank[t.cur]
 		}
 	}
+	if s.limitExcludes(p, used, req, curCap) {
+		return -1
+	}
 	for _, i := range e.order[start:] {
 		if !s.fitsAt(e, i, used, req) || !s.portsFree(e, i, v) || !s.limitsAllow(p, p.types[i].capacity, curCap) {
 			continue

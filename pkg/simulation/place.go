@@ -276,6 +276,11 @@ func (s *solver) zeroDelta(v *variant, t *target) (option, bool) {
 
 // grown is the option of putting v on t on the cheapest shape that fits.
 func (s *solver) grown(v *variant, t *target) (option, bool) {
+	// A NodeClaim the limits leave no room to grow is refused before the
+	// checks of admit, which cost more than the bound.
+	if p := t.entry.pool; s.limitExcludes(p, t.used, v.class.requests, p.types[t.cur].capacity) {
+		return option{}, false
+	}
 	e := s.admit(v, t)
 	if e == nil {
 		return option{}, false
@@ -309,9 +314,8 @@ func (s *solver) tryNew(v *variant) (*option, *scheduling.Status) {
 			reasons = append(reasons, fmt.Sprintf("NodePool %s: %s", p.name, reason))
 			continue
 		}
-		cur := s.cheapestFit(e, nil, v)
+		cur, reason, resolvable := s.newClaimFit(e, v)
 		if cur < 0 {
-			reason, resolvable := s.fitReason(e, v)
 			if resolvable {
 				code = scheduling.Unschedulable
 			}

@@ -28,6 +28,10 @@ type pool struct {
 	minValues []*scheduling.Requirement
 	daemons   []*daemon // DaemonSets tolerating the pool's taints
 	root      *entry
+	// bounds and overFloor let cheapestFit skip a NodeClaim the limits
+	// leave no room to grow (see limitExcludes).
+	bounds    []capBound
+	overFloor scheduling.Vector
 }
 
 // itype is an instance type with its vectors.
@@ -117,6 +121,7 @@ func (s *solver) newPool(in *NodePool) *pool {
 			p.daemons = append(p.daemons, d)
 		}
 	}
+	buildBounds(p, s.resources.Len())
 	return p
 }
 

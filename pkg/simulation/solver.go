@@ -27,6 +27,10 @@ type solver struct {
 	// such taints as required.
 	anyPreferNoSchedule bool
 	topology            *topology
+	// noLimitBound turns off the limit shortcuts (limitExcludes and the
+	// newClaimFit memo), so tests can compare the solve with and without
+	// them.
+	noLimitBound bool
 
 	// Interning: pods, requirement sets and topology values get small ids
 	// so the hot loops index slices instead of hashing.
@@ -44,8 +48,9 @@ type solver struct {
 	// Caches of checks and derived values, filled on first use.
 	poolChecks       [][]poolCheck // by variant id, then pool
 	typeRequirements map[[3]int]*scheduling.Requirement
-	eligibleGroups   []*group          // groups with eligibility lists to extend as NodeClaims open
-	zeroVector       scheduling.Vector // an all-zero vector, never written
+	eligibleGroups   []*group               // groups with eligibility lists to extend as NodeClaims open
+	newFitMemos      map[[2]int]*newFitMemo // by entry id and variant id
+	zeroVector       scheduling.Vector      // an all-zero vector, never written
 
 	// Results: where pods go, as the solve proceeds.
 	targets      []*target // existing nodes, then new NodeClaims, by id

@@ -1,0 +1,123 @@
+package simulation
+
+import (
+	"slices"
+	"sort"
+
+	"github.com/karp-autoscaler/karp/pkg/scheduling"
+)
+
+// capBound indexes a limited pool's instance types by their capacity of one
+// limited resource, so one binary search tells which types the remaining
+// limit still admits and the most any of them can allocate.
+//
+// When a limit binds, every pod that ends up pending would otherwise try
+// each NodeClaim of the pool against each of its instance types before the
+// limit refuses it; the bound refuses such a NodeClaim without the scan.
+type capBound struct {
+	slot int
+	// caps holds the types' capacities of the slot, ascending.
+	caps []int64
+	// maxAlloc[j] is the element-wise maximum allocatable of the types
+	// with the j+1 smallest capacities.
+	maxAlloc []scheduling.Vector
+}
+
+// buildBounds prepares a capBound per limited resource of p, and the least
+// daemon overhead a NodeClaim of p can carry (requests are never negative
+// in practice, but the bound must hold for any input).
+func buildBounds(p *pool, width int) {
+	p.overFloor = make(scheduling.Vector, width)
+	for _, d := range p.daemons {
+		for k, x := range d.requests {
+			p.overFloor[k] += min(x, 0)
+		}
+	}
+	for slot, l := range p.limits {
+		if l < 0 || len(p.types) == 0 {
+			continue
+		}
+		sorted := append([]*itype(nil), p.types...)
+		sort.SliceStable(sorted, func(a, b int) bool { return sorted[a].capacity[slot] < sorted[b].capacity[slot] })
+		b := capBound{slot: slot, caps: make([]int64, len(sorted)), maxAlloc: make([]scheduling.Vector, len(sorted))}
+		running := sorted[0].alloc.Clone()
+		for j, t := range sorted {
+			for k, x := range t.alloc {
+				running[k] = max(running[k], x)
+			}
+			b.caps[j] = t.capacity[slot]
+			b.maxAlloc[j] = running.Clone()
+		}
+		p.bounds = append(p.bounds, b)
+	}
+}
+
+// limitExcludes reports whether p's limits leave no instance type that
+// could hold used plus req on a NodeClaim whose current capacity is curCap
+// (nil: a new NodeClaim). It is a necessary condition only: when it
+// returns false, cheapestFit still checks each type.
+//
+// Why it is exact when it returns true: a type i admitted by the limit on
+// slot s has capacity[s] <= limit - pool used + curCap[s], so it lies in the
+// prefix of caps up to that room; a type that fits has, in every resource,
+// alloc >= used + req + its daemon overhead >= used + req + overFloor. So
+// when the largest allocatable of that prefix falls short of used + req +
+// overFloor in some resource, cheapestFit would reject every type.
+func (s *solver) limitExcludes(p *pool, used, req, curCap scheduling.Vector) bool {
+	if !p.hasLimits || s.noLimitBound {
+		return false
+	}
+	for i := range p.bounds {
+		b := &p.bounds[i]
+		room := p.limits[b.slot] - p.used[b.slot]
+		if curCap != nil {
+			room += curCap[b.slot]
+		}
+		j := sort.Search(len(b.caps), func(j int) bool { return b.caps[j] > room })
+		if j == 0 {
+			return true
+		}
+		most := b.maxAlloc[j-1]
+		for k, x := range most {
+			if used[k]+req[k]+p.overFloor[k] > x {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// newFitMemo remembers that no instance type of an entry could hold a pod
+// of a variant on a new NodeClaim of a limited pool, and why, under the
+// pool usage it was found with.
+type newFitMemo struct {
+	used       scheduling.Vector
+	nodesUsed  int64
+	reason     string
+	resolvable bool
+}
+
+// newClaimFit is cheapestFit for a new NodeClaim of e and, when no type
+// fits, fitReason. On a limited pool a refusal is remembered per entry and
+// variant until the pool's usage changes: under a binding limit every
+// pending pod asks again on each pass, and the answer depends only on the
+// entry, the variant's requests and host ports, and the pool's usage.
+func (s *solver) newClaimFit(e *entry, v *variant) (cur int, reason string, resolvable bool) {
+	p := e.pool
+	memo := p.hasLimits && !s.noLimitBound
+	key := [2]int{e.id, v.id}
+	if m, ok := s.newFitMemos[key]; memo && ok && m.nodesUsed == p.nodesUsed && slices.Equal(m.used, p.used) {
+		return -1, m.reason, m.resolvable
+	}
+	if cur = s.cheapestFit(e, nil, v); cur >= 0 {
+		return cur, "", false
+	}
+	reason, resolvable = s.fitReason(e, v)
+	if memo {
+		if s.newFitMemos == nil {
+			s.newFitMemos = map[[2]int]*newFitMemo{}
+		}
+		s.newFitMemos[key] = &newFitMemo{used: p.used.Clone(), nodesUsed: p.nodesUsed, reason: reason, resolvable: resolvable}
+	}
+	return -1, reason, resolvable
+}
