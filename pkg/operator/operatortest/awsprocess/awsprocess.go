@@ -22,6 +22,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok/instancetypes"
 	"github.com/karp-autoscaler/karp/pkg/controllers"
 	"github.com/karp-autoscaler/karp/pkg/operator"
+	"github.com/karp-autoscaler/karp/pkg/operator/operatortest"
 	"github.com/karp-autoscaler/karp/pkg/operator/options"
 )
 
@@ -89,7 +90,7 @@ func Args(extra ...string) []string {
 // stopped. A test binary may run it more than once.
 func Run(t *testing.T, cfg *rest.Config, clients operator.AWSClients, extra ...string) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
+	ctx := t.Context()
 	opts, err := options.Parse(flag.NewFlagSet("karp", flag.ContinueOnError), Args(extra...))
 	if err != nil {
 		t.Fatal(err)
@@ -105,14 +106,7 @@ func Run(t *testing.T, cfg *rest.Config, clients operator.AWSClients, extra ...s
 	if err := op.Register(ctx, append(controllers.NewControllers(op.Deps(provider.CloudProvider)), provider.Controllers...)...); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- op.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Logf("operator stopped: %v", err)
-		}
-	})
+	operatortest.StartUntilCleanup(t, op)
 }
 
 // NodeClass is an al2023@latest EC2NodeClass named name that selects
