@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,11 +17,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
+	"github.com/karp-autoscaler/karp/pkg/singleton"
 	"github.com/karp-autoscaler/karp/pkg/state"
 )
 
@@ -74,11 +73,7 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 	if err := RegisterMetrics(crmetrics.Registry); err != nil {
 		return fmt.Errorf("registering disruption metrics: %w", err)
 	}
-	singleton := source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-		q.Add(reconcile.Request{})
-		return nil
-	})
-	err := builder.ControllerManagedBy(mgr).Named(c.Name()).WatchesRawSource(singleton).
+	err := builder.ControllerManagedBy(mgr).Named(c.Name()).WatchesRawSource(singleton.Source("")).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		Complete(reconcile.Func(func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 			return c.Reconcile(ctx)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,11 +14,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning/hint"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
+	"github.com/karp-autoscaler/karp/pkg/singleton"
 	"github.com/karp-autoscaler/karp/pkg/state"
 )
 
@@ -104,13 +103,9 @@ func (p *Provisioner) Name() string { return "provisioner" }
 // Register runs the provisioner as a singleton: one request is queued at
 // start and every pass requeues it.
 func (p *Provisioner) Register(_ context.Context, mgr manager.Manager) error {
-	singleton := source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-		q.Add(reconcile.Request{})
-		return nil
-	})
 	err := builder.ControllerManagedBy(mgr).
 		Named(p.Name()).
-		WatchesRawSource(singleton).
+		WatchesRawSource(singleton.Source("")).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		Complete(reconcile.Func(func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 			return p.Reconcile(ctx)

@@ -1,34 +1,23 @@
 package awslifecycle_test
 
 import (
-	"context"
-	"flag"
 	"testing"
-	"time"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/ami/amitest"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/awstest"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instance"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instanceprofile"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/version"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok/instancetypes"
-	"github.com/karp-autoscaler/karp/pkg/controllers"
-	"github.com/karp-autoscaler/karp/pkg/operator"
-	"github.com/karp-autoscaler/karp/pkg/operator/options"
+	"github.com/karp-autoscaler/karp/pkg/operator/operatortest/awsprocess"
 	"github.com/karp-autoscaler/karp/pkg/test"
 	"github.com/karp-autoscaler/karp/pkg/test/environment"
 )
@@ -37,109 +26,18 @@ var env *environment.Environment
 
 func TestMain(m *testing.M) { environment.Main(m, &env) }
 
-// awsCloud is an AWS account as the fakes hold it: the catalog in three
-// zones, a tagged subnet per zone and security group, the AL2023 AMIs
-// behind their SSM parameters, the node role (no instance profile) and the
-// catalog's prices.
-func awsCloud(t *testing.T, k8s string) operator.AWSClients {
-	t.Helper()
-	e := fake.NewEC2()
-	infos, err := fake.CatalogInstanceTypes(instancetypes.EC2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.SeedCatalog(infos, awstest.Zones...)
-	discovery := map[string]string{"karpenter.sh/discovery": awstest.ClusterName}
-	for i, z := range awstest.Zones {
-		e.AddSubnets(fake.NewSubnet("subnet-"+string(rune('a'+i)), z.Name, z.ID, 200, discovery))
-	}
-	e.AddSecurityGroups(fake.NewSecurityGroup("sg-nodes", "nodes", discovery))
-	ssm := fake.NewSSM()
-	amitest.Publish(e, ssm, "al2023@latest", k8s, time.Now().Add(-24*time.Hour))
-	iam := fake.NewIAM()
-	iam.AddRole("KarpenterNodeRole-test-cluster")
-	prices := fake.NewPricing()
-	if err := prices.SeedCatalogOnDemandPrices(awstest.Region, instancetypes.EC2); err != nil {
-		t.Fatal(err)
-	}
-	return operator.AWSClients{Region: awstest.Region, EC2: e, SSM: ssm, IAM: iam, Pricing: prices, EKS: fake.NewEKS()}
-}
-
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
-		return cond(), nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
-
-// startController runs the controller process as --cloud-provider=aws
-// builds it on the fakes until the test ends.
-func startController(t *testing.T) operator.AWSClients {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
-	opts, err := options.Parse(flag.NewFlagSet("karp", flag.ContinueOnError), []string{
-		"--cloud-provider=aws", "--cluster-name=" + awstest.ClusterName, "--disable-leader-election",
-		"--metrics-port=0", "--health-probe-port=0", "--cluster-endpoint=https://test-cluster.example",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	disco, err := discovery.NewDiscoveryClientForConfig(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := disco.ServerVersion()
-	if err != nil {
-		t.Fatal(err)
-	}
-	k8s, err := version.Parse(info)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clients := awsCloud(t, k8s)
-	op, err := operator.New(ctx, env.Config, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	provider, err := operator.NewAWSProvider(ctx, opts, op, env.Config, clients)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := op.Register(ctx, append(controllers.NewControllers(op.Deps(provider.CloudProvider)), provider.Controllers...)...); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- op.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Logf("operator stopped: %v", err)
-		}
-	})
-	return clients
-}
-
 // The life of an EC2NodeClass naming a role, in the whole process: its own
 // instance profile is created and launched with, the instance of its
 // registered NodeClaim is tagged, and deleting it waits for the NodeClaim,
 // then deletes its launch templates and instance profile.
 func TestEC2NodeClassLifecycleOnAWS(t *testing.T) {
 	ctx := t.Context()
-	clients := startController(t)
+	// User data joins a fixed endpoint, so EKS needs to know no cluster.
+	clients := awsprocess.Account(t, awsprocess.ServerVersion(t, env.Config))
+	awsprocess.Run(t, env.Config, clients, "--cluster-endpoint=https://test-cluster.example")
 	e, iam := clients.EC2.(*fake.EC2), clients.IAM.(*fake.IAM)
 	e.SetTerminationDelay(0)
-	nodeClass := &awsv1.EC2NodeClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "lifecycle"},
-		Spec: awsv1.EC2NodeClassSpec{
-			AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
-			SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": awstest.ClusterName}}},
-			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": awstest.ClusterName}}},
-			Role:                       "KarpenterNodeRole-test-cluster",
-		},
-	}
+	nodeClass := awsprocess.NodeClass("lifecycle")
 	nodePool := test.MakeNodePool("default").NodeClassRef(awsv1.NodeClassReference(nodeClass.Name)).
 		ConsolidateAfter(karpv1.MustParseNillableDuration("Never")).Obj()
 	nodeClaim := test.MakeNodeClaim("lifecycle-a").NodePool("default").NodeClassRef(awsv1.NodeClassReference(nodeClass.Name)).
@@ -153,7 +51,7 @@ func TestEC2NodeClassLifecycleOnAWS(t *testing.T) {
 
 	// 1. Ready with its own instance profile, and held by the finalizer.
 	profile := instanceprofile.Name(awstest.ClusterName, awstest.Region, nodeClass.Name)
-	poll(t, "the EC2NodeClass Ready with its own instance profile and finalizer", func() bool {
+	awsprocess.Poll(t, "the EC2NodeClass Ready with its own instance profile and finalizer", func() bool {
 		got := &awsv1.EC2NodeClass{}
 		return env.Client.Get(ctx, client.ObjectKeyFromObject(nodeClass), got) == nil && got.StatusConditions().IsTrue(awsv1.ConditionTypeReady) &&
 			got.Status.InstanceProfile == profile && controllerutil.ContainsFinalizer(got, awsv1.TerminationFinalizer)
@@ -166,7 +64,7 @@ func TestEC2NodeClassLifecycleOnAWS(t *testing.T) {
 	if err := env.Client.Create(ctx, nodeClaim); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the NodeClaim launched", func() bool {
+	awsprocess.Poll(t, "the NodeClaim launched", func() bool {
 		got := &karpv1.NodeClaim{}
 		if env.Client.Get(ctx, client.ObjectKeyFromObject(nodeClaim), got) != nil || got.Status.ProviderID == "" {
 			return false
@@ -185,7 +83,7 @@ func TestEC2NodeClassLifecycleOnAWS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the instance tagged with its Node and NodeClaim names", func() bool {
+	awsprocess.Poll(t, "the instance tagged with its Node and NodeClaim names", func() bool {
 		tags := instanceTags(t, e, id)
 		return tags[awsv1.TagName] == node.Name && tags[awsv1.TagNodeClaim] == nodeClaim.Name
 	})
@@ -194,7 +92,7 @@ func TestEC2NodeClassLifecycleOnAWS(t *testing.T) {
 	if err := env.Client.Delete(ctx, nodeClass); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the wait event", func() bool {
+	awsprocess.Poll(t, "the wait event", func() bool {
 		for _, reason := range eventReasons(t, awsv1.Kind, nodeClass.Name) {
 			if reason == "WaitingOnNodeClaimTermination" {
 				return true
@@ -213,7 +111,7 @@ func TestEC2NodeClassLifecycleOnAWS(t *testing.T) {
 	if err := env.Client.Delete(ctx, nodeClaim); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the EC2NodeClass deleted after its NodeClaim", func() bool {
+	awsprocess.Poll(t, "the EC2NodeClass deleted after its NodeClaim", func() bool {
 		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(nodeClass), &awsv1.EC2NodeClass{}))
 	})
 	if hasLaunchTemplates(t, e, nodeClass.Name) {

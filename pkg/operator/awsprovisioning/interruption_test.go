@@ -1,7 +1,6 @@
 package awsprovisioning_test
 
 import (
-	"context"
 	"flag"
 	"strings"
 	"testing"
@@ -11,8 +10,6 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/discovery"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,9 +19,8 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instance"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/interruption"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/version"
-	"github.com/karp-autoscaler/karp/pkg/controllers"
 	"github.com/karp-autoscaler/karp/pkg/operator"
+	"github.com/karp-autoscaler/karp/pkg/operator/operatortest/awsprocess"
 	"github.com/karp-autoscaler/karp/pkg/operator/options"
 	"github.com/karp-autoscaler/karp/pkg/test"
 )
@@ -38,7 +34,7 @@ const queueName = "karp-test-cluster"
 // CreateFleet that no longer offers the interrupted type in that zone.
 func TestSpotInterruptionOnAWS(t *testing.T) {
 	ctx := t.Context()
-	clients := awsCloud(t, serverVersion(t))
+	clients := awsCloud(t, awsprocess.ServerVersion(t, env.Config))
 	queue := fake.NewSQS(clock.RealClock{})
 	if _, err := queue.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: awssdk.String(queueName)}); err != nil {
 		t.Fatal(err)
@@ -46,15 +42,7 @@ func TestSpotInterruptionOnAWS(t *testing.T) {
 	clients.SQS = queue
 	runAWSController(t, clients, "--interruption-queue="+queueName)
 
-	nodeClass := &awsv1.EC2NodeClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "default"},
-		Spec: awsv1.EC2NodeClassSpec{
-			AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
-			SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": awstest.ClusterName}}},
-			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": awstest.ClusterName}}},
-			Role:                       "KarpenterNodeRole-test-cluster",
-		},
-	}
+	nodeClass := awsprocess.NodeClass("default")
 	nodePool := test.MakeNodePool("default").NodeClassRef(awsv1.NodeClassReference("default")).
 		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeSpot).
 		Requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m5.large", "m5a.large", "m6i.large").Obj()
@@ -82,7 +70,7 @@ func TestSpotInterruptionOnAWS(t *testing.T) {
 	}
 
 	e := clients.EC2.(*fake.EC2)
-	poll(t, "the interrupted NodeClaim gone and its instance terminated", func() bool {
+	awsprocess.Poll(t, "the interrupted NodeClaim gone and its instance terminated", func() bool {
 		err := env.Client.Get(ctx, client.ObjectKeyFromObject(first), &karpv1.NodeClaim{})
 		for _, i := range e.Instances() {
 			if awssdk.ToString(i.InstanceId) == id && i.State != nil && i.State.Name != ec2types.InstanceStateNameTerminated && i.State.Name != ec2types.InstanceStateNameShuttingDown {
@@ -117,7 +105,7 @@ func TestSpotInterruptionOnAWS(t *testing.T) {
 func launchedNodeClaim(t *testing.T, skip string) *karpv1.NodeClaim {
 	t.Helper()
 	var launched *karpv1.NodeClaim
-	poll(t, "a launched NodeClaim", func() bool {
+	awsprocess.Poll(t, "a launched NodeClaim", func() bool {
 		list := &karpv1.NodeClaimList{}
 		if env.Client.List(t.Context(), list) != nil {
 			return false
@@ -133,62 +121,20 @@ func launchedNodeClaim(t *testing.T, skip string) *karpv1.NodeClaim {
 	return launched
 }
 
-func serverVersion(t *testing.T) string {
-	t.Helper()
-	disco, err := discovery.NewDiscoveryClientForConfig(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := disco.ServerVersion()
-	if err != nil {
-		t.Fatal(err)
-	}
-	k8s, err := version.Parse(info)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k8s
-}
-
-// runAWSController runs the controller process as --cloud-provider=aws
-// builds it over clients, with extra flags, until the test ends.
+// runAWSController runs the controller process over clients, with quick
+// provisioning batches and extra flags, until the test ends; then it
+// deletes what the test made.
 func runAWSController(t *testing.T, clients operator.AWSClients, extra ...string) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
-	opts, err := options.Parse(flag.NewFlagSet("karp", flag.ContinueOnError), append([]string{
-		"--cloud-provider=aws", "--cluster-name=" + awstest.ClusterName, "--disable-leader-election",
-		"--metrics-port=0", "--health-probe-port=0", "--batch-idle-duration=200ms", "--batch-max-duration=2s",
-	}, extra...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	op, err := operator.New(ctx, env.Config, opts, operator.WithoutControllerNameValidation())
-	if err != nil {
-		t.Fatal(err)
-	}
-	provider, err := operator.NewAWSProvider(ctx, opts, op, env.Config, clients)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := op.Register(ctx, append(controllers.NewControllers(op.Deps(provider.CloudProvider)), provider.Controllers...)...); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- op.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Logf("operator stopped: %v", err)
-		}
-		cleanUp(t)
-	})
+	t.Cleanup(func() { cleanUp(t) }) // after the controller stopped: cleanups run last first
+	awsprocess.Run(t, env.Config, clients, append([]string{"--batch-idle-duration=200ms", "--batch-max-duration=2s"}, extra...)...)
 }
 
 // TestInterruptionControllerOnlyWithAQueue: the SQS controller is built
 // only when --interruption-queue is set, and a queue without an SQS
 // client is refused at start with the flag named.
 func TestInterruptionControllerOnlyWithAQueue(t *testing.T) {
-	k8s := serverVersion(t)
+	k8s := awsprocess.ServerVersion(t, env.Config)
 	for name, tc := range map[string]struct {
 		flags      []string
 		sqs        bool
@@ -200,10 +146,7 @@ func TestInterruptionControllerOnlyWithAQueue(t *testing.T) {
 		"a queue, no client": {flags: []string{"--interruption-queue=" + queueName}, wantErr: "--interruption-queue"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			opts, err := options.Parse(flag.NewFlagSet("karp", flag.ContinueOnError), append([]string{
-				"--cloud-provider=aws", "--cluster-name=" + awstest.ClusterName, "--disable-leader-election",
-				"--metrics-port=0", "--health-probe-port=0",
-			}, tc.flags...))
+			opts, err := options.Parse(flag.NewFlagSet("karp", flag.ContinueOnError), awsprocess.Args(tc.flags...))
 			if err != nil {
 				t.Fatal(err)
 			}

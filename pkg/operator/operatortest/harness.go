@@ -203,12 +203,31 @@ func (h *Harness) EventReasons(t testing.TB, kind, name string) []string {
 // WaitForEvent waits until an Event with reason is recorded about the object.
 func (h *Harness) WaitForEvent(t testing.TB, kind, name, reason string) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return slices.Contains(h.EventReasons(t, kind, name), reason), nil
+	h.EventNote(t, kind, name, reason)
+}
+
+// EventNote waits until an Event with reason is recorded about the object
+// and returns its note.
+func (h *Harness) EventNote(t testing.TB, kind, name, reason string) string {
+	t.Helper()
+	var note string
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		var list eventsv1.EventList
+		if err := h.Env.Client.List(ctx, &list); err != nil {
+			return false, err
+		}
+		for _, e := range list.Items {
+			if e.Regarding.Kind == kind && e.Regarding.Name == name && e.Reason == reason {
+				note = e.Note
+				return true, nil
+			}
+		}
+		return false, nil
 	})
 	if err != nil {
-		t.Fatalf("no %s event about %s %s (have %v)", reason, kind, name, h.EventReasons(t, kind, name))
+		t.Fatalf("no %s event about %s %s (have %v): %v", reason, kind, name, h.EventReasons(t, kind, name), err)
 	}
+	return note
 }
 
 // Reset deletes every NodeClaim, Node, NodePool and KWOKNodeClass,

@@ -29,6 +29,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/fake"
 	"github.com/karp-autoscaler/karp/pkg/controllers"
 	"github.com/karp-autoscaler/karp/pkg/operator"
+	"github.com/karp-autoscaler/karp/pkg/operator/operatortest"
 	"github.com/karp-autoscaler/karp/pkg/operator/options"
 	"github.com/karp-autoscaler/karp/pkg/test"
 	"github.com/karp-autoscaler/karp/pkg/test/environment"
@@ -249,15 +250,7 @@ func startWithControllers(t *testing.T, env *environment.Environment, healthPort
 	if err := op.Register(t.Context(), controllers.NewControllers(op.Deps(fake.New()))...); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- op.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Logf("operator stopped: %v", err)
-		}
-	})
+	operatortest.StartUntilCleanup(t, op)
 }
 
 func freePort(t *testing.T) int {

@@ -9,7 +9,6 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	resourcehelper "k8s.io/component-helpers/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
@@ -175,26 +174,8 @@ func nodesSound(ctx context.Context, e *awsEnv, nodes []corev1.Node) (bool, stri
 	for i := range claims.Items {
 		claimOf[claims.Items[i].Status.ProviderID] = &claims.Items[i]
 	}
-	daemon := map[string]bool{}
-	requested := map[string]corev1.ResourceList{}
-	for i := range pods.Items {
-		pod := &pods.Items[i]
-		if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		if pod.Labels["app"] == "log-collector" && framework.PodRunning(pod) {
-			daemon[pod.Spec.NodeName] = true
-		}
-		sum := requested[pod.Spec.NodeName]
-		if sum == nil {
-			sum = corev1.ResourceList{}
-		}
-		for name, q := range resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}) {
-			total := sum[name]
-			total.Add(q)
-			sum[name] = total
-		}
-		requested[pod.Spec.NodeName] = sum
+	if ok, why := framework.DaemonOnEachAndFits(nodes, pods.Items, "log-collector"); !ok {
+		return false, why
 	}
 	for _, node := range nodes {
 		inst, ok := e.instanceOf(node.Spec.ProviderID)
@@ -203,14 +184,6 @@ func nodesSound(ctx context.Context, e *awsEnv, nodes []corev1.Node) (bool, stri
 		}
 		if !live(inst) || string(inst.InstanceType) != node.Labels[corev1.LabelInstanceTypeStable] {
 			return false, fmt.Sprintf("node %s: instance %s is %s %s", node.Name, *inst.InstanceId, inst.InstanceType, inst.State.Name)
-		}
-		if !daemon[node.Name] {
-			return false, fmt.Sprintf("node %s (%s) runs no log-collector pod", node.Name, node.Labels[karpv1.NodePoolLabelKey])
-		}
-		for name, q := range requested[node.Name] {
-			if alloc, ok := node.Status.Allocatable[name]; ok && q.Cmp(alloc) > 0 {
-				return false, fmt.Sprintf("node %s: pods request %s %s, allocatable %s", node.Name, q.String(), name, alloc.String())
-			}
 		}
 		claim := claimOf[node.Spec.ProviderID]
 		if claim == nil {

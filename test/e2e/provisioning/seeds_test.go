@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	resourcehelper "k8s.io/component-helpers/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
@@ -116,39 +115,8 @@ func daemonSetEverywhere(t *testing.T) (bool, string) {
 	if err := cl.List(t.Context(), &pods); err != nil {
 		return false, err.Error()
 	}
-	daemon := map[string]bool{}
-	requested := map[string]corev1.ResourceList{}
-	for i := range pods.Items {
-		pod := &pods.Items[i]
-		if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		if pod.Labels["app"] == "log-collector" && framework.PodRunning(pod) {
-			daemon[pod.Spec.NodeName] = true
-		}
-		sum := requested[pod.Spec.NodeName]
-		if sum == nil {
-			sum = corev1.ResourceList{}
-		}
-		for name, q := range resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}) {
-			total := sum[name]
-			total.Add(q)
-			sum[name] = total
-		}
-		requested[pod.Spec.NodeName] = sum
-	}
 	if len(nodes.Items) == 0 {
 		return false, "no karp nodes"
 	}
-	for _, node := range nodes.Items {
-		if !daemon[node.Name] {
-			return false, fmt.Sprintf("node %s (%s, taints %v) runs no log-collector pod", node.Name, node.Labels[karpv1.NodePoolLabelKey], node.Spec.Taints)
-		}
-		for name, q := range requested[node.Name] {
-			if alloc, ok := node.Status.Allocatable[name]; ok && q.Cmp(alloc) > 0 {
-				return false, fmt.Sprintf("node %s: pods request %s %s, allocatable %s", node.Name, q.String(), name, alloc.String())
-			}
-		}
-	}
-	return true, ""
+	return framework.DaemonOnEachAndFits(nodes.Items, pods.Items, "log-collector")
 }

@@ -30,10 +30,12 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/test"
 )
 
-// The cluster and region of every World.
+// The cluster and region of every World, and the IAM role of its
+// EC2NodeClasses.
 const (
 	ClusterName = "test-cluster"
 	Region      = "us-west-2"
+	NodeRole    = "KarpenterNodeRole-test-cluster"
 )
 
 // Zones are where the catalog's types are offered and the EC2NodeClasses
@@ -146,7 +148,7 @@ func NewNodeClass(edit func(*awsv1.EC2NodeClass)) *awsv1.EC2NodeClass {
 			AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
 			SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": ClusterName}}},
 			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": ClusterName}}},
-			Role:                       "KarpenterNodeRole-test-cluster",
+			Role:                       NodeRole,
 			Tags:                       map[string]string{"team": "platform"},
 		},
 	}

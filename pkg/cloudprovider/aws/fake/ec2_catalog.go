@@ -108,11 +108,8 @@ func (e *EC2) ClearSpotPrices() {
 // processor-info.supported-architecture and instance-type, MaxResults
 // (5..100) and NextToken. DryRun answers DryRunOperation.
 func (e *EC2) DescribeInstanceTypes(_ context.Context, in *ec2.DescribeInstanceTypesInput, _ ...func(*ec2.Options)) (*ec2.DescribeInstanceTypesOutput, error) {
-	if err := e.enter("DescribeInstanceTypes"); err != nil {
+	if err := e.enterCall("DescribeInstanceTypes", in.DryRun); err != nil {
 		return nil, err
-	}
-	if deref(in.DryRun) {
-		return nil, dryRunOperation()
 	}
 	e.mu.Lock()
 	var matched []ec2types.InstanceTypeInfo
@@ -167,11 +164,8 @@ func instanceTypeFields(info ec2types.InstanceTypeInfo) filterFields {
 // (5..1000) and NextToken. The region location type (the default) lists
 // each offered type once, located in the region "".
 func (e *EC2) DescribeInstanceTypeOfferings(_ context.Context, in *ec2.DescribeInstanceTypeOfferingsInput, _ ...func(*ec2.Options)) (*ec2.DescribeInstanceTypeOfferingsOutput, error) {
-	if err := e.enter("DescribeInstanceTypeOfferings"); err != nil {
+	if err := e.enterCall("DescribeInstanceTypeOfferings", in.DryRun); err != nil {
 		return nil, err
-	}
-	if deref(in.DryRun) {
-		return nil, dryRunOperation()
 	}
 	locationType := in.LocationType
 	if locationType == "" {
@@ -230,11 +224,8 @@ func offeringFields(instanceType, location string) filterFields {
 // the price in effect at that time (the latest record at or before it) is
 // listed along with every later record.
 func (e *EC2) DescribeSpotPriceHistory(_ context.Context, in *ec2.DescribeSpotPriceHistoryInput, _ ...func(*ec2.Options)) (*ec2.DescribeSpotPriceHistoryOutput, error) {
-	if err := e.enter("DescribeSpotPriceHistory"); err != nil {
+	if err := e.enterCall("DescribeSpotPriceHistory", in.DryRun); err != nil {
 		return nil, err
-	}
-	if deref(in.DryRun) {
-		return nil, dryRunOperation()
 	}
 	e.mu.Lock()
 	history := slices.Clone(e.catalog.spotPrices)
@@ -313,10 +304,6 @@ func inEffectFrom(prices []ec2types.SpotPrice, start time.Time) []ec2types.SpotP
 		out = append(out, prices[i])
 	}
 	return out
-}
-
-func dryRunOperation() error {
-	return APIError("DryRunOperation", "Request would have succeeded, but DryRun flag is set.")
 }
 
 func sortedKeys[V any](m map[string]V) []string {

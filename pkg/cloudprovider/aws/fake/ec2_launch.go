@@ -26,7 +26,6 @@ const (
 	codeLaunchTemplateIDNotFound     = "InvalidLaunchTemplateId.NotFound"
 	codeInstanceIDNotFound           = "InvalidInstanceID.NotFound"
 	codeInvalidParameterValue        = "InvalidParameterValue"
-	codeDryRunOperation              = "DryRunOperation"
 )
 
 // CapacityPool is one EC2 capacity pool: an instance type in a zone,
@@ -195,11 +194,8 @@ func (e *EC2) LaunchTemplateData(name string) (*ec2types.RequestLaunchTemplateDa
 
 // CreateLaunchTemplate stores a launch template; names are unique.
 func (e *EC2) CreateLaunchTemplate(_ context.Context, in *ec2.CreateLaunchTemplateInput, _ ...func(*ec2.Options)) (*ec2.CreateLaunchTemplateOutput, error) {
-	if err := e.enter("CreateLaunchTemplate"); err != nil {
+	if err := e.enterCall("CreateLaunchTemplate", in.DryRun); err != nil {
 		return nil, err
-	}
-	if aws.ToBool(in.DryRun) {
-		return nil, launchErr(codeDryRunOperation, "Request would have succeeded, but DryRun flag is set.")
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -339,11 +335,8 @@ func paginate[T any](items []T, token *string, maxResults *int32) ([]T, *string,
 // out of capacity are reported in Errors, as EC2 does, without failing
 // the call.
 func (e *EC2) CreateFleet(_ context.Context, in *ec2.CreateFleetInput, _ ...func(*ec2.Options)) (*ec2.CreateFleetOutput, error) {
-	if err := e.enter("CreateFleet"); err != nil {
+	if err := e.enterCall("CreateFleet", in.DryRun); err != nil {
 		return nil, err
-	}
-	if aws.ToBool(in.DryRun) {
-		return nil, launchErr(codeDryRunOperation, "Request would have succeeded, but DryRun flag is set.")
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -162,6 +162,26 @@ func TestCreateFleetUnknownLaunchTemplate(t *testing.T) {
 	}
 }
 
+// A dry run of a launch call answers DryRunOperation and changes nothing.
+func TestLaunchDryRuns(t *testing.T) {
+	e := newLaunchFake(t)
+	fleet := fleetInput(ec2types.DefaultTargetCapacityTypeOnDemand, 1, "m5.large")
+	fleet.DryRun = aws.Bool(true)
+	if _, err := e.CreateFleet(t.Context(), fleet); apiCode(err) != "DryRunOperation" {
+		t.Errorf("CreateFleet dry run: error %v, want DryRunOperation", err)
+	}
+	template := &ec2.CreateLaunchTemplateInput{LaunchTemplateName: aws.String("lt-dry"), LaunchTemplateData: &ec2types.RequestLaunchTemplateData{}, DryRun: aws.Bool(true)}
+	if _, err := e.CreateLaunchTemplate(t.Context(), template); apiCode(err) != "DryRunOperation" {
+		t.Errorf("CreateLaunchTemplate dry run: error %v, want DryRunOperation", err)
+	}
+	if n := len(e.Instances()); n != 0 {
+		t.Errorf("%d instances after a dry run, want none", n)
+	}
+	if _, ok := e.LaunchTemplateData("lt-dry"); ok {
+		t.Error("a dry run created launch template lt-dry")
+	}
+}
+
 func TestDescribeTerminateAndTag(t *testing.T) {
 	ctx := t.Context()
 	e := newLaunchFake(t)

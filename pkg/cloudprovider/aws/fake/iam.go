@@ -138,12 +138,24 @@ func copyProfile(p *iamtypes.InstanceProfile) iamtypes.InstanceProfile {
 	return out
 }
 
-func noSuchProfile(name string) error {
-	return &iamtypes.NoSuchEntityException{Message: ptr(fmt.Sprintf("Instance Profile %s cannot be found.", name))}
+// profile is the named instance profile, or NoSuchEntity as IAM answers.
+// The caller holds f.mu.
+func (f *IAM) profile(name string) (*iamtypes.InstanceProfile, error) {
+	profile, ok := f.profiles[name]
+	if !ok {
+		return nil, &iamtypes.NoSuchEntityException{Message: ptr(fmt.Sprintf("Instance Profile %s cannot be found.", name))}
+	}
+	return profile, nil
 }
 
-func noSuchRole(name string) error {
-	return &iamtypes.NoSuchEntityException{Message: ptr(fmt.Sprintf("The role with name %s cannot be found.", name))}
+// role is the named role, or NoSuchEntity as IAM answers. The caller
+// holds f.mu.
+func (f *IAM) role(name string) (iamtypes.Role, error) {
+	role, ok := f.roles[name]
+	if !ok {
+		return iamtypes.Role{}, &iamtypes.NoSuchEntityException{Message: ptr(fmt.Sprintf("The role with name %s cannot be found.", name))}
+	}
+	return role, nil
 }
 
 // GetInstanceProfile returns the named profile, or NoSuchEntity.
@@ -153,9 +165,9 @@ func (f *IAM) GetInstanceProfile(_ context.Context, in *iam.GetInstanceProfileIn
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	profile, ok := f.profiles[deref(in.InstanceProfileName)]
-	if !ok {
-		return nil, noSuchProfile(deref(in.InstanceProfileName))
+	profile, err := f.profile(deref(in.InstanceProfileName))
+	if err != nil {
+		return nil, err
 	}
 	out := copyProfile(profile)
 	return &iam.GetInstanceProfileOutput{InstanceProfile: &out}, nil
@@ -168,9 +180,9 @@ func (f *IAM) GetRole(_ context.Context, in *iam.GetRoleInput, _ ...func(*iam.Op
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	role, ok := f.roles[deref(in.RoleName)]
-	if !ok {
-		return nil, noSuchRole(deref(in.RoleName))
+	role, err := f.role(deref(in.RoleName))
+	if err != nil {
+		return nil, err
 	}
 	return &iam.GetRoleOutput{Role: &role}, nil
 }
@@ -211,9 +223,9 @@ func (f *IAM) TagInstanceProfile(_ context.Context, in *iam.TagInstanceProfileIn
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	profile, ok := f.profiles[deref(in.InstanceProfileName)]
-	if !ok {
-		return nil, noSuchProfile(deref(in.InstanceProfileName))
+	profile, err := f.profile(deref(in.InstanceProfileName))
+	if err != nil {
+		return nil, err
 	}
 	for _, t := range in.Tags {
 		i := slices.IndexFunc(profile.Tags, func(have iamtypes.Tag) bool { return deref(have.Key) == deref(t.Key) })
@@ -234,13 +246,13 @@ func (f *IAM) AddRoleToInstanceProfile(_ context.Context, in *iam.AddRoleToInsta
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	profile, ok := f.profiles[deref(in.InstanceProfileName)]
-	if !ok {
-		return nil, noSuchProfile(deref(in.InstanceProfileName))
+	profile, err := f.profile(deref(in.InstanceProfileName))
+	if err != nil {
+		return nil, err
 	}
-	role, ok := f.roles[deref(in.RoleName)]
-	if !ok {
-		return nil, noSuchRole(deref(in.RoleName))
+	role, err := f.role(deref(in.RoleName))
+	if err != nil {
+		return nil, err
 	}
 	if len(profile.Roles) > 0 {
 		return nil, &iamtypes.LimitExceededException{Message: ptr("Cannot exceed quota for InstanceSessionsPerInstanceProfile: 1")}
@@ -258,9 +270,9 @@ func (f *IAM) RemoveRoleFromInstanceProfile(_ context.Context, in *iam.RemoveRol
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	name, role := deref(in.InstanceProfileName), deref(in.RoleName)
-	profile, ok := f.profiles[name]
-	if !ok {
-		return nil, noSuchProfile(name)
+	profile, err := f.profile(name)
+	if err != nil {
+		return nil, err
 	}
 	i := slices.IndexFunc(profile.Roles, func(r iamtypes.Role) bool { return deref(r.RoleName) == role })
 	if i < 0 {
@@ -279,9 +291,9 @@ func (f *IAM) DeleteInstanceProfile(_ context.Context, in *iam.DeleteInstancePro
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	name := deref(in.InstanceProfileName)
-	profile, ok := f.profiles[name]
-	if !ok {
-		return nil, noSuchProfile(name)
+	profile, err := f.profile(name)
+	if err != nil {
+		return nil, err
 	}
 	if len(profile.Roles) > 0 {
 		return nil, &iamtypes.DeleteConflictException{Message: ptr("Cannot delete entity, must remove roles from instance profile first.")}
@@ -321,8 +333,8 @@ func (f *IAM) ListInstanceProfilesForRole(_ context.Context, in *iam.ListInstanc
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	role := deref(in.RoleName)
-	if _, ok := f.roles[role]; !ok {
-		return nil, noSuchRole(role)
+	if _, err := f.role(role); err != nil {
+		return nil, err
 	}
 	profiles, marker, err := f.profilePage(func(p *iamtypes.InstanceProfile) bool {
 		return slices.ContainsFunc(p.Roles, func(r iamtypes.Role) bool { return deref(r.RoleName) == role })

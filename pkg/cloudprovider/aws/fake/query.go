@@ -8,6 +8,8 @@ import (
 
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/selector"
 )
 
 // AccountID is the AWS account the fakes act as: the owner of the images,
@@ -80,42 +82,17 @@ func tagFields(tags []ec2types.Tag, name string) ([]string, bool) {
 	return nil, false
 }
 
+// anyMatch reports whether any pattern matches any value under EC2's
+// filter wildcards, the rule selector.Match states for karp too.
 func anyMatch(patterns, values []string) bool {
 	for _, p := range patterns {
 		for _, v := range values {
-			if wildcardMatch(p, v) {
+			if selector.Match(p, v) {
 				return true
 			}
 		}
 	}
 	return false
-}
-
-// wildcardMatch matches s against an EC2 filter value, in which * matches
-// any run of characters (including none) and ? exactly one.
-func wildcardMatch(pattern, s string) bool {
-	p, v := []rune(pattern), []rune(s)
-	star, resume := -1, 0
-	i, j := 0, 0
-	for j < len(v) {
-		switch {
-		case i < len(p) && (p[i] == '?' || p[i] == v[j]):
-			i++
-			j++
-		case i < len(p) && p[i] == '*':
-			star, resume = i, j
-			i++
-		case star >= 0:
-			resume++
-			i, j = star+1, resume
-		default:
-			return false
-		}
-	}
-	for i < len(p) && p[i] == '*' {
-		i++
-	}
-	return i == len(p)
 }
 
 // page returns one page of items as EC2 paginates: at most maxResults items

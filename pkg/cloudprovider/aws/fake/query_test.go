@@ -9,29 +9,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestWildcardMatch(t *testing.T) {
-	for _, tc := range []struct {
-		pattern, s string
-		want       bool
-	}{
-		{"prod", "prod", true},
-		{"prod", "production", false},
-		{"prod*", "production", true},
-		{"*Private*", "my-cluster-Private-a", true},
-		{"*Private*", "my-cluster-Public-a", false},
-		{"*", "", true},
-		{"a?c", "abc", true},
-		{"a?c", "ac", false},
-		{"*-a", "x-b-a", true},
-		{"a*b*c", "aXbYbZc", true},
-		{"a*b*c", "aXbYbZ", false},
-	} {
-		if got := wildcardMatch(tc.pattern, tc.s); got != tc.want {
-			t.Errorf("wildcardMatch(%q, %q) = %v, want %v", tc.pattern, tc.s, got, tc.want)
-		}
-	}
-}
-
 func TestMatchFiltersAsEC2(t *testing.T) {
 	tags := Tags(map[string]string{"team": "web", "env": "prod"})
 	fields := func(name string) ([]string, bool) {

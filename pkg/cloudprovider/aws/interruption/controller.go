@@ -11,7 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
@@ -22,10 +21,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instance"
+	"github.com/karp-autoscaler/karp/pkg/singleton"
 )
 
 // Polling parameters (upstream's): a long poll of up to 10 messages, each
@@ -97,11 +96,7 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 	if err := RegisterMetrics(crmetrics.Registry); err != nil {
 		return fmt.Errorf("registering interruption metrics: %w", err)
 	}
-	singleton := source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: c.queueName}})
-		return nil
-	})
-	err := builder.ControllerManagedBy(mgr).Named(c.Name()).WatchesRawSource(singleton).
+	err := builder.ControllerManagedBy(mgr).Named(c.Name()).WatchesRawSource(singleton.Source(c.queueName)).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: 1,
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](minBackoff, maxBackoff),

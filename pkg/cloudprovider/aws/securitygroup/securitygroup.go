@@ -42,19 +42,15 @@ func NewProvider(api ec2API, clk clock.PassiveClock) *Provider {
 }
 
 // Resolution is what a NodeClass's security group selector terms
-// resolved to.
-type Resolution struct {
-	// SecurityGroups selected by any term, sorted by ID.
-	SecurityGroups []ec2types.SecurityGroup
-	// Unmatched are the indices of the terms that matched no group.
-	Unmatched []int
-}
+// resolved to: the groups selected, sorted by ID, and the terms that
+// matched none.
+type Resolution = selector.Resolution[ec2types.SecurityGroup]
 
 // List returns the security groups nodeClass selects, sorted by ID. An empty
 // result with no error means the selectors matched nothing.
 func (p *Provider) List(ctx context.Context, nodeClass *awsv1.EC2NodeClass) ([]ec2types.SecurityGroup, error) {
 	r, err := p.Resolve(ctx, nodeClass)
-	return r.SecurityGroups, err
+	return r.Selected, err
 }
 
 // Resolve returns the security groups nodeClass selects and which of its
@@ -62,7 +58,7 @@ func (p *Provider) List(ctx context.Context, nodeClass *awsv1.EC2NodeClass) ([]e
 func (p *Provider) Resolve(ctx context.Context, nodeClass *awsv1.EC2NodeClass) (Resolution, error) {
 	key := fmt.Sprintf("%s-%d", nodeClass.UID, nodeClass.Generation)
 	if cached, ok := p.cache.Get(key); ok {
-		return cached.(Resolution).clone(), nil
+		return cached.(Resolution).Clone(), nil
 	}
 	terms := nodeClass.Spec.SecurityGroupSelectorTerms
 	var queries []selector.Query[ec2types.SecurityGroup]
@@ -83,17 +79,12 @@ func (p *Provider) Resolve(ctx context.Context, nodeClass *awsv1.EC2NodeClass) (
 			Answers: func(i int, g ec2types.SecurityGroup) bool { return q.answers(terms[i], g) },
 		})
 	}
-	groups, unmatched, err := selector.Resolve(ctx, queries, func(g ec2types.SecurityGroup) string { return aws.ToString(g.GroupId) })
+	r, err := selector.Resolve(ctx, queries, func(g ec2types.SecurityGroup) string { return aws.ToString(g.GroupId) })
 	if err != nil {
 		return Resolution{}, err
 	}
-	r := Resolution{SecurityGroups: groups, Unmatched: unmatched}
 	p.cache.Add(key, r, CacheTTL)
-	return r.clone(), nil
-}
-
-func (r Resolution) clone() Resolution {
-	return Resolution{SecurityGroups: slices.Clone(r.SecurityGroups), Unmatched: slices.Clone(r.Unmatched)}
+	return r.Clone(), nil
 }
 
 // query is one DescribeSecurityGroups request and the indices of the terms

@@ -152,7 +152,7 @@ func TestResolveNamesTheTermsThatMatchedNothing(t *testing.T) {
 	if diff := cmp.Diff([]int{1, 3, 5}, got.Unmatched); diff != "" {
 		t.Errorf("unmatched terms (-want,+got)\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"sg-1", "sg-2"}, ids(got.SecurityGroups)); diff != "" {
+	if diff := cmp.Diff([]string{"sg-1", "sg-2"}, ids(got.Selected)); diff != "" {
 		t.Errorf("groups (-want,+got)\n%s", diff)
 	}
 }

@@ -20,17 +20,31 @@ type Query[T any] struct {
 	Answers func(i int, obj T) bool
 }
 
-// Resolve runs the queries and returns the objects any term selected, once
-// each and sorted by id, and the indices of the terms nothing answered
-// (a mistyped ID next to a working tag term, say), sorted. The first
-// failing request's error is returned as it is.
-func Resolve[T any](ctx context.Context, queries []Query[T], id func(T) string) ([]T, []int, error) {
+// Resolution is what one kind of a NodeClass's selector terms (subnets,
+// security groups) resolved to.
+type Resolution[T any] struct {
+	// Selected are the objects any term selected, once each, sorted by ID.
+	Selected []T
+	// Unmatched are the indices of the terms nothing answered (a mistyped
+	// ID next to a working tag term, say), sorted.
+	Unmatched []int
+}
+
+// Clone returns a copy sharing no slice with r, for a cache to hand out.
+func (r Resolution[T]) Clone() Resolution[T] {
+	return Resolution[T]{Selected: slices.Clone(r.Selected), Unmatched: slices.Clone(r.Unmatched)}
+}
+
+// Resolve runs the queries and returns what the terms resolved to, id
+// naming each object. The first failing request's error is returned as
+// it is.
+func Resolve[T any](ctx context.Context, queries []Query[T], id func(T) string) (Resolution[T], error) {
 	byID := map[string]T{}
 	var unmatched []int
 	for _, q := range queries {
 		found, err := q.List(ctx)
 		if err != nil {
-			return nil, nil, err
+			return Resolution[T]{}, err
 		}
 		for _, obj := range found {
 			byID[id(obj)] = obj
@@ -47,5 +61,5 @@ func Resolve[T any](ctx context.Context, queries []Query[T], id func(T) string) 
 	}
 	slices.SortFunc(selected, func(a, b T) int { return strings.Compare(id(a), id(b)) })
 	slices.Sort(unmatched)
-	return selected, unmatched, nil
+	return Resolution[T]{Selected: selected, Unmatched: unmatched}, nil
 }

@@ -21,15 +21,20 @@ func TestResolve(t *testing.T) {
 		{Terms: []int{2}, List: listing("c", "a", "b")},
 		{Terms: []int{3}, List: listing()},
 	}
-	got, unmatched, err := selector.Resolve(t.Context(), queries, func(s string) string { return s })
+	got, err := selector.Resolve(t.Context(), queries, func(s string) string { return s })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"a", "b", "c"}, got); diff != "" {
+	if diff := cmp.Diff([]string{"a", "b", "c"}, got.Selected); diff != "" {
 		t.Errorf("selected (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]int{1, 3}, unmatched); diff != "" {
+	if diff := cmp.Diff([]int{1, 3}, got.Unmatched); diff != "" {
 		t.Errorf("unmatched terms (-want +got):\n%s", diff)
+	}
+	clone := got.Clone()
+	clone.Selected[0], clone.Unmatched[0] = "changed", 9
+	if got.Selected[0] != "a" || got.Unmatched[0] != 1 {
+		t.Errorf("changing a clone changed the resolution: %+v", got)
 	}
 }
 
@@ -39,7 +44,7 @@ func TestResolveReturnsTheFirstError(t *testing.T) {
 		{Terms: []int{0}, List: func(context.Context) ([]string, error) { return nil, boom }},
 		{Terms: []int{1}, List: func(context.Context) ([]string, error) { t.Error("a query after a failure ran"); return nil, nil }},
 	}
-	if _, _, err := selector.Resolve(t.Context(), queries, func(s string) string { return s }); !errors.Is(err, boom) {
+	if _, err := selector.Resolve(t.Context(), queries, func(s string) string { return s }); !errors.Is(err, boom) {
 		t.Errorf("err = %v, want %v", err, boom)
 	}
 }

@@ -56,6 +56,10 @@ func TestMatch(t *testing.T) {
 		{"sg-?", "sg-1", true},
 		{"sg-?", "sg-12", false},
 		{"*", "", true},
+		{"a?c", "ac", false},
+		{"*-a", "x-b-a", true},
+		{"a*b*c", "aXbYbZc", true},
+		{"a*b*c", "aXbYbZ", false},
 	} {
 		if got := selector.Match(tc.pattern, tc.value); got != tc.want {
 			t.Errorf("Match(%q, %q) = %v, want %v", tc.pattern, tc.value, got, tc.want)

@@ -63,19 +63,15 @@ func NewProvider(api ec2API, clk clock.PassiveClock, refresh time.Duration) *Pro
 	}
 }
 
-// Resolution is what a NodeClass's subnet selector terms resolved to.
-type Resolution struct {
-	// Subnets selected by any term, sorted by ID.
-	Subnets []ec2types.Subnet
-	// Unmatched are the indices of the terms that matched no subnet.
-	Unmatched []int
-}
+// Resolution is what a NodeClass's subnet selector terms resolved to:
+// the subnets selected, sorted by ID, and the terms that matched none.
+type Resolution = selector.Resolution[ec2types.Subnet]
 
 // List returns the subnets nodeClass selects, sorted by ID. An empty result
 // with no error means the selectors matched nothing.
 func (p *Provider) List(ctx context.Context, nodeClass *awsv1.EC2NodeClass) ([]ec2types.Subnet, error) {
 	r, err := p.Resolve(ctx, nodeClass)
-	return r.Subnets, err
+	return r.Selected, err
 }
 
 // Resolve returns the subnets nodeClass selects and which of its terms
@@ -83,7 +79,7 @@ func (p *Provider) List(ctx context.Context, nodeClass *awsv1.EC2NodeClass) ([]e
 func (p *Provider) Resolve(ctx context.Context, nodeClass *awsv1.EC2NodeClass) (Resolution, error) {
 	key := fmt.Sprintf("%s-%d", nodeClass.UID, nodeClass.Generation)
 	if cached, ok := p.cache.Get(key); ok {
-		return cached.(Resolution).clone(), nil
+		return cached.(Resolution).Clone(), nil
 	}
 	terms := nodeClass.Spec.SubnetSelectorTerms
 	var queries []selector.Query[ec2types.Subnet]
@@ -106,18 +102,13 @@ func (p *Provider) Resolve(ctx context.Context, nodeClass *awsv1.EC2NodeClass) (
 			},
 		})
 	}
-	subnets, unmatched, err := selector.Resolve(ctx, queries, func(s ec2types.Subnet) string { return aws.ToString(s.SubnetId) })
+	r, err := selector.Resolve(ctx, queries, func(s ec2types.Subnet) string { return aws.ToString(s.SubnetId) })
 	if err != nil {
 		return Resolution{}, err
 	}
-	r := Resolution{Subnets: subnets, Unmatched: unmatched}
 	p.cache.Add(key, r, p.refresh)
-	p.recordAvailableIPs(r.Subnets)
-	return r.clone(), nil
-}
-
-func (r Resolution) clone() Resolution {
-	return Resolution{Subnets: slices.Clone(r.Subnets), Unmatched: slices.Clone(r.Unmatched)}
+	p.recordAvailableIPs(r.Selected)
+	return r.Clone(), nil
 }
 
 // AvailableIPs returns a subnet's available IP address count as last

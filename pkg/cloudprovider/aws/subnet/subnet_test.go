@@ -218,7 +218,7 @@ func TestResolveNamesTheTermsThatMatchedNothing(t *testing.T) {
 	if diff := cmp.Diff([]int{1, 3}, got.Unmatched); diff != "" {
 		t.Errorf("unmatched terms (-want,+got)\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"subnet-a", "subnet-b"}, ids(got.Subnets)); diff != "" {
+	if diff := cmp.Diff([]string{"subnet-a", "subnet-b"}, ids(got.Selected)); diff != "" {
 		t.Errorf("subnets (-want,+got)\n%s", diff)
 	}
 }

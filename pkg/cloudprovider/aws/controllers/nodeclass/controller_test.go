@@ -184,7 +184,7 @@ func TestNotReadyReasons(t *testing.T) {
 			if res.RequeueAfter == 0 || res.RequeueAfter > tc.wantRequeue {
 				t.Errorf("requeue after %v, want within %v", res.RequeueAfter, tc.wantRequeue)
 			}
-			if note := waitForEvent(t, nc.Name, tc.reason); !contains(note, tc.message...) {
+			if note := h.EventNote(t, awsv1.Kind, nc.Name, tc.reason); !contains(note, tc.message...) {
 				t.Errorf("%s event note %q, want it to contain %q", tc.reason, note, tc.message)
 			}
 			if tc.condition != awsv1.ConditionTypeValidationSucceeded {
@@ -294,7 +294,7 @@ func TestAnSSMOutageKeepsTheLastResolvedAMIs(t *testing.T) {
 	if r := condition(t, got, awsv1.ConditionTypeReady); r.Status != metav1.ConditionTrue {
 		t.Errorf("Ready %s during an SSM outage with AMIs resolved, want True", r.Status)
 	}
-	if note := waitForEvent(t, nc.Name, nodeclass.ReasonAMIResolutionFailed); !contains(note, "RequestLimitExceeded") {
+	if note := h.EventNote(t, awsv1.Kind, nc.Name, nodeclass.ReasonAMIResolutionFailed); !contains(note, "RequestLimitExceeded") {
 		t.Errorf("event note %q, want the SSM error", note)
 	}
 
@@ -476,7 +476,7 @@ func TestTermsMatchingNothingAreNamedWhileOthersMatch(t *testing.T) {
 		if c.Status != metav1.ConditionTrue || !contains(c.Message, tc.message...) {
 			t.Errorf("%s %s %q, want True naming %q", tc.condition, c.Status, c.Message, tc.message)
 		}
-		if note := waitForEvent(t, nc.Name, tc.reason); !contains(note, tc.message...) {
+		if note := h.EventNote(t, awsv1.Kind, nc.Name, tc.reason); !contains(note, tc.message...) {
 			t.Errorf("%s event %q, want %q", tc.reason, note, tc.message)
 		}
 	}

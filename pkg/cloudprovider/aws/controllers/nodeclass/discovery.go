@@ -94,7 +94,7 @@ type subnetStep struct {
 
 func (s *subnetStep) reconcile(ctx context.Context, nodeClass *awsv1.EC2NodeClass) (reconcile.Result, error) {
 	resolved, err := s.subnets.Resolve(ctx, nodeClass)
-	subnets := resolved.Subnets
+	subnets := resolved.Selected
 	if err != nil {
 		return s.report.failed(nodeClass, awsv1.ConditionTypeSubnetsReady, ReasonSubnetResolutionFailed, len(nodeClass.Status.Subnets), "subnets", fmt.Errorf("resolving subnets: %w", err))
 	}
@@ -118,7 +118,7 @@ type securityGroupStep struct {
 
 func (s *securityGroupStep) reconcile(ctx context.Context, nodeClass *awsv1.EC2NodeClass) (reconcile.Result, error) {
 	resolved, err := s.securityGroups.Resolve(ctx, nodeClass)
-	groups := resolved.SecurityGroups
+	groups := resolved.Selected
 	if err != nil {
 		return s.report.failed(nodeClass, awsv1.ConditionTypeSecurityGroupsReady, ReasonSecurityGroupResolutionFailed, len(nodeClass.Status.SecurityGroups), "security groups", fmt.Errorf("resolving security groups: %w", err))
 	}

@@ -8,10 +8,8 @@ import (
 	"testing"
 	"time"
 
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -148,30 +146,6 @@ func condition(t *testing.T, nc *awsv1.EC2NodeClass, conditionType string) metav
 		t.Fatalf("%s has no %s condition (conditions %+v)", nc.Name, conditionType, nc.Status.Conditions)
 	}
 	return *c
-}
-
-// waitForEvent waits for an Event with reason about the NodeClass and
-// returns its note.
-func waitForEvent(t *testing.T, name, reason string) string {
-	t.Helper()
-	var note string
-	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		var list eventsv1.EventList
-		if err := h.Env.Client.List(ctx, &list); err != nil {
-			return false, err
-		}
-		for _, e := range list.Items {
-			if e.Regarding.Kind == awsv1.Kind && e.Regarding.Name == name && e.Reason == reason {
-				note = e.Note
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("no %s event about %s: %v", reason, name, err)
-	}
-	return note
 }
 
 func contains(s string, subs ...string) bool {

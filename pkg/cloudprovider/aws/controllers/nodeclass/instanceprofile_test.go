@@ -213,7 +213,7 @@ func TestIAMFailuresLeaveTheNodeClassNotReady(t *testing.T) {
 			if ready := condition(t, got, awsv1.ConditionTypeReady); ready.Status == metav1.ConditionTrue {
 				t.Errorf("Ready True during the IAM failure")
 			}
-			if note := waitForEvent(t, nc.Name, "InstanceProfileCreationFailed"); !contains(note, tc.message...) {
+			if note := h.EventNote(t, awsv1.Kind, nc.Name, "InstanceProfileCreationFailed"); !contains(note, tc.message...) {
 				t.Errorf("event note %q, want %q", note, tc.message)
 			}
 

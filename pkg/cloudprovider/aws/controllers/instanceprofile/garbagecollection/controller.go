@@ -8,19 +8,17 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/singleton"
 )
 
 const (
@@ -57,10 +55,7 @@ func (c *Controller) Name() string { return "instanceprofile.garbagecollection" 
 // Register runs the singleton loop under the manager (leader only).
 func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).Named(c.Name()).
-		WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: c.Name()}})
-			return nil
-		})).
+		WatchesRawSource(singleton.Source(c.Name())).
 		Complete(c)
 }
 

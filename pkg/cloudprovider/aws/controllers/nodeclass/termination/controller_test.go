@@ -12,10 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -155,29 +153,6 @@ func nodeClaim(name, nodeClassName string) *karpv1.NodeClaim {
 		NodeClassRef(&karpv1.NodeClassReference{Group: awsv1.Group, Kind: awsv1.Kind, Name: nodeClassName}).Obj()
 }
 
-// eventNote waits for an Event with reason about the NodeClass.
-func eventNote(t *testing.T, name, reason string) string {
-	t.Helper()
-	var note string
-	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		var list eventsv1.EventList
-		if err := h.Env.Client.List(ctx, &list); err != nil {
-			return false, err
-		}
-		for _, e := range list.Items {
-			if e.Regarding.Kind == awsv1.Kind && e.Regarding.Name == name && e.Reason == reason {
-				note = e.Note
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("no %s event about %s: %v", reason, name, err)
-	}
-	return note
-}
-
 // A NodeClass deleted while a NodeClaim uses it is held by the finalizer,
 // with an event naming the NodeClaim; once the NodeClaim is gone its
 // launch templates and instance profile are deleted and so is it.
@@ -214,7 +189,7 @@ func TestDeletionWaitsForNodeClaimsThenCleansUp(t *testing.T) {
 	if res.RequeueAfter == 0 || res.RequeueAfter > 10*time.Minute {
 		t.Errorf("requeue after %v, want within 10m while waiting", res.RequeueAfter)
 	}
-	if note := eventNote(t, nc.Name, termination.ReasonWaitingOnNodeClaimTermination); !strings.Contains(note, claim.Name) {
+	if note := h.EventNote(t, awsv1.Kind, nc.Name, termination.ReasonWaitingOnNodeClaimTermination); !strings.Contains(note, claim.Name) {
 		t.Errorf("event note %q, want it to name %s", note, claim.Name)
 	}
 	if lts := w.launchTemplates(t); len(lts) != 3 {
@@ -326,7 +301,7 @@ func TestTheWaitEventNamesFiveNodeClaims(t *testing.T) {
 	deleteObj(t, got)
 	w.mustReconcile(t, nc.Name)
 
-	note := eventNote(t, nc.Name, termination.ReasonWaitingOnNodeClaimTermination)
+	note := h.EventNote(t, awsv1.Kind, nc.Name, termination.ReasonWaitingOnNodeClaimTermination)
 	want := fmt.Sprintf("Waiting on NodeClaim termination for %[1]s-0, %[1]s-1, %[1]s-2, %[1]s-3, %[1]s-4 and 2 other(s)", nc.Name)
 	if note != want {
 		t.Errorf("event note %q, want %q", note, want)

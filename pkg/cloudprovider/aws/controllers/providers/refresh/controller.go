@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/karp-autoscaler/karp/pkg/singleton"
 )
 
 // Period is how often the tables are refreshed after the first time.
@@ -46,10 +45,7 @@ func (c *Controller) Name() string { return c.name }
 func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).
 		Named(c.Name()).
-		WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: c.Name()}})
-			return nil
-		})).
+		WatchesRawSource(singleton.Source(c.Name())).
 		Complete(c)
 }
 
