@@ -2,14 +2,18 @@ package localcluster_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/karp-autoscaler/karp/pkg/localcluster"
@@ -34,6 +38,31 @@ func TestComponentFaults(t *testing.T) {
 	if err := cl.Create(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
+
+	t.Run("KubeconfigFor authenticates a new user with full rights", func(t *testing.T) {
+		path, err := c.KubeconfigFor("replica-a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := clientcmd.BuildConfigFromFlags("", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		review, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := review.Status.UserInfo; got.Username != "replica-a" || !slices.Contains(got.Groups, "system:masters") {
+			t.Errorf("authenticated as %s in %v, want replica-a in system:masters", got.Username, got.Groups)
+		}
+		if _, err := c.KubeconfigFor("../escape"); err == nil {
+			t.Error("KubeconfigFor accepted a user name with a path separator")
+		}
+	})
 
 	t.Run("SIGSTOP freezes the API server until SIGCONT", func(t *testing.T) {
 		short := rest.CopyConfig(c.Config)
