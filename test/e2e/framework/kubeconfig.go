@@ -14,18 +14,37 @@ import (
 // be a 127.0.0.1 address.
 func KubeconfigVia(t testing.TB, f *Framework, addr string) string {
 	t.Helper()
-	cfg, err := clientcmd.LoadFromFile(f.Cluster.Kubeconfig)
+	return ServerVia(t, f.Cluster.Kubeconfig, addr)
+}
+
+// KubeconfigAs writes a kubeconfig for a new user with the admin's rights
+// (localcluster's KubeconfigFor) and returns its path: give each replica
+// its own user to tell their requests apart in the audit log.
+func KubeconfigAs(t testing.TB, f *Framework, user string) string {
+	t.Helper()
+	path, err := f.Cluster.KubeconfigFor(user)
 	if err != nil {
-		t.Fatalf("loading the admin kubeconfig: %v", err)
+		t.Fatalf("writing a kubeconfig for %s: %v", user, err)
+	}
+	return path
+}
+
+// ServerVia writes a copy of the kubeconfig at path whose server is
+// https://addr and returns the copy's path, removed when the test ends.
+func ServerVia(t testing.TB, path, addr string) string {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		t.Fatalf("loading kubeconfig %s: %v", path, err)
 	}
 	for _, cluster := range cfg.Clusters {
 		cluster.Server = "https://" + addr
 	}
-	path := filepath.Join(t.TempDir(), "kubeconfig-via-"+filepath.Base(sanitize(addr)))
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+	out := filepath.Join(t.TempDir(), filepath.Base(path)+"-via-"+sanitize(addr))
+	if err := clientcmd.WriteToFile(*cfg, out); err != nil {
 		t.Fatalf("writing kubeconfig via %s: %v", addr, err)
 	}
-	return path
+	return out
 }
 
 // sanitize makes addr usable in a file name.
