@@ -20,9 +20,11 @@ import (
 )
 
 // DefaultNodeGoneDelay is how long the monitor waits after a Node is
-// deleted before it counts the pods still bound to it as lost with it.
-// Pods and Nodes arrive on separate watches; the wait lets a pod's own
-// eviction, seen late on its watch, be counted as the eviction it was.
+// deleted before it counts the pods still bound to it as lost with it,
+// and after a pod was deleted directly before it decides whether its
+// owner explains the deletion. Pods, Nodes and ReplicaSets arrive on
+// separate watches; the wait lets an eviction or a scale-down seen late
+// on its watch be counted as what it was.
 const DefaultNodeGoneDelay = 2 * time.Second
 
 // Options configure a Monitor.
@@ -49,6 +51,7 @@ type Monitor struct {
 	nodes       map[string]*corev1.Node                  // live Nodes by name
 	removed     map[string]time.Time                     // deleted Nodes by name
 	gone        []goneNode                               // deleted Nodes whose pods are not yet counted
+	deletions   []pendingDeletion                        // direct deletions not yet committed
 	involuntary map[string]bool
 	raw         Report // before involuntary nodes are excused
 }
@@ -174,6 +177,9 @@ func (m *Monitor) Stop() Report {
 	if n := len(m.gone); n > 0 {
 		last = m.gone[n-1].at
 	}
+	if n := len(m.deletions); n > 0 && m.deletions[n-1].at.After(last) {
+		last = m.deletions[n-1].at
+	}
 	m.mu.Unlock()
 	if wait := m.delay - m.clock.Since(last); !last.IsZero() && wait > 0 {
 		select {
@@ -187,6 +193,7 @@ func (m *Monitor) Stop() Report {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.flushGone(time.Time{})
+	m.flushDeletions(time.Time{})
 	return m.report()
 }
 
@@ -223,7 +230,9 @@ func (m *Monitor) flushLoop(ctx context.Context) {
 			return
 		case <-tick.C():
 			m.mu.Lock()
-			m.flushGone(m.clock.Now().Add(-m.delay))
+			cutoff := m.clock.Now().Add(-m.delay)
+			m.flushGone(cutoff)
+			m.flushDeletions(cutoff)
 			m.mu.Unlock()
 		}
 	}

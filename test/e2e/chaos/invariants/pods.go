@@ -91,8 +91,8 @@ func (m *Monitor) observePod(pod *corev1.Pod, deleted bool) {
 		rec.done = true
 	case pod.Spec.NodeName != "" && !m.removed[pod.Spec.NodeName].IsZero():
 		m.disrupt([]*podRecord{rec}, CauseLostWithNode)
-	case m.deletedByDisruptor(prev):
-		m.disrupt([]*podRecord{rec}, CauseDeleted)
+	case m.maybeDisruptor(prev):
+		m.deferDeletion(rec)
 	default:
 		rec.done = true
 	}
@@ -111,41 +111,94 @@ func (m *Monitor) podVanished(last *corev1.Pod) {
 	}
 }
 
-// deletedByDisruptor reports whether a pod deleted without an eviction
-// was deleted by a disruptor rather than by its own controller: it has no
-// controller, or it ran on a node karp was disrupting and its controller
-// had no reason to delete it (a ReplicaSet above its replicas, an owner or
-// namespace going away).
-func (m *Monitor) deletedByDisruptor(pod *corev1.Pod) bool {
-	if ns, err := m.nsLister.Get(pod.Namespace); apierrors.IsNotFound(err) || (err == nil && ns.DeletionTimestamp != nil) {
-		return false
-	}
-	owner := metav1.GetControllerOf(pod)
-	if owner == nil {
-		return true
-	}
-	if !m.disrupting(pod.Spec.NodeName) {
-		return false
-	}
-	if owner.Kind != "ReplicaSet" {
-		return true
-	}
-	rs, err := m.rsLister.ReplicaSets(pod.Namespace).Get(owner.Name)
-	if err != nil || rs.UID != owner.UID || rs.DeletionTimestamp != nil {
-		return false
-	}
-	want := int32(1)
-	if rs.Spec.Replicas != nil {
-		want = *rs.Spec.Replicas
-	}
-	others := int32(0)
-	for _, rec := range m.pods {
-		p := rec.pod
-		if p.UID != pod.UID && p.DeletionTimestamp == nil && !terminal(p) && isControlledBy(p, owner.UID) {
-			others++
+// maybeDisruptor reports whether a pod deleted without an eviction may
+// have been deleted by a disruptor rather than by its own controller: it
+// has no controller, or it ran on a node karp was disrupting. Whether its
+// controller had a reason to delete it is decided after the delay
+// (ownerExplains), once the owner's watch has caught up.
+func (m *Monitor) maybeDisruptor(pod *corev1.Pod) bool {
+	return metav1.GetControllerOf(pod) == nil || m.disrupting(pod.Spec.NodeName)
+}
+
+// pendingDeletion is a direct deletion judged at the moment it was seen
+// (the budgets' healthy pods then), committed after the delay unless the
+// pod's owner or namespace explains it.
+type pendingDeletion struct {
+	pod         *corev1.Pod
+	at          time.Time
+	disruptions []Disruption
+	violations  []Violation
+	// others is how many other live pods the pod's ReplicaSet had, and
+	// replicas how many it wanted, when the deletion was seen.
+	others, replicas int32
+}
+
+// deferDeletion judges a direct deletion now and queues it.
+func (m *Monitor) deferDeletion(rec *podRecord) {
+	now := m.clock.Now()
+	ds, vs := m.judge([]*podRecord{rec}, CauseDeleted, now)
+	p := pendingDeletion{pod: rec.pod, at: now, disruptions: ds, violations: vs, replicas: -1}
+	if owner := metav1.GetControllerOf(rec.pod); owner != nil && owner.Kind == "ReplicaSet" {
+		p.replicas = m.replicasOf(rec.pod.Namespace, owner)
+		for _, other := range m.pods {
+			o := other.pod
+			if o.UID != rec.pod.UID && o.DeletionTimestamp == nil && !terminal(o) && isControlledBy(o, owner.UID) {
+				p.others++
+			}
 		}
 	}
-	return others < want
+	rec.done = true
+	m.deletions = append(m.deletions, p)
+}
+
+// replicasOf is the ReplicaSet's wanted replicas, -1 when it is gone or
+// going (its pods are garbage).
+func (m *Monitor) replicasOf(ns string, owner *metav1.OwnerReference) int32 {
+	rs, err := m.rsLister.ReplicaSets(ns).Get(owner.Name)
+	if err != nil || rs.UID != owner.UID || rs.DeletionTimestamp != nil {
+		return -1
+	}
+	if rs.Spec.Replicas == nil {
+		return 1
+	}
+	return *rs.Spec.Replicas
+}
+
+// ownerExplains reports whether the pod's namespace or controller had a
+// reason to delete it: the namespace is going, the ReplicaSet is gone or
+// going, or it had more pods than it wanted (a scale-down, a rollout). The
+// ReplicaSet's wanted replicas are the fewer of those seen at the deletion
+// and now, so a scale-down seen late on its watch still counts.
+func (m *Monitor) ownerExplains(p pendingDeletion) bool {
+	if ns, err := m.nsLister.Get(p.pod.Namespace); apierrors.IsNotFound(err) || (err == nil && ns.DeletionTimestamp != nil) {
+		return true
+	}
+	owner := metav1.GetControllerOf(p.pod)
+	if owner == nil || owner.Kind != "ReplicaSet" {
+		return false
+	}
+	replicas := m.replicasOf(p.pod.Namespace, owner)
+	if replicas < 0 || p.replicas < 0 {
+		return true
+	}
+	return p.others >= min(replicas, p.replicas)
+}
+
+// flushDeletions commits the direct deletions seen before cutoff (all of
+// them when cutoff is zero) that their owners do not explain.
+func (m *Monitor) flushDeletions(cutoff time.Time) {
+	keep := m.deletions[:0]
+	for _, p := range m.deletions {
+		if !cutoff.IsZero() && p.at.After(cutoff) {
+			keep = append(keep, p)
+			continue
+		}
+		if !m.ownerExplains(p) {
+			m.raw.Disruptions = append(m.raw.Disruptions, p.disruptions...)
+			m.raw.Violations = append(m.raw.Violations, p.violations...)
+		}
+	}
+	m.deletions = keep
 }
 
 // disrupting reports whether karp is disrupting the node: it is deleting,
@@ -218,32 +271,40 @@ func tolerates(tol corev1.Toleration, taint corev1.Taint) bool {
 }
 
 // disrupt records recs (pods of one node, or one pod) as voluntarily
-// disrupted together, then checks do-not-disrupt and the budgets. Each
-// record's pod is still its state before the disruption.
+// disrupted together.
 func (m *Monitor) disrupt(recs []*podRecord, cause Cause) {
-	if len(recs) == 0 {
-		return
-	}
-	now := m.clock.Now()
-	for _, rec := range recs {
-		p := rec.pod
-		d := Disruption{Pod: podKey(p), Node: p.Spec.NodeName, Cause: cause, At: now,
-			Healthy: healthy(p), DoNotDisrupt: p.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true"}
-		m.raw.Disruptions = append(m.raw.Disruptions, d)
-		if d.DoNotDisrupt {
-			m.raw.Violations = append(m.raw.Violations, Violation{Kind: KindDoNotDisrupt, Object: d.Pod, Node: d.Node, At: now,
-				Message: fmt.Sprintf("pod annotated %s: \"true\" was %s", karpv1.DoNotDisruptAnnotationKey, describeCause(cause))})
-		}
-	}
-	m.checkBudgets(recs, cause, now)
+	ds, vs := m.judge(recs, cause, m.clock.Now())
+	m.raw.Disruptions = append(m.raw.Disruptions, ds...)
+	m.raw.Violations = append(m.raw.Violations, vs...)
 	for _, rec := range recs {
 		rec.done = true
 	}
 }
 
-// checkBudgets records a violation for every budget the disruption of
-// recs took below its desired healthy count.
-func (m *Monitor) checkBudgets(recs []*podRecord, cause Cause, now time.Time) {
+// judge returns recs' disruptions and the violations they make:
+// do-not-disrupt pods disrupted, and budgets taken below their desired
+// healthy count. Each record's pod is still its state before the
+// disruption and not yet done.
+func (m *Monitor) judge(recs []*podRecord, cause Cause, now time.Time) ([]Disruption, []Violation) {
+	var ds []Disruption
+	var vs []Violation
+	for _, rec := range recs {
+		p := rec.pod
+		d := Disruption{Pod: podKey(p), Node: p.Spec.NodeName, Cause: cause, At: now,
+			Healthy: healthy(p), DoNotDisrupt: p.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true"}
+		ds = append(ds, d)
+		if d.DoNotDisrupt {
+			vs = append(vs, Violation{Kind: KindDoNotDisrupt, Object: d.Pod, Node: d.Node, At: now,
+				Message: fmt.Sprintf("pod annotated %s: \"true\" was %s", karpv1.DoNotDisruptAnnotationKey, describeCause(cause))})
+		}
+	}
+	return ds, append(vs, m.checkBudgets(recs, cause, now)...)
+}
+
+// checkBudgets returns a violation for every budget the disruption of
+// recs takes below its desired healthy count.
+func (m *Monitor) checkBudgets(recs []*podRecord, cause Cause, now time.Time) []Violation {
+	var vs []Violation
 	keys := make([]string, 0, len(m.budgets))
 	for k := range m.budgets {
 		keys = append(keys, k)
@@ -274,11 +335,12 @@ func (m *Monitor) checkBudgets(recs []*podRecord, cause Cause, now time.Time) {
 		}
 		desired := desiredHealthy(pdb, expected)
 		if after := current - len(lost); after < desired {
-			m.raw.Violations = append(m.raw.Violations, Violation{Kind: KindPDBViolation, Object: key, Node: recs[0].pod.Spec.NodeName, At: now,
+			vs = append(vs, Violation{Kind: KindPDBViolation, Object: key, Node: recs[0].pod.Spec.NodeName, At: now,
 				Message: fmt.Sprintf("%s %s left %d healthy pods, the budget needs %d",
 					strings.Join(lost, ","), describeCause(cause), after, desired)})
 		}
 	}
+	return vs
 }
 
 func describeCause(c Cause) string {

@@ -28,7 +28,7 @@ var env *environment.Environment
 func TestMain(m *testing.M) { environment.Main(m, &env) }
 
 // testGoneDelay keeps the node-gone wait short in tests.
-const testGoneDelay = 300 * time.Millisecond
+const testGoneDelay = time.Second
 
 func startMonitor(t *testing.T) *Monitor {
 	t.Helper()
