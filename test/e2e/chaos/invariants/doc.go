@@ -27,6 +27,20 @@
 // nodes consolidation should have removed, karp taints left behind, and
 // pods not Running.
 //
+// A harness uses it as:
+//
+//	mon, err := invariants.Start(ctx, f.Config, invariants.Options{})
+//	... run the phases; after `karp interrupt NODE`: mon.Involuntary(NODE) ...
+//	report := mon.Stop()
+//	found, err := invariants.WaitSettled(ctx, f.Client, invariants.KWOKInstances{Client: f.Client},
+//		invariants.SettleOptions{Namespaces: workloadNamespaces}, 2*time.Second, 3*time.Minute)
+//	report.Add(found...)
+//	t.Log(report.String())
+//
+// The monitor should talk to the API server directly (the admin config),
+// not through a fault proxy put in front of the controller; it survives
+// API server and etcd restarts as its informers relist.
+//
 // What the monitor does not claim: a pod's last moments missed while its
 // watch was down (the API server or etcd restarting) are counted as
 // Unobserved, never guessed. Deletions by a pod's own controller (a

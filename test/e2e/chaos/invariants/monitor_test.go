@@ -124,14 +124,20 @@ func TestPodsLostWithADeletedNode(t *testing.T) {
 		annotations: map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}})
 	runningPod(t, podSpec{ns: ns, name: "agent", node: node.Name,
 		tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}})
+	drained := runningPod(t, podSpec{ns: ns, name: "drained", node: node.Name})
 	budget(t, ns, "api", 1, 2)
 	m := startMonitor(t)
 
+	// A pod drained before the node went (still terminating) was evicted,
+	// not lost.
+	if err := evict(t, drained); err != nil {
+		t.Fatal(err)
+	}
 	if err := env.Client.Delete(t.Context(), node); err != nil {
 		t.Fatal(err)
 	}
-	r := waitReport(t, m, "the lost pods", func(r Report) bool { return len(disruptionsOf(r, ns)) == 2 })
-	if diff := cmp.Diff([]string{"a LostWithNode", "b LostWithNode"}, disruptionsOf(r, ns)); diff != "" {
+	r := waitReport(t, m, "the lost pods", func(r Report) bool { return len(disruptionsOf(r, ns)) == 3 })
+	if diff := cmp.Diff([]string{"drained Evicted", "a LostWithNode", "b LostWithNode"}, disruptionsOf(r, ns)); diff != "" {
 		t.Errorf("disruptions (-want +got):\n%s", diff)
 	}
 	want := []string{"DoNotDisruptDisrupted lost/b", "PDBViolation lost/api"}
@@ -202,8 +208,8 @@ func TestControllerDeletionsAreNotDisruptions(t *testing.T) {
 	if err := env.Client.Delete(ctx, taken); err != nil {
 		t.Fatal(err)
 	}
-	r := waitReport(t, m, "the direct deletion", func(r Report) bool { return len(disruptionsOf(r, ns)) > 0 })
-	r = m.Stop()
+	waitReport(t, m, "the direct deletion", func(r Report) bool { return len(disruptionsOf(r, ns)) > 0 })
+	r := m.Stop()
 	if diff := cmp.Diff([]string{"taken Deleted"}, disruptionsOf(r, ns)); diff != "" {
 		t.Errorf("disruptions (-want +got):\n%s", diff)
 	}

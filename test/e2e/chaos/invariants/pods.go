@@ -294,7 +294,7 @@ func (m *Monitor) judge(recs []*podRecord, cause Cause, now time.Time) ([]Disrup
 			Healthy: healthy(p), DoNotDisrupt: p.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true"}
 		ds = append(ds, d)
 		if d.DoNotDisrupt {
-			vs = append(vs, Violation{Kind: KindDoNotDisrupt, Object: d.Pod, Node: d.Node, At: now,
+			vs = append(vs, Violation{Kind: KindDoNotDisrupt, Object: d.Pod, Node: d.Node, At: now, Cause: cause,
 				Message: fmt.Sprintf("pod annotated %s: \"true\" was %s", karpv1.DoNotDisruptAnnotationKey, describeCause(cause))})
 		}
 	}
@@ -335,7 +335,7 @@ func (m *Monitor) checkBudgets(recs []*podRecord, cause Cause, now time.Time) []
 		}
 		desired := desiredHealthy(pdb, expected)
 		if after := current - len(lost); after < desired {
-			vs = append(vs, Violation{Kind: KindPDBViolation, Object: key, Node: recs[0].pod.Spec.NodeName, At: now,
+			vs = append(vs, Violation{Kind: KindPDBViolation, Object: key, Node: recs[0].pod.Spec.NodeName, At: now, Cause: cause,
 				Message: fmt.Sprintf("%s %s left %d healthy pods, the budget needs %d",
 					strings.Join(lost, ","), describeCause(cause), after, desired)})
 		}

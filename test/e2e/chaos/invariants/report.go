@@ -51,7 +51,12 @@ type Violation struct {
 	// Node is the node involved, when there is one.
 	Node string
 	// At is when the monitor saw it (CheckSettled: when it checked).
-	At      time.Time
+	At time.Time
+	// Cause is how the pods were disrupted, for the monitor's kinds. A PDB
+	// violation by eviction means the API server's budget check let it
+	// through on a stale budget status (pods turned unready just before);
+	// by deletion or with a node, karp bypassed the check.
+	Cause   Cause
 	Message string
 }
 
@@ -60,7 +65,11 @@ func (v Violation) String() string {
 	if v.Node != "" {
 		node = " on node " + v.Node
 	}
-	return fmt.Sprintf("%s %s %s%s: %s", v.At.UTC().Format("15:04:05.000"), v.Kind, v.Object, node, v.Message)
+	cause := ""
+	if v.Cause != "" {
+		cause = " (" + string(v.Cause) + ")"
+	}
+	return fmt.Sprintf("%s %s%s %s%s: %s", v.At.UTC().Format("15:04:05.000"), v.Kind, cause, v.Object, node, v.Message)
 }
 
 // Cause is how a pod was voluntarily disrupted.
