@@ -38,7 +38,8 @@ const (
 	// KindStuckTaint: a karp taint (karpenter.sh/disrupted,
 	// karp.sh/batch-hold) on a node nothing is disrupting.
 	KindStuckTaint Kind = "StuckTaint"
-	// KindPodNotRunning: a pod that is not Running (or is terminating).
+	// KindPodNotRunning: a pod that is not Running and Ready, or is
+	// terminating.
 	KindPodNotRunning Kind = "PodNotRunning"
 )
 

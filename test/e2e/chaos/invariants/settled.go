@@ -44,7 +44,7 @@ type SettleOptions struct {
 //   - no karp taint is left behind: karp.sh/batch-hold on any node, or
 //     karpenter.sh/disrupted on a node whose NodeClaim is neither deleting
 //     nor held by a disruption (DisruptionReason);
-//   - every pod (in opts.Namespaces) is Running and not terminating.
+//   - every pod (in opts.Namespaces) is Running, Ready and not terminating.
 //
 // It returns the violations found, sorted by kind and object; an error
 // reading the cluster is returned as such.
@@ -221,7 +221,7 @@ func (s *settleCheck) taints(nodes []corev1.Node, claims []karpv1.NodeClaim) {
 	}
 }
 
-// pods finds pods that are not Running.
+// pods finds pods that are not Running and Ready.
 func (s *settleCheck) pods(pods []corev1.Pod, namespaces []string) {
 	for i := range pods {
 		p := &pods[i]
@@ -233,6 +233,8 @@ func (s *settleCheck) pods(pods []corev1.Pod, namespaces []string) {
 			s.add(KindPodNotRunning, podKey(p), p.Spec.NodeName, "terminating since %s", p.DeletionTimestamp.UTC().Format(time.RFC3339))
 		case p.Status.Phase != corev1.PodRunning:
 			s.add(KindPodNotRunning, podKey(p), p.Spec.NodeName, "phase %s%s", p.Status.Phase, unschedulable(p))
+		case !healthy(p):
+			s.add(KindPodNotRunning, podKey(p), p.Spec.NodeName, "Running but not Ready")
 		}
 	}
 }

@@ -58,14 +58,19 @@ func TestCheckSettled(t *testing.T) {
 	}
 
 	// 2. Each promise broken once.
-	readyNode(t, p+"-leaked", "kwok://"+p+"-leaked")                             // an instance without a NodeClaim
-	settledClaim(t, p+"-vanished", p, false)                                     // a NodeClaim whose instance is gone
-	settledClaim(t, p+"-empty", p, true)                                         // only a DaemonSet pod left
-	settledClaim(t, p+"-tainted", p, true, karpv1.DisruptedNoScheduleTaint)      // disrupted taint, no disruption
-	settledClaim(t, p+"-held", p+"-keep", true, karpv1.BatchHoldNoScheduleTaint) // batch hold never lifted
-	runningPod(t, podSpec{ns: ns, name: "on-tainted", node: p + "-tainted"})     //
-	runningPod(t, podSpec{ns: ns, name: "on-held", node: p + "-held"})           //
-	runningPod(t, podSpec{ns: ns, name: "pending", pending: true})               // a pod that never ran
+	readyNode(t, p+"-leaked", "kwok://"+p+"-leaked")                              // an instance without a NodeClaim
+	settledClaim(t, p+"-vanished", p, false)                                      // a NodeClaim whose instance is gone
+	settledClaim(t, p+"-empty", p, true)                                          // only a DaemonSet pod left
+	settledClaim(t, p+"-tainted", p, true, karpv1.DisruptedNoScheduleTaint)       // disrupted taint, no disruption
+	settledClaim(t, p+"-held", p+"-keep", true, karpv1.BatchHoldNoScheduleTaint)  // batch hold never lifted
+	runningPod(t, podSpec{ns: ns, name: "on-tainted", node: p + "-tainted"})      // (not empty)
+	runningPod(t, podSpec{ns: ns, name: "on-held", node: p + "-held"})            // (not empty)
+	runningPod(t, podSpec{ns: ns, name: "pending", pending: true})                // a pod that never ran
+	unready := runningPod(t, podSpec{ns: ns, name: "unready", node: p + "-busy"}) // runs, not Ready
+	unready.Status.Conditions[0].Status = corev1.ConditionFalse
+	if err := env.Client.Status().Update(t.Context(), unready); err != nil {
+		t.Fatal(err)
+	}
 	ds := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: "ds-uid", Controller: ptrTrue()}
 	runningPod(t, podSpec{ns: ns, name: "agent", node: p + "-empty", owner: &ds})
 	launching := test.MakeNodeClaim(p + "-launching").NodePool(p).Obj() // never launched
@@ -77,6 +82,7 @@ func TestCheckSettled(t *testing.T) {
 		"MissingInstance " + p + "-vanished",
 		"NodeClaimNotSettled " + p + "-launching",
 		"PodNotRunning " + ns + "/pending",
+		"PodNotRunning " + ns + "/unready",
 		"StuckTaint " + p + "-held",
 		"StuckTaint " + p + "-tainted",
 	}
