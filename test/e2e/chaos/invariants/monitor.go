@@ -22,7 +22,7 @@ import (
 // DefaultNodeGoneDelay is how long the monitor waits after a Node is
 // deleted before it counts the pods still bound to it as lost with it,
 // and after a pod was deleted directly before it decides whether its
-// owner explains the deletion. Pods, Nodes and ReplicaSets arrive on
+// owner explains the deletion. Pods, Nodes and their owners arrive on
 // separate watches; the wait lets an eviction or a scale-down seen late
 // on its watch be counted as what it was.
 const DefaultNodeGoneDelay = 2 * time.Second
@@ -37,13 +37,14 @@ type Options struct {
 
 // Monitor watches pods, nodes and budgets from Start until Stop.
 type Monitor struct {
-	clock    clock.WithTicker
-	delay    time.Duration
-	cancel   context.CancelFunc
-	done     chan struct{}
-	factory  informers.SharedInformerFactory
-	rsLister appslisters.ReplicaSetLister
-	nsLister corelisters.NamespaceLister
+	clock     clock.WithTicker
+	delay     time.Duration
+	cancel    context.CancelFunc
+	done      chan struct{}
+	factory   informers.SharedInformerFactory
+	rsLister  appslisters.ReplicaSetLister
+	stsLister appslisters.StatefulSetLister
+	nsLister  corelisters.NamespaceLister
 
 	mu          sync.Mutex
 	pods        map[types.UID]*podRecord
@@ -118,6 +119,7 @@ func (m *Monitor) register() error {
 	nodes := m.factory.Core().V1().Nodes().Informer()
 	budgets := m.factory.Policy().V1().PodDisruptionBudgets().Informer()
 	m.rsLister = m.factory.Apps().V1().ReplicaSets().Lister()
+	m.stsLister = m.factory.Apps().V1().StatefulSets().Lister()
 	m.nsLister = m.factory.Core().V1().Namespaces().Lister()
 	handlers := []struct {
 		informer cache.SharedIndexInformer

@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
@@ -185,12 +186,19 @@ func TestControllerDeletionsAreNotDisruptions(t *testing.T) {
 	onCalm := runningPod(t, podSpec{ns: ns, name: "calm", node: "owned-calm", labels: labels, owner: ref})
 	scaled := runningPod(t, podSpec{ns: ns, name: "scaled", node: "owned-disrupted", labels: labels, owner: ref})
 	taken := runningPod(t, podSpec{ns: ns, name: "taken", node: "owned-disrupted", labels: labels, owner: ref})
+	ds := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: "ds-uid", Controller: ptrTrue()}
+	agent := runningPod(t, podSpec{ns: ns, name: "agent", node: "owned-disrupted", owner: &ds})
+	_, stsRef := statefulSet(t, ns, "web", 1)
+	stsPod := runningPod(t, podSpec{ns: ns, name: "web-0", node: "owned-disrupted", labels: map[string]string{"app": "web"}, owner: stsRef})
 	m := startMonitor(t)
 	ctx := t.Context()
 
-	// 1. A deletion on a calm node is the controller's business.
-	if err := env.Client.Delete(ctx, onCalm); err != nil {
-		t.Fatal(err)
+	// 1. A deletion on a calm node is the controller's business; so is a
+	// DaemonSet's deletion of its own pod.
+	for _, p := range []*corev1.Pod{onCalm, agent} {
+		if err := env.Client.Delete(ctx, p); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// 2. The ReplicaSet scaled to 1: one pod of two on the disrupted node
 	// goes because of it. The monitor may see the ReplicaSet's update
@@ -208,9 +216,14 @@ func TestControllerDeletionsAreNotDisruptions(t *testing.T) {
 	if err := env.Client.Delete(ctx, taken); err != nil {
 		t.Fatal(err)
 	}
-	waitReport(t, m, "the direct deletion", func(r Report) bool { return len(disruptionsOf(r, ns)) > 0 })
+	// 4. A StatefulSet's pod it still wants, deleted directly on the
+	// disrupted node.
+	if err := env.Client.Delete(ctx, stsPod); err != nil {
+		t.Fatal(err)
+	}
+	waitReport(t, m, "the direct deletions", func(r Report) bool { return len(disruptionsOf(r, ns)) >= 2 })
 	r := m.Stop()
-	if diff := cmp.Diff([]string{"taken Deleted"}, disruptionsOf(r, ns)); diff != "" {
+	if diff := cmp.Diff([]string{"taken Deleted", "web-0 Deleted"}, disruptionsOf(r, ns)); diff != "" {
 		t.Errorf("disruptions (-want +got):\n%s", diff)
 	}
 }

@@ -139,6 +139,26 @@ func replicaSet(t *testing.T, ns, name string, replicas int32) (*appsv1.ReplicaS
 	return rs, metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))
 }
 
+// statefulSet creates a StatefulSet (no controller runs it) and returns
+// a controller reference to it.
+func statefulSet(t *testing.T, ns, name string, replicas int32) (*appsv1.StatefulSet, *metav1.OwnerReference) {
+	t.Helper()
+	labels := map[string]string{"app": name}
+	sts := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause"}}},
+			},
+		},
+	}
+	create(t, sts)
+	return sts, metav1.NewControllerRef(sts, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))
+}
+
 func evict(t *testing.T, pod *corev1.Pod) error {
 	t.Helper()
 	return env.Client.SubResource("eviction").Create(t.Context(), pod,
