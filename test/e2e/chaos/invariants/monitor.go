@@ -38,6 +38,10 @@ type Options struct {
 // Monitor watches pods, nodes and budgets from Start until Stop.
 type Monitor struct {
 	clock     clock.WithTicker
+	clientset kubernetes.Interface
+	// parent is Start's context without its cancellation, for Stop's
+	// final reads.
+	parent    context.Context
 	delay     time.Duration
 	cancel    context.CancelFunc
 	done      chan struct{}
@@ -81,6 +85,8 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Monitor, error
 		clock:       opts.Clock,
 		delay:       opts.NodeGoneDelay,
 		done:        make(chan struct{}),
+		clientset:   cs,
+		parent:      context.WithoutCancel(ctx),
 		factory:     informers.NewSharedInformerFactory(cs, 0),
 		pods:        map[types.UID]*podRecord{},
 		budgets:     map[string]*policyv1.PodDisruptionBudget{},
@@ -170,8 +176,8 @@ func (m *Monitor) Report() Report {
 	return m.report()
 }
 
-// Stop waits out the delay of the last deleted Node, counts what is
-// left, ends the watches and returns the report. Calling it again
+// Stop waits out the delay of the last deleted Node or direct deletion,
+// ends the watches, settles what is left and returns the report. Calling it again
 // returns the same report.
 func (m *Monitor) Stop() Report {
 	m.mu.Lock()
@@ -192,10 +198,11 @@ func (m *Monitor) Stop() Report {
 	m.cancel()
 	<-m.done
 	m.factory.Shutdown()
+	ctx, cancel := context.WithTimeout(m.parent, 30*time.Second)
+	defer cancel()
+	m.flush(ctx, time.Time{}, true)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.flushGone(time.Time{})
-	m.flushDeletions(time.Time{})
 	return m.report()
 }
 
@@ -231,11 +238,7 @@ func (m *Monitor) flushLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C():
-			m.mu.Lock()
-			cutoff := m.clock.Now().Add(-m.delay)
-			m.flushGone(cutoff)
-			m.flushDeletions(cutoff)
-			m.mu.Unlock()
+			m.flush(ctx, m.clock.Now().Add(-m.delay), false)
 		}
 	}
 }

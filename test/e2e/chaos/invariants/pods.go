@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -195,43 +194,6 @@ func (m *Monitor) replicasOf(ns string, owner *metav1.OwnerReference) int32 {
 	return *replicas
 }
 
-// ownerExplains reports whether the pod's namespace or controller had a
-// reason to delete it: the namespace is going, the ReplicaSet or
-// StatefulSet is gone or going, or it had more pods than it wanted (a
-// scale-down, a rollout). The wanted replicas are the fewer of those seen at the deletion
-// and now, so a scale-down seen late on its watch still counts.
-func (m *Monitor) ownerExplains(p pendingDeletion) bool {
-	if ns, err := m.nsLister.Get(p.pod.Namespace); apierrors.IsNotFound(err) || (err == nil && ns.DeletionTimestamp != nil) {
-		return true
-	}
-	owner := metav1.GetControllerOf(p.pod)
-	if owner == nil || !followsReplicas(owner) {
-		return false
-	}
-	replicas := m.replicasOf(p.pod.Namespace, owner)
-	if replicas < 0 || p.replicas < 0 {
-		return true
-	}
-	return p.others >= min(replicas, p.replicas)
-}
-
-// flushDeletions commits the direct deletions seen before cutoff (all of
-// them when cutoff is zero) that their owners do not explain.
-func (m *Monitor) flushDeletions(cutoff time.Time) {
-	keep := m.deletions[:0]
-	for _, p := range m.deletions {
-		if !cutoff.IsZero() && p.at.After(cutoff) {
-			keep = append(keep, p)
-			continue
-		}
-		if !m.ownerExplains(p) {
-			m.raw.Disruptions = append(m.raw.Disruptions, p.disruptions...)
-			m.raw.Violations = append(m.raw.Violations, p.violations...)
-		}
-	}
-	m.deletions = keep
-}
-
 // disrupting reports whether karp is disrupting the node: it is deleting,
 // or carries the karpenter.sh/disrupted taint.
 func (m *Monitor) disrupting(nodeName string) bool {
@@ -240,31 +202,6 @@ func (m *Monitor) disrupting(nodeName string) bool {
 		return false
 	}
 	return node.DeletionTimestamp != nil || slices.ContainsFunc(node.Spec.Taints, karpv1.IsDisruptingTaint)
-}
-
-// flushGone counts as lost the pods still running on Nodes deleted
-// before cutoff (all of them when cutoff is zero).
-func (m *Monitor) flushGone(cutoff time.Time) {
-	keep := m.gone[:0]
-	for _, g := range m.gone {
-		if !cutoff.IsZero() && g.at.After(cutoff) {
-			keep = append(keep, g)
-			continue
-		}
-		if _, back := m.nodes[g.name]; back {
-			continue
-		}
-		var lost []*podRecord
-		for _, rec := range m.pods {
-			p := rec.pod
-			if !rec.done && p.Spec.NodeName == g.name && p.DeletionTimestamp == nil && !terminal(p) && staysWithNode(p) {
-				lost = append(lost, rec)
-			}
-		}
-		slices.SortFunc(lost, func(a, b *podRecord) int { return strings.Compare(podKey(a.pod), podKey(b.pod)) })
-		m.disrupt(lost, CauseLostWithNode)
-	}
-	m.gone = keep
 }
 
 // staysWithNode reports whether a pod on a deleted node would have been
