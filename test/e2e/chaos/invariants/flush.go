@@ -39,39 +39,8 @@ func (m *Monitor) flush(ctx context.Context, cutoff time.Time, final bool) {
 	m.mu.Unlock()
 
 	// 1. Read the API server, without the lock: the watches go on.
-	lost := map[types.UID]bool{}
-	var retryGone []goneNode
-	for i, g := range gone {
-		ok := true
-		for _, p := range candidates[i] {
-			still, err := m.stillOn(ctx, p, g.name)
-			switch {
-			case err == nil:
-				lost[p.UID] = still
-			case final:
-				lost[p.UID] = true
-			default:
-				ok = false
-			}
-		}
-		if !ok {
-			retryGone = append(retryGone, g)
-		}
-	}
-	explained := make([]bool, len(deletions))
-	var retryDeletions []pendingDeletion
-	for i, d := range deletions {
-		why, err := m.ownerExplains(ctx, d)
-		switch {
-		case err == nil:
-			explained[i] = why
-		case final:
-			explained[i] = m.ownerExplainsCached(d)
-		default:
-			retryDeletions = append(retryDeletions, d)
-			explained[i] = true // decided on a later flush
-		}
-	}
+	lost, retryGone := m.confirmLost(ctx, gone, candidates, final)
+	explained, retryDeletions := m.explainDeletions(ctx, deletions, final)
 
 	// 2. Commit, under the lock, what was confirmed.
 	m.mu.Lock()
@@ -97,6 +66,53 @@ func (m *Monitor) flush(ctx context.Context, cutoff time.Time, final bool) {
 	}
 	m.gone = append(retryGone, m.gone...)
 	m.deletions = append(retryDeletions, m.deletions...)
+}
+
+// confirmLost reads each candidate pod of the gone nodes from the API
+// server; it returns which are still there (lost) and the nodes to retry
+// because the API server could not be read.
+func (m *Monitor) confirmLost(ctx context.Context, gone []goneNode, candidates [][]*corev1.Pod, final bool) (map[types.UID]bool, []goneNode) {
+	lost := map[types.UID]bool{}
+	var retry []goneNode
+	for i, g := range gone {
+		ok := true
+		for _, p := range candidates[i] {
+			still, err := m.stillOn(ctx, p, g.name)
+			switch {
+			case err == nil:
+				lost[p.UID] = still
+			case final:
+				lost[p.UID] = true
+			default:
+				ok = false
+			}
+		}
+		if !ok {
+			retry = append(retry, g)
+		}
+	}
+	return lost, retry
+}
+
+// explainDeletions decides for each direct deletion whether its owner
+// explains it; the ones the API server could not be read for are retried
+// (and reported explained for now).
+func (m *Monitor) explainDeletions(ctx context.Context, deletions []pendingDeletion, final bool) ([]bool, []pendingDeletion) {
+	explained := make([]bool, len(deletions))
+	var retry []pendingDeletion
+	for i, d := range deletions {
+		why, err := m.ownerExplains(ctx, d)
+		switch {
+		case err == nil:
+			explained[i] = why
+		case final:
+			explained[i] = m.ownerExplainsCached(d)
+		default:
+			retry = append(retry, d)
+			explained[i] = true
+		}
+	}
+	return explained, retry
 }
 
 // takeDue removes from the queues the items seen before cutoff (all of
