@@ -1,6 +1,8 @@
 package badinput
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -10,6 +12,8 @@ import (
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/controllers/nodepool/readiness"
+	"github.com/karp-autoscaler/karp/pkg/controllers/nodepool/validation"
 	"github.com/karp-autoscaler/karp/pkg/test"
 )
 
@@ -161,8 +165,18 @@ func acceptedNodePools() []Case {
 			Object: func(string) client.Object {
 				return nodePool("orphan").NodeClassRef(kwokv1alpha1.NodeClassReference(Prefix + "missing")).Obj()
 			},
-			Condition: &Condition{Type: karpv1.ConditionTypeNodeClassReady, Status: metav1.ConditionFalse, Reason: "NodeClassNotFound",
-				Message: []string{"NodeClass not found"}},
+			Condition: &Condition{Type: karpv1.ConditionTypeNodeClassReady, Status: metav1.ConditionFalse, Reason: readiness.ReasonNodeClassNotFound,
+				Message: []string{`NodeClass not found on cluster: KWOKNodeClass "badinput-missing" (group karpenter.kwok.sh)`}},
+		},
+		{
+			// Under the kwok provider an EC2NodeClass is of no use, even
+			// one that exists.
+			Name: "nodepool-nodeclass-kind-not-served",
+			Object: func(string) client.Object {
+				return nodePool("foreign-kind").NodeClassRef(awsv1.NodeClassReference(Prefix + "ec2")).Obj()
+			},
+			Condition: &Condition{Type: karpv1.ConditionTypeNodeClassReady, Status: metav1.ConditionFalse, Reason: readiness.ReasonNodeClassNotFound,
+				Message: []string{"kind EC2NodeClass of group karpenter.k8s.aws is not served by the kwok cloud provider"}},
 		},
 		{
 			Name: "nodepool-duplicate-taint",
@@ -171,6 +185,24 @@ func acceptedNodePools() []Case {
 			},
 			Condition: &Condition{Type: karpv1.ConditionTypeValidationSucceeded, Status: metav1.ConditionFalse, Reason: "NodePoolValidationFailed",
 				Message: []string{"startupTaints[0]: duplicate taint badinput.karp.sh/quarantine:NoSchedule (also taints[0])"}},
+		},
+		{
+			// The schema's pattern takes any five fields; cron does not.
+			Name: "nodepool-budget-schedule-out-of-range",
+			Object: func(string) client.Object {
+				return nodePool("budget-minute-61").Budgets(karpv1.Budget{Nodes: "0", Schedule: ptr.To("61 * * * *"),
+					Duration: &metav1.Duration{Duration: time.Hour}}).Obj()
+			},
+			Condition: &Condition{Type: validation.ConditionTypeDisruptionBudgetsValid, Status: metav1.ConditionFalse,
+				Reason: validation.ReasonInvalidDisruptionBudget, Message: []string{`budgets[0]: parsing schedule "61 * * * *"`}},
+		},
+		{
+			Name: "nodepool-budget-nodes-overflow",
+			Object: func(string) client.Object {
+				return nodePool("budget-overflow").Budgets(karpv1.Budget{Nodes: "99999999999999999999"}).Obj()
+			},
+			Event: &Event{Reason: validation.ReasonInvalidDisruptionBudget, Type: corev1.EventTypeWarning,
+				Note: []string{`budgets[0]: parsing nodes "99999999999999999999"`}},
 		},
 		{
 			Name: "nodepool-no-instance-type",
