@@ -37,7 +37,11 @@ const (
 // Cases returns the bad input, one case per kind of mistake. Every call
 // returns fresh cases.
 func Cases() []Case {
-	return append(append(append(nodePoolRejections(), nodeClassRejections()...), podCases()...), acceptedNodePools()...)
+	var cases []Case
+	for _, group := range [][]Case{nodePoolRejections(), nodeClassRejections(), podCases(), annotationCases(), acceptedNodePools()} {
+		cases = append(cases, group...)
+	}
+	return cases
 }
 
 // nodePoolRejections are NodePools the API server refuses.
@@ -153,6 +157,29 @@ func podCases() []Case {
 			},
 			Event: failedScheduling("NodePool badinput-tainted: taint badinput.karp.sh/quarantine=true:NoSchedule not tolerated"),
 		},
+	}
+}
+
+// annotationCases are pods that run but carry a do-not-disrupt annotation
+// karp cannot read: karp ignores it, and says so on the pod when it weighs
+// disrupting the pod's node.
+func annotationCases() []Case {
+	invalid := func(name, value, why string) Case {
+		return Case{
+			Name: name,
+			Runs: true,
+			Object: func(ns string) client.Object {
+				w := pod(ns, name).Requests("cpu", "10m")
+				w.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: value}
+				return w.Obj()
+			},
+			Event: &Event{Reason: "InvalidDoNotDisruptAnnotation", Type: corev1.EventTypeWarning,
+				Note: []string{"Invalid karpenter.sh/do-not-disrupt annotation: " + why + ", ignoring annotation"}},
+		}
+	}
+	return []Case{
+		invalid("pod-do-not-disrupt-maybe", "maybe", `"maybe" is not a duration`),
+		invalid("pod-do-not-disrupt-negative", "-1h", `duration "-1h" must be positive`),
 	}
 }
 
