@@ -156,7 +156,7 @@ func (r *Rejection) check(err error) error {
 		return fmt.Errorf("accepted, want a rejection of %s (%q)", r.Field, r.Message)
 	}
 	if !apierrors.IsInvalid(err) {
-		return fmt.Errorf("refused with %v, want Invalid on %s (%q)", err, r.Field, r.Message)
+		return fmt.Errorf("refused with %w, want Invalid on %s (%q)", err, r.Field, r.Message)
 	}
 	var status apierrors.APIStatus
 	if errors.As(err, &status) && status.Status().Details != nil {

@@ -138,7 +138,31 @@ func podCases() []Case {
 				return pod(ns, "nowhere").Requests("cpu", "100m").
 					NodeAffinityTerm(test.NodeSelectorRequirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "badinput-nowhere")).Obj()
 			},
-			Event: failedScheduling("no instance type satisfies topology.kubernetes.io/zone In [badinput-nowhere]"),
+			// "no instance type satisfies ..." from a pool open to every
+			// zone, "incompatible requirements: requires ..." from one that
+			// lists its zones: both name the requirement.
+			Event: failedScheduling("topology.kubernetes.io/zone In [badinput-nowhere]"),
+		},
+		{
+			Name: "pod-unknown-extended-resource",
+			Object: func(ns string) client.Object {
+				return pod(ns, "unknown-resource").Requests("cpu", "100m", "example.com/fpga", "1").Limits("example.com/fpga", "1").Obj()
+			},
+			Event: failedScheduling("example.com/fpga"),
+		},
+		{
+			Name: "pod-label-no-nodepool-offers",
+			Object: func(ns string) client.Object {
+				return pod(ns, "unknown-label").Requests("cpu", "100m").NodeSelector(map[string]string{"example.com/team": "badinput"}).Obj()
+			},
+			Event: failedScheduling("example.com/team"),
+		},
+		{
+			Name: "pod-request-above-limit",
+			Object: func(ns string) client.Object {
+				return pod(ns, "request-above-limit").Requests("cpu", "2").Limits("cpu", "1").Obj()
+			},
+			Rejection: &Rejection{Field: "spec.containers[0].resources.requests", Message: "must be less than or equal to cpu limit"},
 		},
 		{
 			Name: "pod-restricted-selector",
@@ -230,6 +254,20 @@ func acceptedNodePools() []Case {
 			},
 			Event: &Event{Reason: validation.ReasonInvalidDisruptionBudget, Type: corev1.EventTypeWarning,
 				Note: []string{`budgets[0]: parsing nodes "99999999999999999999"`}},
+		},
+		{
+			// The NodePool is the bad input; karp says so on the pod that
+			// selects it.
+			Name: "nodepool-min-values-unmet",
+			Setup: func(string) []client.Object {
+				return []client.Object{nodePool("min-values").Requirement(kwokv1alpha1.InstanceFamilyLabelKey, corev1.NodeSelectorOpIn, "m5").
+					RequirementWithMinValues(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpExists, 50).Obj()}
+			},
+			Object: func(ns string) client.Object {
+				return pod(ns, "min-values").Requests("cpu", "100m").Toleration(quarantined).
+					NodeSelector(map[string]string{karpv1.NodePoolLabelKey: Prefix + "min-values"}).Obj()
+			},
+			Event: &Event{Reason: "FailedScheduling", Type: corev1.EventTypeWarning, Note: []string{"minValues"}},
 		},
 		{
 			Name: "nodepool-no-instance-type",
