@@ -46,11 +46,22 @@ func (s *clusterState) unsettled(wantPods int) []string {
 	var out []string
 	workload, notRunning := 0, []string{}
 	needed := map[string]bool{}
+	nodes := map[string]bool{}
+	for _, n := range s.nodes {
+		nodes[n.Name] = true
+	}
 	for i := range s.pods {
 		p := &s.pods[i]
 		daemon := ownedBy(p, "DaemonSet")
 		if !daemon {
 			workload++
+		}
+		if target := daemonTarget(p); daemon && target != "" && !nodes[target] {
+			// kube-controller-manager's DaemonSet controller has no
+			// handler for deleted Nodes: a pod it made for a node that
+			// has since gone stays Pending until the DaemonSet's next
+			// sync removes it. It cannot run anywhere.
+			continue
 		}
 		if !framework.Available(p) {
 			notRunning = append(notRunning, p.Name)
@@ -123,6 +134,22 @@ func (s *clusterState) instanceMismatches() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// daemonTarget is the node a DaemonSet pod is made for: the
+// metadata.name its required node affinity names ("" when none).
+func daemonTarget(p *corev1.Pod) string {
+	if p.Spec.Affinity == nil || p.Spec.Affinity.NodeAffinity == nil || p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return ""
+	}
+	for _, term := range p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		for _, f := range term.MatchFields {
+			if f.Key == "metadata.name" && f.Operator == corev1.NodeSelectorOpIn && len(f.Values) == 1 {
+				return f.Values[0]
+			}
+		}
+	}
+	return ""
 }
 
 func ownedBy(p *corev1.Pod, kind string) bool {
