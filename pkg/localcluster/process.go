@@ -19,6 +19,9 @@ type process struct {
 	cmd     *exec.Cmd
 	done    chan struct{} // closed when the process has exited
 	waitErr error         // set before done is closed
+	// retired is set (under Cluster.mu) when Restart kills the process on
+	// purpose, so its exit is not reported as a death.
+	retired bool
 }
 
 // startProcess runs bin with args in its own process group, its output

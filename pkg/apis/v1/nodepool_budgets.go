@@ -71,11 +71,44 @@ func (in *Budget) IsActive(now time.Time) (bool, error) {
 	if in.Schedule == nil || in.Duration == nil {
 		return false, fmt.Errorf("schedule and duration must be set together")
 	}
-	schedule, err := cron.ParseStandard("TZ=UTC " + *in.Schedule)
+	schedule, err := parseSchedule(*in.Schedule)
 	if err != nil {
-		return false, fmt.Errorf("parsing schedule %q: %w", *in.Schedule, err)
+		return false, err
 	}
 	// The window containing now started at the first hit after now-duration.
 	next := schedule.Next(now.Add(-in.Duration.Duration))
 	return !next.After(now), nil
+}
+
+// parseSchedule parses a budget's cron schedule, evaluated in UTC.
+func parseSchedule(schedule string) (cron.Schedule, error) {
+	parsed, err := cron.ParseStandard("TZ=UTC " + schedule)
+	if err != nil {
+		return nil, fmt.Errorf("parsing schedule %q: %w", schedule, err)
+	}
+	return parsed, nil
+}
+
+// ValidateBudgets checks what the CRD schema lets through but budgets
+// cannot be evaluated with: a schedule that matches the schema's
+// five-field pattern yet is no cron expression (a minute of 61, a sixth
+// field, a time zone prefix), or a node count too large for an integer.
+// Such a budget allows no disruptions for its reasons
+// (GetAllowedDisruptions), so the error names each one by index.
+func (in *NodePool) ValidateBudgets() error {
+	var errs []error
+	for i := range in.Spec.Disruption.Budgets {
+		budget := &in.Spec.Disruption.Budgets[i]
+		if budget.Schedule != nil {
+			if _, err := parseSchedule(*budget.Schedule); err != nil {
+				errs = append(errs, fmt.Errorf("budgets[%d]: %w", i, err))
+			}
+		}
+		if !strings.HasSuffix(budget.Nodes, "%") {
+			if _, err := strconv.Atoi(budget.Nodes); err != nil {
+				errs = append(errs, fmt.Errorf("budgets[%d]: parsing nodes %q: %w", i, budget.Nodes, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -2,6 +2,7 @@ package v1_test
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,6 +145,47 @@ func TestNodePoolGetAllowedDisruptionsByReason(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("allowed disruptions (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestValidateBudgets(t *testing.T) {
+	tests := map[string]struct {
+		budgets []karpv1.Budget
+		// want are substrings of the error, in order; none: valid.
+		want []string
+	}{
+		"no budgets":                  {},
+		"percent and count":           {budgets: []karpv1.Budget{{Nodes: "10%"}, {Nodes: "3"}}},
+		"cron schedule":               {budgets: []karpv1.Budget{scheduled("0", "0 9 * * mon-fri", time.Hour)}},
+		"macro schedule":              {budgets: []karpv1.Budget{scheduled("0", "@daily", time.Hour)}},
+		"minute out of range":         {budgets: []karpv1.Budget{{Nodes: "1"}, scheduled("0", "61 * * * *", time.Hour)}, want: []string{`budgets[1]: parsing schedule "61 * * * *"`, "above maximum"}},
+		"six fields":                  {budgets: []karpv1.Budget{scheduled("0", "0 0 9 * * *", time.Hour)}, want: []string{`budgets[0]: parsing schedule "0 0 9 * * *"`, "expected exactly 5 fields"}},
+		"time zone prefix":            {budgets: []karpv1.Budget{scheduled("0", "CRON_TZ=Mars/Olympus 0 9 * * *", time.Hour)}, want: []string{"budgets[0]: parsing schedule"}},
+		"node count overflowing int":  {budgets: []karpv1.Budget{{Nodes: "99999999999999999999"}}, want: []string{`budgets[0]: parsing nodes "99999999999999999999"`, "out of range"}},
+		"every bad budget is counted": {budgets: []karpv1.Budget{scheduled("0", "61 * * * *", time.Hour), {Nodes: "99999999999999999999"}}, want: []string{"budgets[0]", "budgets[1]"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			np := &karpv1.NodePool{Spec: karpv1.NodePoolSpec{Disruption: karpv1.Disruption{Budgets: tc.budgets}}}
+			err := np.ValidateBudgets()
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("ValidateBudgets() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("ValidateBudgets() = nil, want an error containing %q", tc.want)
+			}
+			rest := err.Error()
+			for _, want := range tc.want {
+				i := strings.Index(rest, want)
+				if i < 0 {
+					t.Fatalf("ValidateBudgets() = %q, want %q (in order)", err, tc.want)
+				}
+				rest = rest[i+len(want):]
 			}
 		})
 	}

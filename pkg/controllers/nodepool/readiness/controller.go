@@ -3,12 +3,14 @@ package readiness
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -65,7 +67,7 @@ func (c *Controller) Reconcile(ctx context.Context, nodePool *karpv1.NodePool) (
 	case err != nil:
 		return reconcile.Result{}, err
 	case nodeClass == nil:
-		conditions.SetFalse(karpv1.ConditionTypeNodeClassReady, ReasonNodeClassNotFound, "NodeClass not found on cluster")
+		conditions.SetFalse(karpv1.ConditionTypeNodeClassReady, ReasonNodeClassNotFound, c.notFoundMessage(nodePool.Spec.Template.Spec.NodeClassRef))
 	case !nodeClass.GetDeletionTimestamp().IsZero():
 		conditions.SetFalse(karpv1.ConditionTypeNodeClassReady, ReasonNodeClassTerminating, "NodeClass is terminating")
 	default:
@@ -92,4 +94,27 @@ func mirror(conditions karpv1.ConditionSet, ready *metav1.Condition) {
 	default:
 		conditions.SetUnknownWithReason(karpv1.ConditionTypeNodeClassReady, ReasonNodeClassNotReady, "NodeClass readiness unknown: "+ready.Message)
 	}
+}
+
+// notFoundMessage says which NodeClass is missing, or that its kind is not
+// one the cloud provider serves (a NodePool of EC2NodeClass under the kwok
+// provider), where upstream says only "NodeClass not found on cluster".
+func (c *Controller) notFoundMessage(ref *karpv1.NodeClassReference) string {
+	const prefix = "NodeClass not found on cluster"
+	if ref == nil {
+		return prefix + ": the NodePool has no nodeClassRef"
+	}
+	var supported []string
+	for _, obj := range c.cloudProvider.GetSupportedNodeClasses() {
+		gvk, err := apiutil.GVKForObject(obj, c.kubeClient.Scheme())
+		if err != nil {
+			continue
+		}
+		if gvk.Group == ref.Group && gvk.Kind == ref.Kind {
+			return fmt.Sprintf("%s: %s %q (group %s)", prefix, ref.Kind, ref.Name, ref.Group)
+		}
+		supported = append(supported, gvk.GroupKind().String())
+	}
+	return fmt.Sprintf("%s: kind %s of group %s is not served by the %s cloud provider, which serves %s",
+		prefix, ref.Kind, ref.Group, c.cloudProvider.Name(), strings.Join(supported, ", "))
 }

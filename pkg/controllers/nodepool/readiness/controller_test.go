@@ -36,6 +36,11 @@ func TestNodeClassReadyFollowsTheNodeClass(t *testing.T) {
 	if cond.Status != metav1.ConditionFalse || cond.Reason != readiness.ReasonNodeClassNotFound {
 		t.Errorf("missing NodeClass: %s/%s, want False/%s", cond.Status, cond.Reason, readiness.ReasonNodeClassNotFound)
 	}
+	// The message names the missing NodeClass (it used to say only
+	// "NodeClass not found on cluster").
+	if want := `NodeClass not found on cluster: KWOKNodeClass "default" (group karpenter.kwok.sh)`; cond.Message != want {
+		t.Errorf("missing NodeClass message %q, want %q", cond.Message, want)
+	}
 
 	// 2. It exists and is Ready.
 	nodeClass := test.MakeKWOKNodeClass("default").Obj()
@@ -74,7 +79,14 @@ func TestUnsupportedNodeClassKindIsNotFound(t *testing.T) {
 	pool := test.MakeNodePool("foreign").NodeClassRef(&karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}).Obj()
 	h.Create(t, pool)
 	h.Create(t, test.MakeKWOKNodeClass("default").Obj())
-	if cond := nodeClassReady(t, c, "foreign"); cond.Reason != readiness.ReasonNodeClassNotFound {
+	cond := nodeClassReady(t, c, "foreign")
+	if cond.Reason != readiness.ReasonNodeClassNotFound {
 		t.Errorf("unsupported kind: %s/%s, want False/%s", cond.Status, cond.Reason, readiness.ReasonNodeClassNotFound)
+	}
+	// The message says the kind is not served, not that an object is
+	// missing (one of that kind may well exist).
+	want := "NodeClass not found on cluster: kind EC2NodeClass of group karpenter.k8s.aws is not served by the fake cloud provider, which serves KWOKNodeClass.karpenter.kwok.sh"
+	if cond.Message != want {
+		t.Errorf("unsupported kind message %q, want %q", cond.Message, want)
 	}
 }

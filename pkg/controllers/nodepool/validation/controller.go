@@ -3,6 +3,7 @@ package validation
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -32,6 +33,24 @@ const ConditionTypeReplicasServed = "ReplicasServed"
 // ReasonStaticCapacityNotImplemented is ReplicasServed's reason when False
 // and the reason of the warning event.
 const ReasonStaticCapacityNotImplemented = "StaticCapacityNotImplemented"
+
+// ConditionTypeDisruptionBudgetsValid is False on a NodePool with a
+// disruption budget karp cannot evaluate though the CRD schema let it
+// through (see karpv1.NodePool.ValidateBudgets): such a budget allows no
+// disruptions for its reasons, which without the condition would only
+// show as consolidation, drift and expiry silently stopping. The message
+// names each bad budget; a warning event (reason
+// ReasonInvalidDisruptionBudget) says the same once per spec change. It
+// is informational: not part of Ready, since provisioning is unaffected;
+// a NodePool whose budgets are all valid does not carry it.
+const ConditionTypeDisruptionBudgetsValid = "DisruptionBudgetsValid"
+
+// ReasonInvalidDisruptionBudget is DisruptionBudgetsValid's reason when
+// False and the reason of the warning event.
+const ReasonInvalidDisruptionBudget = "InvalidDisruptionBudget"
+
+// invalidBudgetConsequence ends DisruptionBudgetsValid's message.
+const invalidBudgetConsequence = "; a budget that cannot be evaluated allows no disruptions for its reasons"
 
 // staticMessage explains ReplicasServed=False.
 const staticMessage = "karp does not launch static NodePools (spec.replicas) yet; this NodePool gets no nodes"
@@ -84,6 +103,12 @@ func (c *Controller) Reconcile(ctx context.Context, nodePool *karpv1.NodePool) (
 	} else {
 		conditions.SetTrue(karpv1.ConditionTypeValidationSucceeded)
 	}
+	budgetsErr := nodePool.ValidateBudgets()
+	if budgetsErr != nil {
+		conditions.SetFalse(ConditionTypeDisruptionBudgetsValid, ReasonInvalidDisruptionBudget, budgetsMessage(budgetsErr))
+	} else {
+		conditions.Clear(ConditionTypeDisruptionBudgetsValid)
+	}
 	static := nodePool.Spec.Replicas != nil
 	if static {
 		conditions.SetFalse(ConditionTypeReplicasServed, ReasonStaticCapacityNotImplemented, staticMessage)
@@ -94,6 +119,9 @@ func (c *Controller) Reconcile(ctx context.Context, nodePool *karpv1.NodePool) (
 	if static && c.recorder != nil {
 		c.recorder.Eventf(nodePool, nil, corev1.EventTypeWarning, ReasonStaticCapacityNotImplemented, "Validate", staticMessage)
 	}
+	if budgetsErr != nil && c.recorder != nil {
+		c.recorder.Eventf(nodePool, nil, corev1.EventTypeWarning, ReasonInvalidDisruptionBudget, "Validate", "%s", budgetsMessage(budgetsErr))
+	}
 	if equality.Semantic.DeepEqual(stored.Status, nodePool.Status) {
 		return reconcile.Result{}, nil
 	}
@@ -101,4 +129,9 @@ func (c *Controller) Reconcile(ctx context.Context, nodePool *karpv1.NodePool) (
 		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("patching nodepool status: %w", err))
 	}
 	return reconcile.Result{}, nil
+}
+
+// budgetsMessage is ValidateBudgets' error on one line, with what it means.
+func budgetsMessage(err error) string {
+	return strings.ReplaceAll(err.Error(), "\n", "; ") + invalidBudgetConsequence
 }

@@ -4,4 +4,9 @@
 // requirement operator/value rules). A failing NodePool is False with
 // reason NodePoolValidationFailed and the error as message, so its Ready
 // root is False and the provisioner skips it.
+//
+// It also sets two informational conditions, outside Ready, each with a
+// warning event per spec change: ReplicasServed=False on a static
+// NodePool, and DisruptionBudgetsValid=False on a NodePool with a budget
+// that cannot be evaluated (karpv1's ValidateBudgets).
 package validation
