@@ -22,17 +22,28 @@ import (
 
 	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/localcluster"
 	"github.com/karp-autoscaler/karp/pkg/test"
+	"github.com/karp-autoscaler/karp/test/e2e/chaos/badinput"
+	"github.com/karp-autoscaler/karp/test/e2e/chaos/invariants"
 	"github.com/karp-autoscaler/karp/test/e2e/framework"
+	"github.com/karp-autoscaler/karp/test/e2e/framework/faultproxy"
 )
 
 // run is the state of one chaos run.
 type run struct {
-	t     *testing.T
-	f     *framework.Framework
-	cl    client.Client
-	ctrl  *controllers
-	inj   *injector
+	t    *testing.T
+	f    *framework.Framework
+	cl   client.Client
+	ctrl *controllers
+	inj  *injector
+	mon  *invariants.Monitor
+	// monStopped is set once the monitor's report is taken.
+	monStopped bool
+	// proxy stands between the controllers and the kube-apiserver.
+	proxy *faultproxy.Proxy
+	// bad is the bad input applied during the drift phase.
+	bad   []badinput.Result
 	rng   *rand.Rand
 	start time.Time
 	// faults is how many faults each phase gets; window is how long
@@ -63,7 +74,21 @@ func TestChaos(t *testing.T) {
 		pool.Spec.Template.Spec.NodeClassRef = kwokv1alpha1.NodeClassReference(pool.Name)
 		framework.Create(t, r.cl, pool)
 	}
-	r.ctrl = startControllers(t, f)
+	mon, err := invariants.Start(t.Context(), f.Config, invariants.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.mon = mon
+	t.Cleanup(func() {
+		if !r.monStopped {
+			r.mon.Stop()
+		}
+	})
+	if r.proxy, err = faultproxy.Start(strings.TrimPrefix(f.Config.Host, "https://")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.proxy.Close() })
+	r.ctrl = startControllers(t, f, framework.KubeconfigVia(t, f, r.proxy.Addr()))
 	r.inj = newInjector(seed, r.faultKinds())
 
 	rounds := 1
@@ -177,6 +202,9 @@ func (r *run) drift(round int) {
 	r.phase("drift-"+gen, 6*time.Minute, func() {
 		pool := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: poolOnDemand}}
 		framework.Mutate(r.t, r.cl, pool, func() { pool.Spec.Template.ObjectMeta.Labels[generationLabel] = gen })
+		if round == 1 {
+			r.applyBadInput()
+		}
 	}, r.settled(func(ctx context.Context, s *clusterState) string {
 		holdsPinned := map[string]bool{}
 		for _, p := range s.pods {
@@ -214,6 +242,7 @@ func (r *run) interrupt() {
 		r.rng.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
 		victims = names[:min(2, len(names))]
 		for _, node := range victims {
+			r.mon.Involuntary(node)
 			out, err := exec.Command(framework.KarpBinary(r.t), "interrupt", "--kubeconfig", r.f.Cluster.Kubeconfig, node).CombinedOutput()
 			if err != nil {
 				r.t.Fatalf("karp interrupt %s: %v\n%s", node, err, out)
@@ -284,14 +313,63 @@ func (r *run) daemonSet() {
 		}))
 }
 
+// badNamespace holds the bad input's pods, apart from the workload.
+const badNamespace = "chaos-bad"
+
+// applyBadInput applies every bad-input case while the cluster drifts.
+func (r *run) applyBadInput() {
+	framework.Create(r.t, r.cl, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: badNamespace}})
+	r.bad = badinput.Run(r.t.Context(), r.cl, badNamespace)
+}
+
+// checkBadInput waits for karp's answer to each bad input, then deletes
+// what the API server accepted.
+func (r *run) checkBadInput() {
+	if r.bad == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.t.Context(), 3*time.Minute)
+	defer cancel()
+	if err := badinput.Verify(ctx, r.cl, r.bad); err != nil {
+		r.t.Errorf("bad input: %v", err)
+	}
+	if err := badinput.Cleanup(r.t.Context(), r.cl, r.bad); err != nil {
+		r.t.Errorf("deleting the bad input: %v", err)
+	}
+	r.t.Logf("bad input: %d cases answered", len(r.bad))
+}
+
 // settle waits for the cluster to settle after the last fault, checks the
 // promises and prints the figures.
 func (r *run) settle() {
 	t := r.t
+	r.checkBadInput()
 	r.ctrl.restartExited()
 	framework.Eventually(t, 5*time.Minute, r.settled(nil))
 	settledAt := time.Now()
 	lastFault := r.inj.lastEnd()
+	// kube-controller-manager's DaemonSet controller has no handler for
+	// deleted Nodes: a pod it made for a node karp has since replaced
+	// stays Pending until the DaemonSet next syncs. Touch the DaemonSet
+	// so it does.
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "agent"}}
+	framework.Mutate(t, r.cl, ds, func() {
+		if ds.Annotations == nil {
+			ds.Annotations = map[string]string{}
+		}
+		ds.Annotations["chaos.karp.sh/settled-at"] = settledAt.UTC().Format(time.RFC3339)
+	})
+	violations, err := invariants.WaitSettled(t.Context(), r.cl, invariants.KWOKInstances{Client: r.cl},
+		invariants.SettleOptions{Namespaces: []string{namespace}}, time.Second, 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := r.mon.Stop()
+	r.monStopped = true
+	report.Add(violations...)
+	for _, v := range report.Violations {
+		t.Errorf("violation: %s", v)
+	}
 	s, err := readState(t.Context(), r.cl)
 	if err != nil {
 		t.Fatal(err)
@@ -329,10 +407,15 @@ func (r *run) settle() {
 	if len(failed) > 0 {
 		t.Errorf("faults that could not be injected: %s", strings.Join(failed, "; "))
 	}
+	notRunning := report.Count(invariants.KindPodNotRunning)
 	t.Logf("chaos figures: seed=%d duration=%s phases: %s", seed, time.Since(r.start).Round(time.Second), strings.Join(r.phases, " "))
 	t.Logf("chaos figures: faults %d (%s)", len(r.inj.injected()), r.inj.byKind())
-	t.Logf("chaos figures: settle after last fault %s; nodeclaims %d; pods %d; interrupted %v",
-		settledAt.Sub(lastFault).Round(time.Second), len(s.claims), len(s.pods), r.interrupted)
+	t.Logf("chaos figures: evictions=%d disruptions=%d unobserved=%d pdb-violations=%d do-not-disrupt-disrupted=%d leaked=%d duplicate=%d shared=%d missing=%d stuck-taints=%d empty-nodes=%d pods-not-running=%d excused-on-interrupted=%d",
+		report.Evictions, len(report.Disruptions), report.Unobserved, report.Count(invariants.KindPDBViolation), report.Count(invariants.KindDoNotDisrupt),
+		report.Count(invariants.KindLeakedInstance), report.Count(invariants.KindDuplicateInstance), report.Count(invariants.KindSharedInstance),
+		report.Count(invariants.KindMissingInstance), report.Count(invariants.KindStuckTaint), report.Count(invariants.KindEmptyNode), notRunning, len(report.Excused))
+	t.Logf("chaos figures: settled %s after the last fault; nodeclaims %d; pods %d; interrupted %v; bad-input cases %d",
+		settledAt.Sub(lastFault).Round(time.Second), len(s.claims), len(s.pods), r.interrupted, len(r.bad))
 	t.Logf("chaos figures: $/hour %.4f, karp simulate %.4f (ratio %.2f, allowed %.1f)", live, simulated, live/simulated, costFactor)
 }
 
@@ -388,31 +471,81 @@ func (r *run) podNames(app string) map[string]bool {
 	return out
 }
 
-// faultKinds are the faults this run can inject.
+// faultKinds are the faults this run can inject; each undoes itself
+// (restarts what it killed, resumes what it froze) before it returns.
 func (r *run) faultKinds() []faultKind {
+	restart := func(component string) faultKind {
+		return faultKind{name: "restart-" + component, inject: func(ctx context.Context) error {
+			return r.f.Cluster.Restart(ctx, component)
+		}}
+	}
 	return []faultKind{
-		{name: "kill-leader", inject: func(context.Context) error {
-			r.ctrl.kill(r.ctrl.leader())
-			return nil
+		{name: "kill-leader", inject: func(ctx context.Context) error {
+			k, err := r.ctrl.leader(ctx)
+			if err != nil {
+				return err
+			}
+			return r.ctrl.kill(k)
 		}},
 		{name: "kill-both", inject: func(context.Context) error {
-			r.ctrl.mu.Lock()
-			replicas := r.ctrl.replicas
-			r.ctrl.mu.Unlock()
-			for _, k := range replicas {
-				k.Stop(syscall.SIGKILL)
+			for _, k := range r.ctrl.replicas {
+				if !k.Exited() {
+					if err := k.Signal(syscall.SIGKILL); err != nil {
+						return err
+					}
+					k.WaitExit(30 * time.Second)
+				}
 			}
 			r.ctrl.restartExited()
 			return nil
 		}},
+		{name: "stop-leader", inject: r.stopLeader},
 		{name: "insufficient-capacity", inject: r.insufficientCapacity},
+		restart(localcluster.APIServer),
+		restart(localcluster.Etcd),
+		restart(localcluster.KWOK),
+		{name: "drop-api", inject: func(ctx context.Context) error {
+			r.proxy.Drop(10 * time.Second)
+			return sleep(ctx, 10*time.Second)
+		}},
+		{name: "slow-api", inject: func(ctx context.Context) error {
+			r.proxy.SetLatency(300 * time.Millisecond)
+			defer r.proxy.SetLatency(0)
+			return sleep(ctx, 20*time.Second)
+		}},
 	}
 }
 
-// insufficientCapacity restarts the standby replica with
-// --kwok-insufficient-capacity naming the offerings the spot and
-// on-demand pools use most, then kills the leader so the standby leads:
-// its launches of those offerings fail and it must fall back.
+// stopLeader freezes the leader (SIGSTOP) past its 15s Lease, so the
+// standby takes over while the old leader still believes it leads, then
+// resumes it (SIGCONT): it must notice it lost the Lease and stop acting.
+// It exits; it is started again as the new standby.
+func (r *run) stopLeader(ctx context.Context) error {
+	k, err := r.ctrl.leader(ctx)
+	if err != nil {
+		return err
+	}
+	if err := k.Signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	err = sleep(ctx, 25*time.Second)
+	if cerr := k.Signal(syscall.SIGCONT); cerr != nil {
+		return cerr
+	}
+	if err != nil {
+		return err
+	}
+	if k.WaitExit(30 * time.Second) {
+		k.Restart(r.t)
+	}
+	return nil
+}
+
+// insufficientCapacity restarts the standby with
+// --kwok-insufficient-capacity naming the three offerings the cluster
+// uses most, then kills the leader so the standby leads: its launches of
+// those offerings fail and it must fall back to others. The flag lasts
+// until that replica is next restarted.
 func (r *run) insufficientCapacity(ctx context.Context) error {
 	counts := map[string]int{}
 	var claims karpv1.NodeClaimList
@@ -432,14 +565,26 @@ func (r *run) insufficientCapacity(ctx context.Context) error {
 		}
 		return offerings[i] < offerings[j]
 	})
+	if len(offerings) == 0 {
+		return nil
+	}
 	offerings = offerings[:min(3, len(offerings))]
-	leader := r.ctrl.leader()
-	standby := 1 - leader
-	r.ctrl.mu.Lock()
-	k := r.ctrl.replicas[standby]
-	r.ctrl.mu.Unlock()
-	k.Stop(syscall.SIGKILL)
-	r.ctrl.start(standby, "--kwok-insufficient-capacity="+strings.Join(offerings, ","))
-	r.ctrl.kill(leader)
-	return nil
+	leader, err := r.ctrl.leader(ctx)
+	if err != nil {
+		return err
+	}
+	if err := r.ctrl.kill(r.ctrl.standby(leader), "--kwok-insufficient-capacity="+strings.Join(offerings, ",")); err != nil {
+		return err
+	}
+	return r.ctrl.kill(leader)
+}
+
+// sleep waits d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
 }

@@ -1,76 +1,85 @@
 package chaos
 
 import (
-	"strings"
-	"sync"
+	"context"
+	"fmt"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/karp-autoscaler/karp/test/e2e/framework"
 )
 
 // controllers are the run's two karp-controller replicas: the same
 // command with the same --leader-election-name (StartKarp derives it from
-// the test's name), so one leads and the other waits for the Lease.
+// the test's name), so one leads and the other waits for the Lease. Both
+// reach the API server through the run's fault proxy.
 type controllers struct {
-	t  *testing.T
-	f  *framework.Framework
-	mu sync.Mutex
-	// replicas[i] is the process of slot i; args[i] its extra flags.
-	replicas [2]*framework.Karp
-	args     [2][]string
+	t        *testing.T
+	f        *framework.Framework
+	replicas []*framework.Karp
 }
 
-func startControllers(t *testing.T, f *framework.Framework) *controllers {
+func startControllers(t *testing.T, f *framework.Framework, kubeconfig string) *controllers {
 	c := &controllers{t: t, f: f}
-	for i := range c.replicas {
-		c.start(i)
+	args := append([]string{"--kubeconfig", kubeconfig}, framework.FastDisruptionArgs...)
+	for range 2 {
+		c.replicas = append(c.replicas, framework.StartKarp(t, f, args...))
 	}
 	return c
 }
 
-// start (re)starts slot i with the usual flags plus extra.
-func (c *controllers) start(i int, extra ...string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.args[i] = append(append([]string(nil), framework.FastDisruptionArgs...), extra...)
-	c.replicas[i] = framework.StartKarp(c.t, c.f, c.args[i]...)
-}
-
-// leader is the slot whose running process last said it acquired the
-// Lease, else 0. A process that loses the Lease exits, so at most the
-// newest acquirer is still running and leading.
-func (c *controllers) leader() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for i, k := range c.replicas {
-		if !k.Exited() && strings.Contains(strings.ToLower(k.Log()), "acquired lease") {
-			return i
+// leader is the replica that leads, asked through the Lease and the
+// replicas' metrics; it waits up to a minute for one to lead (after a
+// fault, the Lease may be between holders).
+func (c *controllers) leader(ctx context.Context) (*framework.Karp, error) {
+	var lastErr error
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		k, err := framework.Leader(ctx, c.f.Client, c.replicas...)
+		if err == nil {
+			return k, nil
+		}
+		lastErr = err
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
 		}
 	}
-	return 0
+	return nil, fmt.Errorf("no leader within a minute: %w", lastErr)
 }
 
-// kill SIGKILLs slot i and starts it again with the same flags.
-func (c *controllers) kill(i int) {
-	c.mu.Lock()
-	k, args := c.replicas[i], c.args[i]
-	c.mu.Unlock()
-	k.Stop(syscall.SIGKILL)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.replicas[i] = framework.StartKarp(c.t, c.f, args...)
+// standby is the replica that is not k.
+func (c *controllers) standby(k *framework.Karp) *framework.Karp {
+	if c.replicas[0] == k {
+		return c.replicas[1]
+	}
+	return c.replicas[0]
 }
 
-// restartExited starts again every slot whose process exited (a leader
-// that lost its Lease exits on purpose).
+// kill SIGKILLs k and starts it again with the same command line plus
+// extra.
+func (c *controllers) kill(k *framework.Karp, extra ...string) error {
+	if !k.Exited() {
+		if err := k.Signal(syscall.SIGKILL); err != nil {
+			return err
+		}
+		if !k.WaitExit(30 * time.Second) {
+			return fmt.Errorf("karp pid %d did not exit on SIGKILL", k.PID())
+		}
+	}
+	k.Restart(c.t, extra...)
+	return nil
+}
+
+// restartExited starts again every replica whose process exited (a
+// leader that lost its Lease exits on purpose) and returns how many.
 func (c *controllers) restartExited() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	n := 0
-	for i, k := range c.replicas {
+	for _, k := range c.replicas {
 		if k.Exited() {
-			c.replicas[i] = framework.StartKarp(c.t, c.f, c.args[i]...)
+			k.Restart(c.t)
 			n++
 		}
 	}

@@ -45,8 +45,9 @@ const (
 
 // pools are the run's NodePools: spot and on-demand, a limited one, a
 // tainted one and one whose nodes expire. Every pool consolidates
-// (WhenEmptyOrUnderutilized after 10s) with a 20% budget, on 2 to 16 cpu
-// instance types.
+// (WhenEmptyOrUnderutilized after 10s) with a 20% budget (50% for the
+// on-demand pool, so its drift fits the run), on 2 to 16 cpu instance
+// types.
 func pools() []*karpv1.NodePool {
 	base := func(name, capacityType string) *test.NodePoolWrapper {
 		return test.MakeNodePool(name).
@@ -57,7 +58,8 @@ func pools() []*karpv1.NodePool {
 			Budgets(karpv1.Budget{Nodes: "20%"})
 	}
 	return []*karpv1.NodePool{
-		base(poolOnDemand, karpv1.CapacityTypeOnDemand).Labels(map[string]string{generationLabel: "1"}).Obj(),
+		base(poolOnDemand, karpv1.CapacityTypeOnDemand).Labels(map[string]string{generationLabel: "1"}).
+			Budgets(karpv1.Budget{Nodes: "50%"}).Obj(),
 		base(poolSpot, karpv1.CapacityTypeSpot).Obj(),
 		base(poolLimited, karpv1.CapacityTypeOnDemand).Limits(test.ResourceList("cpu", limitedCPU)).Obj(),
 		base(poolTainted, karpv1.CapacityTypeOnDemand).
