@@ -1,0 +1,590 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"os/exec"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/localcluster"
+	"github.com/karp-autoscaler/karp/pkg/test"
+	"github.com/karp-autoscaler/karp/test/e2e/chaos/badinput"
+	"github.com/karp-autoscaler/karp/test/e2e/chaos/invariants"
+	"github.com/karp-autoscaler/karp/test/e2e/framework"
+	"github.com/karp-autoscaler/karp/test/e2e/framework/faultproxy"
+)
+
+// run is the state of one chaos run.
+type run struct {
+	t    *testing.T
+	f    *framework.Framework
+	cl   client.Client
+	ctrl *controllers
+	inj  *injector
+	mon  *invariants.Monitor
+	// monStopped is set once the monitor's report is taken.
+	monStopped bool
+	// proxy stands between the controllers and the kube-apiserver.
+	proxy *faultproxy.Proxy
+	// bad is the bad input applied during the drift phase.
+	bad   []badinput.Result
+	rng   *rand.Rand
+	start time.Time
+	// faults is how many faults each phase gets; window is how long
+	// after a phase starts they may come.
+	faults int
+	window time.Duration
+	// pinned are the do-not-disrupt pods once the workload first ran.
+	pinned map[string]bool
+	// phases records each phase's duration for the figures.
+	phases []string
+	// interrupted are the nodes given a spot interruption notice.
+	interrupted []string
+}
+
+// TestChaos drives the workload through its phases while faults are
+// injected, then checks karp's promises on the settled cluster and prints
+// the run's figures.
+func TestChaos(t *testing.T) {
+	f := framework.Current(t)
+	r := &run{t: t, f: f, cl: f.Client, rng: rand.New(rand.NewSource(seed + 1)), start: time.Now(),
+		faults: 2, window: 40 * time.Second}
+	if soak {
+		r.faults, r.window = 5, 90*time.Second
+	}
+	framework.Create(t, r.cl, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})
+	for _, pool := range pools() {
+		framework.Create(t, r.cl, test.MakeKWOKNodeClass(pool.Name).Obj())
+		pool.Spec.Template.Spec.NodeClassRef = kwokv1alpha1.NodeClassReference(pool.Name)
+		framework.Create(t, r.cl, pool)
+	}
+	mon, err := invariants.Start(t.Context(), f.Config, invariants.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.mon = mon
+	t.Cleanup(func() {
+		if !r.monStopped {
+			r.mon.Stop()
+		}
+	})
+	if r.proxy, err = faultproxy.Start(strings.TrimPrefix(f.Config.Host, "https://")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.proxy.Close() })
+	r.ctrl = startControllers(t, f, framework.KubeconfigVia(t, f, r.proxy.Addr()))
+	r.inj = newInjector(seed, r.faultKinds())
+
+	rounds := 1
+	if soak {
+		rounds = 3
+	}
+	for round := 1; round <= rounds; round++ {
+		r.scaleOut(round)
+		r.scaleDown()
+		r.drift(round)
+		r.interrupt()
+		if round == 1 {
+			r.expiry()
+		}
+		if round == 1 {
+			r.daemonSet()
+		}
+	}
+	r.settle()
+}
+
+// wantPods is the workload's pod count at the current replica counts.
+func (r *run) wantPods(ctx context.Context) (int, error) {
+	var list appsv1.DeploymentList
+	if err := r.cl.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, d := range list.Items {
+		n += int(ptr.Deref(d.Spec.Replicas, 1))
+	}
+	return n, nil
+}
+
+// settled is the condition every phase ends on: the cluster settled (see
+// clusterState.unsettled) plus the phase's own condition.
+func (r *run) settled(extra func(ctx context.Context, s *clusterState) string) func(ctx context.Context) (bool, string) {
+	return func(ctx context.Context) (bool, string) {
+		s, err := readState(ctx, r.cl)
+		if err != nil {
+			return false, err.Error()
+		}
+		want, err := r.wantPods(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		why := s.unsettled(want)
+		if extra != nil {
+			if e := extra(ctx, s); e != "" {
+				why = append(why, e)
+			}
+		}
+		return len(why) == 0, strings.Join(why, "; ")
+	}
+}
+
+// phase runs act, injects the phase's faults while waiting for done, and
+// waits for done again once the last fault is undone.
+func (r *run) phase(name string, timeout time.Duration, act func(), done func(ctx context.Context) (bool, string)) {
+	t := r.t
+	start := time.Now()
+	t.Logf("phase %s: start", name)
+	act()
+	faults := r.inj.during(t.Context(), name, r.faults, r.window)
+	framework.Eventually(t, timeout, done)
+	<-faults
+	if n := r.ctrl.restartExited(); n > 0 {
+		t.Logf("phase %s: restarted %d exited replica(s)", name, n)
+	}
+	framework.Eventually(t, timeout, done)
+	took := time.Since(start).Round(time.Second)
+	r.phases = append(r.phases, fmt.Sprintf("%s=%s", name, took))
+	t.Logf("phase %s: done in %s", name, took)
+}
+
+// scaleOut creates the workload (round 1) or scales it back up.
+func (r *run) scaleOut(round int) {
+	r.phase(fmt.Sprintf("scale-out-%d", round), 6*time.Minute, func() {
+		for _, a := range apps() {
+			if round > 1 {
+				r.scale(a.name, a.replicas)
+				continue
+			}
+			framework.Create(r.t, r.cl, a.deployment())
+			if pdb := a.budget(); pdb != nil {
+				framework.Create(r.t, r.cl, pdb)
+			}
+		}
+	}, r.settled(nil))
+	if r.pinned == nil {
+		r.pinned = r.podNames("pinned")
+	}
+}
+
+// scaleDown shrinks the big Deployments: consolidation deletes and
+// replaces nodes.
+func (r *run) scaleDown() {
+	r.phase("scale-down", 5*time.Minute, func() {
+		for _, a := range apps() {
+			if a.scaledDown != a.replicas {
+				r.scale(a.name, a.scaledDown)
+			}
+		}
+	}, r.settled(nil))
+}
+
+// drift changes the on-demand pool's template: every node of it not
+// holding a do-not-disrupt pod is replaced.
+func (r *run) drift(round int) {
+	gen := fmt.Sprint(round + 1)
+	r.phase("drift-"+gen, 6*time.Minute, func() {
+		pool := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: poolOnDemand}}
+		framework.Mutate(r.t, r.cl, pool, func() { pool.Spec.Template.ObjectMeta.Labels[generationLabel] = gen })
+		if round == 1 {
+			r.applyBadInput()
+		}
+	}, r.settled(func(ctx context.Context, s *clusterState) string {
+		holdsPinned := map[string]bool{}
+		for _, p := range s.pods {
+			if p.Labels["app"] == "pinned" {
+				holdsPinned[p.Spec.NodeName] = true
+			}
+		}
+		var old []string
+		for _, nc := range s.claims {
+			if nc.Labels[karpv1.NodePoolLabelKey] == poolOnDemand && nc.Labels[generationLabel] != gen && !holdsPinned[nc.Status.NodeName] {
+				old = append(old, nc.Name)
+			}
+		}
+		if len(old) > 0 {
+			return fmt.Sprintf("%d drifted NodeClaims not replaced yet (%s)", len(old), sample(old))
+		}
+		return ""
+	}))
+}
+
+// interrupt delivers spot interruption notices (`karp interrupt`) to two
+// spot nodes the run's RNG picks; they must be replaced.
+func (r *run) interrupt() {
+	var victims []string
+	r.phase("interruption", 5*time.Minute, func() {
+		var nodes corev1.NodeList
+		if err := r.cl.List(r.t.Context(), &nodes, client.MatchingLabels{karpv1.NodePoolLabelKey: poolSpot}); err != nil {
+			r.t.Fatal(err)
+		}
+		var names []string
+		for _, n := range nodes.Items {
+			names = append(names, n.Name)
+		}
+		sort.Strings(names)
+		r.rng.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
+		victims = names[:min(2, len(names))]
+		for _, node := range victims {
+			r.mon.Involuntary(node)
+			out, err := exec.Command(framework.KarpBinary(r.t), "interrupt", "--kubeconfig", r.f.Cluster.Kubeconfig, node).CombinedOutput()
+			if err != nil {
+				r.t.Fatalf("karp interrupt %s: %v\n%s", node, err, out)
+			}
+		}
+		r.interrupted = append(r.interrupted, victims...)
+	}, r.settled(func(ctx context.Context, _ *clusterState) string {
+		for _, node := range victims {
+			if err := r.cl.Get(ctx, types.NamespacedName{Name: node}, &corev1.Node{}); !apierrors.IsNotFound(err) {
+				return "interrupted node " + node + " still exists"
+			}
+		}
+		return ""
+	}))
+}
+
+// expiry waits until every node of the expiring pool that existed when it
+// started has expired and been replaced, then scales its workload to zero
+// so its last nodes are consolidated away.
+func (r *run) expiry() {
+	original := map[string]bool{}
+	r.phase("expiry", 6*time.Minute, func() {
+		for _, nc := range framework.PoolNodeClaims(r.t.Context(), r.cl, poolExpiring) {
+			original[nc.Name] = true
+		}
+	}, r.settled(func(ctx context.Context, s *clusterState) string {
+		var left []string
+		for _, nc := range s.claims {
+			if original[nc.Name] {
+				left = append(left, nc.Name)
+			}
+		}
+		if len(left) > 0 {
+			return fmt.Sprintf("%d NodeClaims not expired yet (%s)", len(left), sample(left))
+		}
+		return ""
+	}))
+	r.phase("expired-pool-emptied", 4*time.Minute, func() { r.scale("ephemeral", 0) },
+		r.settled(func(ctx context.Context, s *clusterState) string {
+			if n := len(framework.PoolNodeClaims(ctx, r.cl, poolExpiring)); n > 0 {
+				return fmt.Sprintf("%d NodeClaims left in the emptied pool %s", n, poolExpiring)
+			}
+			return ""
+		}))
+}
+
+// daemonSet adds a DaemonSet that does not fit the tainted pool's full
+// nodes: karp replaces them by nodes that fit it too.
+func (r *run) daemonSet() {
+	r.phase("daemonset", 6*time.Minute, func() { framework.Create(r.t, r.cl, agent()) },
+		r.settled(func(ctx context.Context, s *clusterState) string {
+			withAgent := map[string]bool{}
+			for _, p := range s.pods {
+				if p.Labels["app"] == "agent" && framework.Available(&p) {
+					withAgent[p.Spec.NodeName] = true
+				}
+			}
+			var without []string
+			for _, n := range s.nodes {
+				if n.Labels[karpv1.NodePoolLabelKey] == poolTainted && !withAgent[n.Name] {
+					without = append(without, n.Name)
+				}
+			}
+			if len(without) > 0 {
+				return fmt.Sprintf("%d tainted-pool nodes without a running agent (%s)", len(without), sample(without))
+			}
+			return ""
+		}))
+}
+
+// badNamespace holds the bad input's pods, apart from the workload.
+const badNamespace = "chaos-bad"
+
+// applyBadInput applies every bad-input case while the cluster drifts.
+func (r *run) applyBadInput() {
+	framework.Create(r.t, r.cl, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: badNamespace}})
+	r.bad = badinput.Run(r.t.Context(), r.cl, badNamespace)
+}
+
+// checkBadInput waits for karp's answer to each bad input, then deletes
+// what the API server accepted.
+func (r *run) checkBadInput() {
+	if r.bad == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.t.Context(), 3*time.Minute)
+	defer cancel()
+	if err := badinput.Verify(ctx, r.cl, r.bad); err != nil {
+		r.t.Errorf("bad input: %v", err)
+	}
+	if err := badinput.Cleanup(r.t.Context(), r.cl, r.bad); err != nil {
+		r.t.Errorf("deleting the bad input: %v", err)
+	}
+	r.t.Logf("bad input: %d cases answered", len(r.bad))
+}
+
+// settle waits for the cluster to settle after the last fault, checks the
+// promises and prints the figures.
+func (r *run) settle() {
+	t := r.t
+	r.checkBadInput()
+	r.ctrl.restartExited()
+	framework.Eventually(t, 5*time.Minute, r.settled(nil))
+	settledAt := time.Now()
+	lastFault := r.inj.lastEnd()
+	// kube-controller-manager's DaemonSet controller has no handler for
+	// deleted Nodes: a pod it made for a node karp has since replaced
+	// stays Pending until the DaemonSet next syncs. Touch the DaemonSet
+	// so it does.
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "agent"}}
+	framework.Mutate(t, r.cl, ds, func() {
+		if ds.Annotations == nil {
+			ds.Annotations = map[string]string{}
+		}
+		ds.Annotations["chaos.karp.sh/settled-at"] = settledAt.UTC().Format(time.RFC3339)
+	})
+	violations, err := invariants.WaitSettled(t.Context(), r.cl, invariants.KWOKInstances{Client: r.cl},
+		invariants.SettleOptions{Namespaces: []string{namespace}}, time.Second, 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := r.mon.Stop()
+	r.monStopped = true
+	report.Add(violations...)
+	for _, v := range report.Violations {
+		t.Errorf("violation: %s", v)
+	}
+	s, err := readState(t.Context(), r.cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Do-not-disrupt pods are never evicted: the same pods run as when
+	// the workload first ran (none of their nodes is interrupted).
+	var replaced []string
+	for _, p := range s.pods {
+		if p.Labels["app"] == "pinned" && !r.pinned[p.Name] {
+			replaced = append(replaced, p.Name)
+		}
+	}
+	if len(replaced) > 0 {
+		t.Errorf("do-not-disrupt pods were replaced: %s are new", sample(replaced))
+	}
+
+	live, err := pricePerHour(s.claims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	simulated, pending := simulatePricePerHour(t, r.finalWorkload())
+	if pending > 0 {
+		t.Errorf("karp simulate leaves %d pods of the final workload pending", pending)
+	}
+	if live > costFactor*simulated {
+		t.Errorf("the cluster ends at $%.4f/hour, more than %.1f × karp simulate's $%.4f/hour", live, costFactor, simulated)
+	}
+	var failed []string
+	for _, f := range r.inj.injected() {
+		if f.err != nil {
+			failed = append(failed, fmt.Sprintf("%s in %s: %v", f.kind, f.phase, f.err))
+		}
+	}
+	if len(failed) > 0 {
+		t.Errorf("faults that could not be injected: %s", strings.Join(failed, "; "))
+	}
+	notRunning := report.Count(invariants.KindPodNotRunning)
+	t.Logf("chaos figures: seed=%d duration=%s phases: %s", seed, time.Since(r.start).Round(time.Second), strings.Join(r.phases, " "))
+	t.Logf("chaos figures: faults %d (%s)", len(r.inj.injected()), r.inj.byKind())
+	t.Logf("chaos figures: evictions=%d disruptions=%d unobserved=%d pdb-violations=%d do-not-disrupt-disrupted=%d leaked=%d duplicate=%d shared=%d missing=%d stuck-taints=%d empty-nodes=%d pods-not-running=%d excused-on-interrupted=%d",
+		report.Evictions, len(report.Disruptions), report.Unobserved, report.Count(invariants.KindPDBViolation), report.Count(invariants.KindDoNotDisrupt),
+		report.Count(invariants.KindLeakedInstance), report.Count(invariants.KindDuplicateInstance), report.Count(invariants.KindSharedInstance),
+		report.Count(invariants.KindMissingInstance), report.Count(invariants.KindStuckTaint), report.Count(invariants.KindEmptyNode), notRunning, len(report.Excused))
+	t.Logf("chaos figures: settled %s after the last fault; nodeclaims %d; pods %d; interrupted %v; bad-input cases %d",
+		settledAt.Sub(lastFault).Round(time.Second), len(s.claims), len(s.pods), r.interrupted, len(r.bad))
+	t.Logf("chaos figures: $/hour %.4f, karp simulate %.4f (ratio %.2f, allowed %.1f)", live, simulated, live/simulated, costFactor)
+}
+
+// finalWorkload is what `karp simulate` is given: the NodePools as they
+// are now, their KWOKNodeClasses, the Deployments at their current
+// replicas and the DaemonSet.
+func (r *run) finalWorkload() []runtime.Object {
+	ctx := r.t.Context()
+	var objects []runtime.Object
+	for _, p := range pools() {
+		live := &karpv1.NodePool{}
+		if err := r.cl.Get(ctx, types.NamespacedName{Name: p.Name}, live); err != nil {
+			r.t.Fatal(err)
+		}
+		p.Spec = live.Spec
+		objects = append(objects, test.MakeKWOKNodeClass(p.Name).Obj(), p)
+	}
+	for _, a := range apps() {
+		d := a.deployment()
+		live := &appsv1.Deployment{}
+		if err := r.cl.Get(ctx, client.ObjectKeyFromObject(d), live); err != nil {
+			r.t.Fatal(err)
+		}
+		if ptr.Deref(live.Spec.Replicas, 0) == 0 {
+			continue
+		}
+		d.Spec.Replicas = live.Spec.Replicas
+		objects = append(objects, d)
+	}
+	var ds appsv1.DaemonSet
+	if err := r.cl.Get(ctx, types.NamespacedName{Namespace: namespace, Name: "agent"}, &ds); err == nil {
+		objects = append(objects, agent())
+	}
+	return objects
+}
+
+// scale sets the Deployment's replicas.
+func (r *run) scale(name string, replicas int32) {
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	framework.Mutate(r.t, r.cl, d, func() { d.Spec.Replicas = ptr.To(replicas) })
+}
+
+// podNames are the names of the app's pods.
+func (r *run) podNames(app string) map[string]bool {
+	var list corev1.PodList
+	if err := r.cl.List(r.t.Context(), &list, client.InNamespace(namespace), client.MatchingLabels{"app": app}); err != nil {
+		r.t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, p := range list.Items {
+		out[p.Name] = true
+	}
+	return out
+}
+
+// faultKinds are the faults this run can inject; each undoes itself
+// (restarts what it killed, resumes what it froze) before it returns.
+func (r *run) faultKinds() []faultKind {
+	restart := func(component string) faultKind {
+		return faultKind{name: "restart-" + component, inject: func(ctx context.Context) error {
+			return r.f.Cluster.Restart(ctx, component)
+		}}
+	}
+	return []faultKind{
+		{name: "kill-leader", inject: func(ctx context.Context) error {
+			k, err := r.ctrl.leader(ctx)
+			if err != nil {
+				return err
+			}
+			return r.ctrl.kill(k)
+		}},
+		{name: "kill-both", inject: func(context.Context) error {
+			for _, k := range r.ctrl.replicas {
+				if !k.Exited() {
+					if err := k.Signal(syscall.SIGKILL); err != nil {
+						return err
+					}
+					k.WaitExit(30 * time.Second)
+				}
+			}
+			r.ctrl.restartExited()
+			return nil
+		}},
+		{name: "stop-leader", inject: r.stopLeader},
+		{name: "insufficient-capacity", inject: r.insufficientCapacity},
+		restart(localcluster.APIServer),
+		restart(localcluster.Etcd),
+		restart(localcluster.KWOK),
+		{name: "drop-api", inject: func(ctx context.Context) error {
+			r.proxy.Drop(10 * time.Second)
+			return sleep(ctx, 10*time.Second)
+		}},
+		{name: "slow-api", inject: func(ctx context.Context) error {
+			r.proxy.SetLatency(300 * time.Millisecond)
+			defer r.proxy.SetLatency(0)
+			return sleep(ctx, 20*time.Second)
+		}},
+	}
+}
+
+// stopLeader freezes the leader (SIGSTOP) past its 15s Lease, so the
+// standby takes over while the old leader still believes it leads, then
+// resumes it (SIGCONT): it must notice it lost the Lease and stop acting.
+// It exits; it is started again as the new standby.
+func (r *run) stopLeader(ctx context.Context) error {
+	k, err := r.ctrl.leader(ctx)
+	if err != nil {
+		return err
+	}
+	if err := k.Signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	err = sleep(ctx, 25*time.Second)
+	if cerr := k.Signal(syscall.SIGCONT); cerr != nil {
+		return cerr
+	}
+	if err != nil {
+		return err
+	}
+	if k.WaitExit(30 * time.Second) {
+		k.Restart(r.t)
+	}
+	return nil
+}
+
+// insufficientCapacity restarts the standby with
+// --kwok-insufficient-capacity naming the three offerings the cluster
+// uses most, then kills the leader so the standby leads: its launches of
+// those offerings fail and it must fall back to others. The flag lasts
+// until that replica is next restarted.
+func (r *run) insufficientCapacity(ctx context.Context) error {
+	counts := map[string]int{}
+	var claims karpv1.NodeClaimList
+	if err := r.cl.List(ctx, &claims); err != nil {
+		return err
+	}
+	for _, nc := range claims.Items {
+		counts[nc.Labels[corev1.LabelInstanceTypeStable]+"/"+nc.Labels[corev1.LabelTopologyZone]+"/"+nc.Labels[karpv1.CapacityTypeLabelKey]]++
+	}
+	var offerings []string
+	for o := range counts {
+		offerings = append(offerings, o)
+	}
+	sort.Slice(offerings, func(i, j int) bool {
+		if counts[offerings[i]] != counts[offerings[j]] {
+			return counts[offerings[i]] > counts[offerings[j]]
+		}
+		return offerings[i] < offerings[j]
+	})
+	if len(offerings) == 0 {
+		return nil
+	}
+	offerings = offerings[:min(3, len(offerings))]
+	leader, err := r.ctrl.leader(ctx)
+	if err != nil {
+		return err
+	}
+	if err := r.ctrl.kill(r.ctrl.standby(leader), "--kwok-insufficient-capacity="+strings.Join(offerings, ",")); err != nil {
+		return err
+	}
+	return r.ctrl.kill(leader)
+}
+
+// sleep waits d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}

@@ -1,0 +1,88 @@
+package chaos
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok"
+	"github.com/karp-autoscaler/karp/test/e2e/framework"
+)
+
+// costFactor is how far above `karp simulate`'s $/hour for the final
+// workload the cluster's $/hour may end: simulate packs the whole workload
+// at once, while the cluster got there through scale-out, scale-down,
+// drift, expiry and interruptions, and consolidation only replaces a node
+// when that is cheaper by itself.
+const costFactor = 1.5
+
+// pricePerHour sums the price of each NodeClaim's offering (instance type,
+// zone, capacity type) in the catalog the kwok provider uses.
+func pricePerHour(claims []karpv1.NodeClaim) (float64, error) {
+	types, err := kwok.LoadInstanceTypes("", nil)
+	if err != nil {
+		return 0, err
+	}
+	prices := map[string]float64{}
+	for _, it := range types {
+		for _, o := range it.Offerings {
+			prices[it.Name+"/"+o.Zone+"/"+o.CapacityType] = o.Price
+		}
+	}
+	total := 0.0
+	for _, nc := range claims {
+		key := nc.Labels[corev1.LabelInstanceTypeStable] + "/" + nc.Labels[corev1.LabelTopologyZone] + "/" + nc.Labels[karpv1.CapacityTypeLabelKey]
+		price, ok := prices[key]
+		if !ok {
+			return 0, fmt.Errorf("NodeClaim %s: no price for offering %s", nc.Name, key)
+		}
+		total += price
+	}
+	return total, nil
+}
+
+// simulatePricePerHour writes objects to a manifest file, runs `karp
+// simulate -o json` on it and returns its total $/hour and how many pods it
+// left pending.
+func simulatePricePerHour(t *testing.T, objects []runtime.Object) (float64, int) {
+	t.Helper()
+	var manifest bytes.Buffer
+	for _, obj := range objects {
+		raw, err := yaml.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		manifest.WriteString("---\n")
+		manifest.Write(raw)
+	}
+	path := filepath.Join(t.TempDir(), "final-workload.yaml")
+	if err := os.WriteFile(path, manifest.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(framework.KarpBinary(t), "simulate", "-o", "json", "-f", path)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 3) {
+		t.Fatalf("karp simulate: %v\n%s", err, stderr.String())
+	}
+	var rep struct {
+		TotalPricePerHour float64 `json:"totalPricePerHour"`
+		PendingPods       int     `json:"pendingPods"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("karp simulate output: %v\n%s", err, stdout.String())
+	}
+	return rep.TotalPricePerHour, rep.PendingPods
+}
