@@ -131,6 +131,7 @@ func writeMap(b *strings.Builder, sep byte, m map[string]string) {
 
 func (s *solver) classify(pod *corev1.Pod) *class {
 	pod = scheduling.WithLimitRangeDefaults(pod, s.in.LimitRanges)
+	pod = withDefaultSpread(pod, s.in.DefaultSpread[pod.UID])
 	req := s.podVector(pod)
 	ports := scheduling.PodHostPorts(pod)
 	vols := s.in.VolumeRequirements[pod.UID]
