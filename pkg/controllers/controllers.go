@@ -198,6 +198,9 @@ func provisioningOptions(o *options.Options) provisioning.Options {
 	if o.MinValuesPolicy != "" {
 		opts.MinValuesPolicy = simulation.MinValuesPolicy(o.MinValuesPolicy)
 	}
+	if o.SchedulerConfig != nil {
+		opts.DefaultSpread = o.SchedulerConfig.Spread
+	}
 	return opts
 }
 

@@ -133,7 +133,7 @@ func TestLoadSchedulerConfigRejects(t *testing.T) {
 		missing bool
 		wantErr string
 	}{
-		"a file that does not exist":  {missing: true, wantErr: "no such file"},
+		"a file that does not exist":   {missing: true, wantErr: "no such file"},
 		"not YAML":                     {file: "profiles: [", wantErr: "not YAML or JSON"},
 		"an empty file":                {file: "# nothing\n", wantErr: "empty"},
 		"an unknown field":             {file: kscHeader + "profile:\n- schedulerName: x\n", wantErr: `unknown field "profile"`},
