@@ -78,7 +78,8 @@ func (h *harness) zonesOf() []string {
 // --scheduler-config whose default constraint spreads over zones
 // (DoNotSchedule), the provisioner launches one node per zone for a
 // Deployment that declares no spread, where it would otherwise put the
-// three small pods on one node; the pods are not changed.
+// three small pods on one node; the pods are hinted to their planned
+// nodes and not changed.
 func TestSchedulerConfigSpreadsADeploymentOverZones(t *testing.T) {
 	h := newHarness(t)
 	h.withSchedulerConfig("testdata/scheduler-config.yaml")
@@ -97,6 +98,11 @@ func TestSchedulerConfigSpreadsADeploymentOverZones(t *testing.T) {
 		seen[zone] = true
 	}
 	for _, pod := range pods {
+		// The scheduler spreads them by the default: each is hinted to
+		// its planned node, never left to the scheduler as alike fill.
+		if h.cluster.HintedNode(client.ObjectKeyFromObject(pod)) == "" {
+			t.Errorf("pod %s is not nominated with a hint", pod.Name)
+		}
 		var got corev1.Pod
 		if err := h.client.Get(h.ctx, client.ObjectKeyFromObject(pod), &got); err != nil {
 			t.Fatal(err)
