@@ -171,6 +171,9 @@ func disruptionOptions(o *options.Options) disruption.Options {
 	}
 	opts.SpotToSpot = o.FeatureGates.Enabled(options.FeatureSpotToSpotConsolidation)
 	opts.NominationTTL = provisioningOptions(o).NominationTTL()
+	if o.SchedulerConfig != nil {
+		opts.DefaultSpread = o.SchedulerConfig.Spread
+	}
 	return opts
 }
 

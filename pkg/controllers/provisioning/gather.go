@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
-	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning/defaultspread"
+	"github.com/karp-autoscaler/karp/pkg/defaultspread"
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
 	"github.com/karp-autoscaler/karp/pkg/state"
