@@ -105,3 +105,23 @@ func TestSolveDefaultSpreadOwnConstraintWins(t *testing.T) {
 	checkInvariants(t, in, res)
 	tc.assert(t, res)
 }
+
+// TestSolveDefaultSpreadSaysWhereItComesFrom: a pod the default spread
+// keeps pending is told the constraint is the scheduler's default, since
+// its spec shows none.
+func TestSolveDefaultSpreadSaysWhereItComesFrom(t *testing.T) {
+	minDomains := int32(3)
+	plain := webPods(3, func(w *test.PodWrapper) *test.PodWrapper { return w })
+	def := zoneDefault(corev1.DoNotSchedule)
+	def.MinDomains = &minDomains
+	tc := solveCase{
+		pools:   []*NodePool{withTypes(test.MakeNodePool("default").Requirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, zoneA, zoneB).Obj())},
+		pods:    plain,
+		reasons: map[string]string{"web-2": "NodePool default: default topology spread (scheduler config) on topology.kubernetes.io/zone (maxSkew 1) would be exceeded"},
+	}
+	in := tc.input()
+	in.DefaultSpread = defaultSpreadFor(plain, def)
+	res := Solve(t.Context(), in)
+	checkInvariants(t, in, res)
+	tc.assert(t, res)
+}
