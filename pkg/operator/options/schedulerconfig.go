@@ -245,9 +245,6 @@ func validateDefaultConstraints(field string, constraints []corev1.TopologySprea
 		if c.WhenUnsatisfiable != corev1.DoNotSchedule && c.WhenUnsatisfiable != corev1.ScheduleAnyway {
 			return fmt.Errorf("%s.whenUnsatisfiable %q is not one of DoNotSchedule, ScheduleAnyway", at, c.WhenUnsatisfiable)
 		}
-		if c.MinDomains != nil && *c.MinDomains <= 0 {
-			return fmt.Errorf("%s.minDomains %d must be greater than 0", at, *c.MinDomains)
-		}
 		if c.LabelSelector != nil {
 			return fmt.Errorf("%s.labelSelector must not be set: it is deduced for each pod", at)
 		}
