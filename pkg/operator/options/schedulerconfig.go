@@ -3,6 +3,7 @@ package options
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -55,8 +56,11 @@ func LoadSchedulerConfig(value string) (*SchedulerConfig, error) {
 		// Not a document: a path.
 		source = value
 		raw, err := os.ReadFile(value)
+		if pathErr := (*fs.PathError)(nil); errors.As(err, &pathErr) {
+			err = pathErr.Err // the path is named once, below
+		}
 		if err != nil {
-			return nil, fmt.Errorf("--scheduler-config: reading %w", err)
+			return nil, fmt.Errorf("--scheduler-config %s: reading the file: %w", value, err)
 		}
 		data = raw
 	}
