@@ -98,6 +98,10 @@ func TestLoadSchedulerConfig(t *testing.T) {
 			file: kscHeader + strings.Replace(listProfile, "- pluginConfig:", "- plugins:\n    multiPoint:\n      disabled:\n      - name: '*'\n      enabled:\n      - name: PodTopologySpread\n  pluginConfig:", 1),
 			want: scheduling.SpreadDefaults{scheduling.DefaultSchedulerName: {zoneHard, hostSoft}},
 		},
+		"a kubeadm-style file with the scheduler's other settings": {
+			file: kscHeader + "clientConnection:\n  kubeconfig: /etc/kubernetes/scheduler.conf\nleaderElection:\n  leaderElect: true\npercentageOfNodesToScore: 50\nparallelism: 16\n" + listProfile,
+			want: scheduling.SpreadDefaults{scheduling.DefaultSchedulerName: {zoneHard, hostSoft}},
+		},
 		"other plugins' args are left alone": {
 			file: kscHeader + listProfile + "  - name: NodeResourcesFit\n    args:\n      scoringStrategy:\n        type: MostAllocated\n",
 			want: scheduling.SpreadDefaults{scheduling.DefaultSchedulerName: {zoneHard, hostSoft}},
