@@ -61,12 +61,14 @@ func nonDefault() map[string]any {
 			"securityContext":   map[string]any{"seccompProfile": map[string]any{"type": "RuntimeDefault"}},
 		},
 		"settings": map[string]any{
-			"cloudProvider":         "aws",
-			"clusterName":           "prod",
-			"interruptionQueue":     "prod-interruptions",
-			"batchMaxDuration":      "20s",
-			"batchIdleDuration":     "2s",
-			"minValuesPolicy":       "BestEffort",
+			"cloudProvider":     "aws",
+			"clusterName":       "prod",
+			"interruptionQueue": "prod-interruptions",
+			"batchMaxDuration":  "20s",
+			"batchIdleDuration": "2s",
+			"minValuesPolicy":   "BestEffort",
+			"schedulerConfig": map[string]any{"podTopologySpread": map[string]any{"defaultConstraints": []any{
+				map[string]any{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule"}}}},
 			"kubeClientQPS":         50,
 			"instanceTypesFilePath": "/catalog/types.json",
 			"featureGates":          map[string]any{"spotToSpotConsolidation": true, "nodeRepair": true},
@@ -307,6 +309,7 @@ func TestNonDefault(t *testing.T) {
 		"BATCH_MAX_DURATION": "20s", "BATCH_IDLE_DURATION": "2s", "MIN_VALUES_POLICY": "BestEffort", "KUBE_CLIENT_QPS": "50",
 		"INSTANCE_TYPES_FILE_PATH": "/catalog/types.json", "AWS_FEATURE_GATES": "NodeClassCEL=false", "EXTRA": "1",
 		"VM_MEMORY_OVERHEAD_PERCENT": "0.075",
+		"SCHEDULER_CONFIG":           `{"podTopologySpread":{"defaultConstraints":[{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"DoNotSchedule"}]}}`,
 		"FEATURE_GATES":              "CapacityBuffer=false,NodeOverlay=false,NodeRepair=true,ReservedCapacity=true,SpotToSpotConsolidation=true,StaticCapacity=false",
 	} {
 		if env[name].Value != value {
@@ -495,5 +498,22 @@ func TestUpstreamValuesCarryOver(t *testing.T) {
 	}
 	if _, ok := objs["PodDisruptionBudget/karpenter"]; !ok {
 		t.Errorf("no PodDisruptionBudget karpenter; rendered %v", keys(objs))
+	}
+}
+
+// TestSchedulerConfigValue: settings.schedulerConfig reaches the
+// controller as SCHEDULER_CONFIG, a string (a document or a mounted
+// file's path) as it is, and only when set.
+func TestSchedulerConfigValue(t *testing.T) {
+	envFor := func(values map[string]any) map[string]corev1.EnvVar {
+		objs := render(t, charts.Karp, charts.Release{Values: values})
+		return envOf(convert[appsv1.Deployment](t, objs["Deployment/karp"]).Spec.Template.Spec.Containers[0])
+	}
+	if v, ok := envFor(nil)["SCHEDULER_CONFIG"]; ok {
+		t.Errorf("SCHEDULER_CONFIG = %q by default, want it unset", v.Value)
+	}
+	path := "/etc/karp/scheduler-config.yaml"
+	if got := envFor(map[string]any{"settings": map[string]any{"schedulerConfig": path}})["SCHEDULER_CONFIG"].Value; got != path {
+		t.Errorf("SCHEDULER_CONFIG = %q, want the path %q", got, path)
 	}
 }

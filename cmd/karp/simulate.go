@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok"
+	"github.com/karp-autoscaler/karp/pkg/operator/options"
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
 	"github.com/karp-autoscaler/karp/pkg/simulate"
 )
@@ -27,9 +28,10 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 // simulateOptions are `karp simulate`'s flags.
 type simulateOptions struct {
-	files   stringList
-	catalog string
-	output  string
+	files           stringList
+	catalog         string
+	output          string
+	schedulerConfig string
 }
 
 func parseSimulateFlags(args []string, stderr io.Writer) (*simulateOptions, error) {
@@ -40,8 +42,9 @@ func parseSimulateFlags(args []string, stderr io.Writer) (*simulateOptions, erro
 	fs.Var(&opts.files, "filename", "same as -f")
 	fs.StringVar(&opts.catalog, "catalog", "", "instance-type catalog file (default: the embedded EC2 catalog the kwok provider uses)")
 	fs.StringVar(&opts.output, "o", simulate.OutputTable, "output: table, json, or yaml (the NodeClaims karp would create)")
+	fs.StringVar(&opts.schedulerConfig, "scheduler-config", "", "the kube-scheduler default topology spread constraints to apply, as the controller's --scheduler-config (a document, or a file's path)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: karp simulate -f PATH [-f PATH ...] [--catalog FILE] [-o table|json|yaml]")
+		fmt.Fprintln(stderr, "Usage: karp simulate -f PATH [-f PATH ...] [--catalog FILE] [--scheduler-config FILE] [-o table|json|yaml]")
 		fmt.Fprintln(stderr, "\nShows which nodes karp would launch for the manifests, what they cost, and why any pod would stay pending.")
 		fmt.Fprintln(stderr, "Exit status: 0 all pods placed, 3 some pods would stay pending, 1 bad input.\n\nFlags:")
 		fs.PrintDefaults()
@@ -79,7 +82,12 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
-	rep, err := simulate.Run(context.Background(), simulate.Options{Paths: opts.files, Stdin: os.Stdin, InstanceTypes: types})
+	schedulerConfig, err := options.LoadSchedulerConfig(opts.schedulerConfig)
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	rep, err := simulate.Run(context.Background(), simulate.Options{Paths: opts.files, Stdin: os.Stdin, InstanceTypes: types,
+		DefaultSpread: schedulerConfig.Spread})
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}

@@ -19,6 +19,10 @@ func TestSimulateCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	noToleration := filepath.Join("..", "..", "pkg", "simulate", "testdata", "gpu-without-toleration.yaml")
+	zoneSpread := filepath.Join(t.TempDir(), "scheduler-config.yaml")
+	if err := os.WriteFile(zoneSpread, []byte("podTopologySpread:\n  defaultConstraints:\n  - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := map[string]struct {
 		args       []string
 		wantCode   int
@@ -40,6 +44,14 @@ func TestSimulateCommand(t *testing.T) {
 		"invalid NodePool exits 1 naming file, document and field": {
 			args:     []string{"simulate", "-f", badPool},
 			wantCode: 1, wantStderr: []string{"karp simulate: " + badPool + ": document 1 (NodePool x): ", "spec.weight", "should be greater than or equal to 1"},
+		},
+		"--scheduler-config spreads the Deployment over zones": {
+			args:     []string{"simulate", "-f", filepath.Join(seeds, "nodepool-gpu.yaml"), "-f", filepath.Join(seeds, "deployment-inflate-gpu.yaml"), "--scheduler-config", zoneSpread},
+			wantCode: 0, wantStdout: []string{"Total: 3 nodes, 3 pods"},
+		},
+		"a bad --scheduler-config exits 1 naming the file": {
+			args:     []string{"simulate", "-f", seeds, "--scheduler-config", "/nonexistent-scheduler.yaml"},
+			wantCode: 1, wantStderr: []string{"--scheduler-config", "/nonexistent-scheduler.yaml"},
 		},
 		"missing catalog exits 1": {
 			args:     []string{"simulate", "-f", seeds, "--catalog", "/nonexistent.json"},

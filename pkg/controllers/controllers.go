@@ -174,6 +174,9 @@ func disruptionOptions(o *options.Options) disruption.Options {
 	}
 	opts.SpotToSpot = o.FeatureGates.Enabled(options.FeatureSpotToSpotConsolidation)
 	opts.NominationTTL = provisioningOptions(o).NominationTTL()
+	if o.SchedulerConfig != nil {
+		opts.DefaultSpread = o.SchedulerConfig.Spread
+	}
 	return opts
 }
 
@@ -200,6 +203,9 @@ func provisioningOptions(o *options.Options) provisioning.Options {
 	}
 	if o.MinValuesPolicy != "" {
 		opts.MinValuesPolicy = simulation.MinValuesPolicy(o.MinValuesPolicy)
+	}
+	if o.SchedulerConfig != nil {
+		opts.DefaultSpread = o.SchedulerConfig.Spread
 	}
 	return opts
 }

@@ -52,6 +52,13 @@ func Run(ctx context.Context, opts *options.Options) error {
 	}
 	log.FromContext(ctx).Info("starting karp controller", "cloudProvider", cp.Name(), "host", restConfig.Host,
 		"leaderElection", !opts.DisableLeaderElection, "metricsPort", opts.MetricsPort, "healthProbePort", opts.HealthProbePort)
+	if opts.SchedulerConfig != nil {
+		for profile, constraints := range opts.SchedulerConfig.Spread {
+			if len(constraints) > 0 {
+				log.FromContext(ctx).Info("applying the scheduler's default topology spread constraints", "profile", profile, "constraints", constraints)
+			}
+		}
+	}
 	// Settings accepted for compatibility that change nothing yet are
 	// named, so nobody relies on them unknowingly.
 	for _, setting := range opts.Inert() {

@@ -25,6 +25,9 @@ type Options struct {
 	Stdin io.Reader
 	// InstanceTypes are what every NodePool's NodeClass offers.
 	InstanceTypes []*scheduling.InstanceType
+	// DefaultSpread are the scheduler's default topology spread
+	// constraints (--scheduler-config) for pods that declare none.
+	DefaultSpread scheduling.SpreadDefaults
 }
 
 // Run loads the manifests, solves and reports. Bad input is an error
@@ -35,11 +38,15 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Simulate(ctx, set, opts.InstanceTypes)
+	return simulate(ctx, set, opts.InstanceTypes, opts.DefaultSpread)
 }
 
 // Simulate runs the dry-run on manifests already read.
 func Simulate(ctx context.Context, set *manifest.Set, types []*scheduling.InstanceType) (*Report, error) {
+	return simulate(ctx, set, types, nil)
+}
+
+func simulate(ctx context.Context, set *manifest.Set, types []*scheduling.InstanceType, defaults scheduling.SpreadDefaults) (*Report, error) {
 	if len(types) == 0 {
 		return nil, fmt.Errorf("the instance-type catalog is empty")
 	}
@@ -48,6 +55,7 @@ func Simulate(ctx context.Context, set *manifest.Set, types []*scheduling.Instan
 		return nil, err
 	}
 	in, warnings := buildInput(set, cluster, types)
+	in.DefaultSpread = defaultSpread(set, in.Pods, defaults)
 	res := simulation.Solve(ctx, in)
 	// The provisioner admits what it solved against the NodePools' limits
 	// the same way: what simulate shows is what it would create.

@@ -28,6 +28,9 @@ type class struct {
 	owns      []*group // required anti-affinity groups this class owns
 	inverse   []*group // owned anti-affinity groups whose selector matches this class
 	size      float64  // dominant share, for sorting
+	// defaultSpread is set when the spread constraints are the scheduler's
+	// defaults (Input.DefaultSpread), not the pod's own.
+	defaultSpread bool
 }
 
 // variant is one relaxation level of a class: its node requirements and the
@@ -56,6 +59,7 @@ type constraint struct {
 	group      *group
 	maxSkew    int32
 	minDomains int32
+	byDefault  bool // a default spread constraint (Input.DefaultSpread)
 	self       bool
 	universe   []dom
 	ready      bool
@@ -131,15 +135,20 @@ func writeMap(b *strings.Builder, sep byte, m map[string]string) {
 
 func (s *solver) classify(pod *corev1.Pod) *class {
 	pod = scheduling.WithLimitRangeDefaults(pod, s.in.LimitRanges)
+	own := pod
+	pod = withDefaultSpread(pod, s.in.DefaultSpread[pod.UID])
 	req := s.podVector(pod)
 	ports := scheduling.PodHostPorts(pod)
 	vols := s.in.VolumeRequirements[pod.UID]
 	key := classKey(&s.classKeyBuf, pod, req, ports, vols)
+	if pod != own {
+		key += "|default-spread"
+	}
 	if c, ok := s.classByKey[key]; ok {
 		return c
 	}
 	c := &class{id: len(s.classes), namespace: pod.Namespace, labels: labels.Set(pod.Labels), pod: pod,
-		requests: req, ports: ports, tolerates: pod.Spec.Tolerations}
+		requests: req, ports: ports, tolerates: pod.Spec.Tolerations, defaultSpread: pod != own}
 	c.size = s.dominantShare(req)
 	s.classByKey[key] = c
 	s.classes = append(s.classes, c)

@@ -100,7 +100,13 @@ type Input struct {
 	// VolumeRequirements are per-pod alternatives (ORed) from volume
 	// topology, resolved by the caller; a pod must satisfy one of them.
 	VolumeRequirements map[types.UID][]scheduling.Requirements
-	Options            Options
+	// DefaultSpread are the topology spread constraints of pods that
+	// declare none, from the scheduler's default constraints with each
+	// pod's selector deduced by the caller (scheduling.DefaultSpreadSelector).
+	// They apply to this solve only and are never written to the pod. A
+	// pod with constraints of its own keeps them.
+	DefaultSpread map[types.UID][]corev1.TopologySpreadConstraint
+	Options       Options
 	// settlingClosed keeps pods off Settling nodes, except waiting ones:
 	// Consolidate sets it when it places the candidates' pods.
 	settlingClosed bool

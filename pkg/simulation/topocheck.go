@@ -159,6 +159,10 @@ func (s *solver) checkConstraint(c *constraint, t *target, d dom) bool {
 func (c *constraint) describe() string {
 	switch c.kind {
 	case kindSpread:
+		if c.byDefault {
+			// The pod's spec shows no spread: say where it comes from.
+			return fmt.Sprintf("default topology spread (scheduler config) on %s (maxSkew %d)", c.group.key, c.maxSkew)
+		}
 		return fmt.Sprintf("topology spread on %s (maxSkew %d)", c.group.key, c.maxSkew)
 	case kindAffinity:
 		return "pod affinity on " + c.group.key

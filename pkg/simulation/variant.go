@@ -183,7 +183,7 @@ func (s *solver) spreadConstraint(c *class, tsc *corev1.TopologySpreadConstraint
 	}
 	sel := selectorFor(tsc.LabelSelector, c.labels, tsc.MatchLabelKeys, nil)
 	g := s.group(scheduling.NormalizeKey(tsc.TopologyKey), sets.New(c.namespace), sel, filter)
-	con := &constraint{kind: kindSpread, group: g, maxSkew: tsc.MaxSkew, self: g.matches(c.namespace, c.labels)}
+	con := &constraint{kind: kindSpread, group: g, maxSkew: tsc.MaxSkew, self: g.matches(c.namespace, c.labels), byDefault: c.defaultSpread}
 	if hard && tsc.MinDomains != nil {
 		con.minDomains = *tsc.MinDomains
 	}

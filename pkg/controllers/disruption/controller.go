@@ -60,7 +60,7 @@ func NewController(kubeClient client.Client, cloudProvider cloudprovider.CloudPr
 	c := &Controller{kubeClient: kubeClient, cloudProvider: cloudProvider, cluster: cluster, clock: clk,
 		events: newRecorder(recorder), opts: opts, deleted: map[string]time.Time{},
 		failed:    map[string]failure{},
-		simulator: &passSimulator{kubeClient: kubeClient, opts: solverOpts}}
+		simulator: &passSimulator{kubeClient: kubeClient, opts: solverOpts, defaultSpread: opts.DefaultSpread}}
 	c.methods = NewMethods(opts, kubeClient, cluster, c.events)
 	return c
 }

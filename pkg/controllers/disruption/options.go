@@ -1,6 +1,10 @@
 package disruption
 
-import "time"
+import (
+	"time"
+
+	"github.com/karp-autoscaler/karp/pkg/scheduling"
+)
 
 // Options tune the disruption controller.
 type Options struct {
@@ -26,6 +30,10 @@ type Options struct {
 	// NominationTTL is how long pods of a command stay nominated to its
 	// replacements between queue passes.
 	NominationTTL time.Duration
+	// DefaultSpread are the scheduler's default topology spread
+	// constraints (--scheduler-config): consolidation moves pods that
+	// declare none as the scheduler will place them.
+	DefaultSpread scheduling.SpreadDefaults
 }
 
 // DefaultOptions are upstream's settings.

@@ -8,6 +8,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/defaultspread"
+	"github.com/karp-autoscaler/karp/pkg/scheduling"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
 	"github.com/karp-autoscaler/karp/pkg/state"
 )
@@ -15,9 +17,10 @@ import (
 // passSimulator answers what-ifs over the input gathered at the start of a
 // pass (refresh); probes of one pass share it.
 type passSimulator struct {
-	kubeClient client.Client
-	in         simulation.Input
-	opts       simulation.Options
+	kubeClient    client.Client
+	in            simulation.Input
+	opts          simulation.Options
+	defaultSpread scheduling.SpreadDefaults
 }
 
 var _ Simulator = (*passSimulator)(nil)
@@ -59,6 +62,7 @@ func (s *passSimulator) refresh(ctx context.Context, c *Controller, w *world) er
 		return err
 	}
 	in.VolumeRequirements = volumes
+	in.DefaultSpread = defaultspread.Gather(ctx, s.kubeClient, s.defaultSpread, movablePods(in))
 	s.in = in
 	return nil
 }

@@ -55,6 +55,7 @@ func (p *Provisioner) act(ctx context.Context, in *simulation.Input, res *simula
 		batch = rand.String(10)
 	}
 	fill := hint.FillPods(allowed)
+	hintHardDefaultSpread(fill, in.DefaultSpread)
 	workqueue.ParallelizeUntil(ctx, createWorkers, len(allowed), func(i int) {
 		names[i], errs[i] = p.create(ctx, allowed[i], ttl, batch, fill)
 	})

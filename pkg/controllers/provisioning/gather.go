@@ -3,11 +3,13 @@ package provisioning
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/defaultspread"
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
 	"github.com/karp-autoscaler/karp/pkg/state"
@@ -48,6 +50,7 @@ func (p *Provisioner) gather(ctx context.Context, pods []*corev1.Pod, nodes []*s
 			in.Pods = append(in.Pods, pod)
 		}
 	}
+	in.DefaultSpread = defaultspread.Gather(ctx, p.kubeClient, p.opts.DefaultSpread, append(slices.Clone(in.Pods), reschedulablePods(nodes)...))
 	for _, pe := range ignored {
 		errs = append(errs, pe)
 	}

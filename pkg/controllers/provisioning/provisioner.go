@@ -17,6 +17,7 @@ import (
 
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning/hint"
+	"github.com/karp-autoscaler/karp/pkg/scheduling"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
 	"github.com/karp-autoscaler/karp/pkg/singleton"
 	"github.com/karp-autoscaler/karp/pkg/state"
@@ -42,6 +43,10 @@ type Options struct {
 	// places the rest. Zero or less: unbounded. A wall-clock bound, like
 	// upstream's: it guards against pathological inputs, not a schedule.
 	SolveTimeout time.Duration
+	// DefaultSpread are the scheduler's default topology spread
+	// constraints (--scheduler-config), applied in the solve to pods that
+	// declare none.
+	DefaultSpread scheduling.SpreadDefaults
 }
 
 // DefaultSolveTimeout is upstream's bound on one provisioning solve.

@@ -20,6 +20,11 @@ func (o *Options) Inert() []string {
 	if !o.IgnoreDRARequests {
 		out = append(out, "--ignore-dra-requests=false: karp does not simulate dynamic resource allocation; pods with resourceClaims are reported, not provisioned for")
 	}
+	if o.SchedulerConfig != nil {
+		for _, profile := range o.SchedulerConfig.Unapplied {
+			out = append(out, fmt.Sprintf("--scheduler-config: profile %s uses kube-scheduler's System default spread (ScheduleAnyway only); karp, like upstream Karpenter, does not apply it", profile))
+		}
+	}
 	for _, gate := range inertGates {
 		if o.FeatureGates.Enabled(gate) {
 			out = append(out, fmt.Sprintf("feature gate %s=true: karp does not implement %s yet", gate, gate))

@@ -99,6 +99,11 @@ type Options struct {
 	// policy tolerates an unhealthy node (kwok: 10 minutes).
 	NodeRepairToleration time.Duration
 	FeatureGates         FeatureGates
+	// SchedulerConfigSource is --scheduler-config: a kube-scheduler
+	// configuration document, or the path of a file holding one;
+	// SchedulerConfig is what Validate read from it.
+	SchedulerConfigSource string
+	SchedulerConfig       *SchedulerConfig
 	// AWS are the AWS provider's settings (--cluster-name, ...); they are
 	// validated only with --cloud-provider=aws.
 	AWS *awsoptions.Options
@@ -138,6 +143,7 @@ func AddFlags(fs *flag.FlagSet) *Options {
 	fs.DurationVar(&o.DisruptionPollPeriod, "disruption-poll-period", envDuration("DISRUPTION_POLL_PERIOD", 10*time.Second), "How often the disruption loop looks for nodes to disrupt when idle.")
 	fs.DurationVar(&o.DisruptionReplacementTimeout, "disruption-replacement-timeout", envDuration("DISRUPTION_REPLACEMENT_TIMEOUT", 10*time.Minute), "How long a disruption waits for its replacement nodes to initialize before it is rolled back and its nodes are left alone for a while.")
 	fs.DurationVar(&o.NodeRepairToleration, "node-repair-toleration", envDuration("NODE_REPAIR_TOLERATION", 0), "With the NodeRepair gate: how long a node may be unhealthy before it is replaced; 0 uses the cloud provider's repair policies.")
+	fs.StringVar(&o.SchedulerConfigSource, "scheduler-config", env("SCHEDULER_CONFIG", ""), "The cluster's kube-scheduler configuration karp mirrors when it simulates scheduling (the PodTopologySpread default constraints): upstream Karpenter's YAML/JSON document (podTopologySpread.defaultConstraints), or a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1), given inline or as the path of a file. Empty: no default constraints.")
 	o.AWS = awsoptions.AddFlags(fs)
 	o.FeatureGates = DefaultFeatureGates()
 	fs.Var(&o.FeatureGates, "feature-gates", "Optional features: comma-separated Name=true|false pairs.")
@@ -200,6 +206,11 @@ func (o *Options) Validate() error {
 		if err := o.AWS.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("--cloud-provider=aws: %w", err))
 		}
+	}
+	if cfg, err := LoadSchedulerConfig(o.SchedulerConfigSource); err != nil {
+		errs = append(errs, err)
+	} else {
+		o.SchedulerConfig = cfg
 	}
 	if o.FeatureGates.envErr != nil {
 		errs = append(errs, fmt.Errorf("FEATURE_GATES: %w", o.FeatureGates.envErr))
