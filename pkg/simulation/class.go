@@ -65,8 +65,9 @@ type constraint struct {
 type podInfo struct {
 	pod     *corev1.Pod
 	class   *class
-	variant *variant // the relaxation level it was placed at (NodeClaims only)
-	at      *target  // where it is now (merges and moves change it)
+	variant *variant           // the relaxation level it was placed at (NodeClaims only)
+	at      *target            // where it is now (merges and moves change it)
+	volumes scheduling.Volumes // claims it attaches, nil for none (volumelimits.go)
 	index   int
 	status  *scheduling.Status
 }

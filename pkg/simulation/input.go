@@ -86,6 +86,11 @@ type Node struct {
 	// candidates onto it (upstream's rule), though pending pods and the
 	// pods of nodes being deleted may still use its room.
 	Settling bool
+	// VolumeLimits are how many volumes of each CSI driver the node can
+	// attach, from its CSINode; nil when it reports none (an in-flight
+	// NodeClaim has no CSINode yet). A pod whose claims would take the node
+	// over a driver's limit does not go there.
+	VolumeLimits scheduling.VolumeLimits
 }
 
 // Input is everything Solve needs, gathered by the caller.
@@ -100,7 +105,12 @@ type Input struct {
 	// VolumeRequirements are per-pod alternatives (ORed) from volume
 	// topology, resolved by the caller; a pod must satisfy one of them.
 	VolumeRequirements map[types.UID][]scheduling.Requirements
-	Options            Options
+	// PodVolumes are the claims each pod attaches, by CSI driver, resolved
+	// by the caller for the pods to place and the pods bound to nodes with
+	// VolumeLimits (by pod UID; a pod without an entry attaches nothing
+	// that is limited).
+	PodVolumes map[types.UID]scheduling.Volumes
+	Options    Options
 	// settlingClosed keeps pods off Settling nodes, except waiting ones:
 	// Consolidate sets it when it places the candidates' pods.
 	settlingClosed bool

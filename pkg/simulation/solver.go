@@ -345,6 +345,7 @@ func (s *solver) pendingPods() []*podInfo {
 	}
 	for _, pi := range out {
 		pi.class = s.classify(pi.pod)
+		pi.volumes = s.in.PodVolumes[pi.pod.UID]
 	}
 	s.addExisting()
 	s.linkGroups()
