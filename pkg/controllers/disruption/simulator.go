@@ -10,6 +10,7 @@ import (
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
 	"github.com/karp-autoscaler/karp/pkg/state"
+	"github.com/karp-autoscaler/karp/pkg/volumelimits"
 )
 
 // passSimulator answers what-ifs over the input gathered at the start of a
@@ -59,6 +60,11 @@ func (s *passSimulator) refresh(ctx context.Context, c *Controller, w *world) er
 		return err
 	}
 	in.VolumeRequirements = volumes
+	// A pod moves only onto a node whose CSI volume limits leave room for
+	// its claims, pending pods' claims counted (see pkg/volumelimits).
+	if err := volumelimits.Fill(ctx, s.kubeClient, &in); err != nil {
+		return err
+	}
 	s.in = in
 	return nil
 }
