@@ -65,9 +65,8 @@ type constraint struct {
 type podInfo struct {
 	pod     *corev1.Pod
 	class   *class
-	variant *variant           // the relaxation level it was placed at (NodeClaims only)
-	at      *target            // where it is now (merges and moves change it)
-	volumes scheduling.Volumes // claims it attaches, nil for none (volumelimits.go)
+	variant *variant // the relaxation level it was placed at (NodeClaims only)
+	at      *target  // where it is now (merges and moves change it)
 	index   int
 	status  *scheduling.Status
 }

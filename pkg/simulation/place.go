@@ -67,9 +67,11 @@ func (s *solver) run(ctx context.Context, pods []*podInfo) []*podInfo {
 // (upstream treats preferences as requirements here: its issues 666, 4915).
 func (s *solver) place(p *podInfo) *scheduling.Status {
 	waiting := s.in.waiting[p.pod]
+	vols := s.podVolumes(p)
 	for _, v := range p.class.variants {
-		if t := s.tryExisting(v, p, waiting); t != nil {
+		if t := s.tryExisting(v, vols, waiting); t != nil {
 			s.commitExisting(p, t)
+			s.attach(t, vols)
 			return nil
 		}
 	}
@@ -94,9 +96,9 @@ func (s *solver) place(p *podInfo) *scheduling.Status {
 	return status
 }
 
-// tryExisting finds an existing node for pod p at level v; a closed one
-// only for a waiting pod.
-func (s *solver) tryExisting(v *variant, p *podInfo, waiting bool) *target {
+// tryExisting finds an existing node for a pod of v attaching vols; a
+// closed one only for a waiting pod.
+func (s *solver) tryExisting(v *variant, vols scheduling.Volumes, waiting bool) *target {
 	for _, t := range s.existing {
 		if t.closed && !waiting {
 			continue
@@ -110,7 +112,7 @@ func (s *solver) tryExisting(v *variant, p *podInfo, waiting bool) *target {
 				t.compat[v.id] = compatible
 			}
 		}
-		if t.compat[v.id] != compatible || !v.class.requests.Fits(t.free) || !volumesFit(t, p) {
+		if t.compat[v.id] != compatible || !v.class.requests.Fits(t.free) || !s.volumesFit(t, vols) {
 			continue
 		}
 		if _, conflict := scheduling.HostPortConflict(t.ports, v.class.ports); conflict {
@@ -412,7 +414,6 @@ func (s *solver) freePos(t *target) int {
 func (s *solver) commitExisting(p *podInfo, t *target) {
 	t.used.Add(p.class.requests)
 	t.free.Sub(p.class.requests)
-	attachVolumes(t, p)
 	s.record(p, t)
 }
 

@@ -57,6 +57,9 @@ type solver struct {
 	// reservationUse counts the NodeClaims using each capacity
 	// reservation, by reservation ID.
 	reservationUse map[string]int
+	// attached are the claims on existing nodes with CSI volume limits;
+	// nil when no node has limits (volumelimits.go).
+	attached map[*target]scheduling.Volumes
 }
 
 type placed struct {
@@ -345,7 +348,6 @@ func (s *solver) pendingPods() []*podInfo {
 	}
 	for _, pi := range out {
 		pi.class = s.classify(pi.pod)
-		pi.volumes = s.in.PodVolumes[pi.pod.UID]
 	}
 	s.addExisting()
 	s.linkGroups()

@@ -15,10 +15,9 @@ type target struct {
 	free     scheduling.Vector // room left on the current shape
 	ports    []scheduling.HostPort
 	pods     []*podInfo
-	compat   []verdict          // existing: by variant id, whether its pods fit the node's labels and taints
-	doms     []dom              // existing: by key id
-	closed   bool               // existing: takes no pod (a Settling node in a consolidation)
-	volumes  scheduling.Volumes // existing with VolumeLimits: the claims attached (volumelimits.go)
+	compat   []verdict // existing: by variant id, whether its pods fit the node's labels and taints
+	doms     []dom     // existing: by key id
+	closed   bool      // existing: takes no pod (a Settling node in a consolidation)
 	// NodeClaims only:
 	entry   *entry
 	cur     int // pool type index of the cheapest instance type that fits

@@ -16,10 +16,11 @@ import "github.com/karp-autoscaler/karp/pkg/scheduling"
 // and the next pass, which then sees the node's CSINode, places them
 // elsewhere.
 //
-// Pods without claims of a limited driver cost nothing: podInfo.volumes is
-// nil for them and the check below is skipped. Volumes are per pod (each
+// Pods without claims of a limited driver cost nothing, and a solve with
+// no limited node does no lookup at all. Volumes are per pod (each
 // replica of a StatefulSet has its own claims), so they are not part of a
-// pod's class.
+// pod's class; they live beside the solver's pods and targets, not in
+// them, so solves without limits carry nothing extra per pod.
 
 // addVolumes records the claims of the node's bound pods on t, when the
 // node has limits.
@@ -28,26 +29,42 @@ func (s *solver) addVolumes(t *target) {
 	if n.VolumeLimits == nil {
 		return
 	}
-	t.volumes = scheduling.Volumes{}
+	used := scheduling.Volumes{}
 	for _, p := range n.Pods {
 		if !terminal(p) {
-			t.volumes.Insert(s.in.PodVolumes[p.UID])
+			used.Insert(s.in.PodVolumes[p.UID])
 		}
 	}
+	if s.attached == nil {
+		s.attached = map[*target]scheduling.Volumes{}
+	}
+	s.attached[t] = used
 }
 
-// volumesFit reports whether the pod's claims stay within t's limits.
-func volumesFit(t *target, p *podInfo) bool {
-	if p.volumes == nil || t.volumes == nil {
+// podVolumes are the claims p attaches, nil when no node is limited.
+func (s *solver) podVolumes(p *podInfo) scheduling.Volumes {
+	if s.attached == nil {
+		return nil
+	}
+	return s.in.PodVolumes[p.pod.UID]
+}
+
+// volumesFit reports whether claims vols stay within t's limits.
+func (s *solver) volumesFit(t *target, vols scheduling.Volumes) bool {
+	if vols == nil {
 		return true
 	}
-	_, exceeded := t.existing.VolumeLimits.ExceededBy(t.volumes, p.volumes)
+	used, limited := s.attached[t]
+	if !limited {
+		return true
+	}
+	_, exceeded := t.existing.VolumeLimits.ExceededBy(used, vols)
 	return !exceeded
 }
 
-// attachVolumes records the pod's claims on t once it is placed there.
-func attachVolumes(t *target, p *podInfo) {
-	if p.volumes != nil && t.volumes != nil {
-		t.volumes.Insert(p.volumes)
+// attach records vols on t once a pod is placed there.
+func (s *solver) attach(t *target, vols scheduling.Volumes) {
+	if used, limited := s.attached[t]; limited && vols != nil {
+		used.Insert(vols)
 	}
 }

@@ -24,7 +24,10 @@ import (
 // at all: nothing would be checked.
 func Fill(ctx context.Context, kubeClient client.Reader, in *simulation.Input) error {
 	var csiNodes storagev1.CSINodeList
-	if err := kubeClient.List(ctx, &csiNodes); err != nil {
+	// Every read here only reads: with the manager's cache, the objects
+	// are not copied (UnsafeDisableDeepCopy), which in a cluster of many
+	// claims is most of what a pass would allocate here.
+	if err := kubeClient.List(ctx, &csiNodes, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing csinodes: %w", err)
 	}
 	limits := make(map[string]scheduling.VolumeLimits, len(csiNodes.Items))
@@ -121,7 +124,7 @@ func (r *resolver) podVolumes(ctx context.Context, pod *corev1.Pod) (scheduling.
 // its template describes.
 func (r *resolver) claimDriver(ctx context.Context, key types.NamespacedName, vol *corev1.Volume) (string, error) {
 	pvc := &corev1.PersistentVolumeClaim{}
-	if err := r.kubeClient.Get(ctx, key, pvc); err != nil {
+	if err := r.kubeClient.Get(ctx, key, pvc, client.UnsafeDisableDeepCopy); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return "", fmt.Errorf("getting persistentvolumeclaim %s: %w", key, err)
 		}
@@ -132,7 +135,7 @@ func (r *resolver) claimDriver(ctx context.Context, key types.NamespacedName, vo
 	}
 	if pvc.Spec.VolumeName != "" {
 		pv := &corev1.PersistentVolume{}
-		if err := r.kubeClient.Get(ctx, types.NamespacedName{Name: pvc.Spec.VolumeName}, pv); err != nil {
+		if err := r.kubeClient.Get(ctx, types.NamespacedName{Name: pvc.Spec.VolumeName}, pv, client.UnsafeDisableDeepCopy); err != nil {
 			if !apierrors.IsNotFound(err) {
 				return "", fmt.Errorf("getting persistentvolume %s: %w", pvc.Spec.VolumeName, err)
 			}
@@ -156,7 +159,7 @@ func (r *resolver) class(ctx context.Context, name string) (*storagev1.StorageCl
 		return sc, nil
 	}
 	sc := &storagev1.StorageClass{}
-	if err := r.kubeClient.Get(ctx, types.NamespacedName{Name: name}, sc); err != nil {
+	if err := r.kubeClient.Get(ctx, types.NamespacedName{Name: name}, sc, client.UnsafeDisableDeepCopy); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("getting storageclass %s: %w", name, err)
 		}
