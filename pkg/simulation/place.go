@@ -112,7 +112,8 @@ func (s *solver) tryExisting(v *variant, vols scheduling.Volumes, waiting bool) 
 				t.compat[v.id] = compatible
 			}
 		}
-		if t.compat[v.id] != compatible || !v.class.requests.Fits(t.free) || !s.volumesFit(t, vols) {
+		if t.compat[v.id] != compatible || !v.class.requests.Fits(t.free) ||
+			vols != nil && !s.volumesFit(t, vols) {
 			continue
 		}
 		if _, conflict := scheduling.HostPortConflict(t.ports, v.class.ports); conflict {

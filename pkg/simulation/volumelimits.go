@@ -49,11 +49,9 @@ func (s *solver) podVolumes(p *podInfo) scheduling.Volumes {
 	return s.in.PodVolumes[p.pod.UID]
 }
 
-// volumesFit reports whether claims vols stay within t's limits.
+// volumesFit reports whether claims vols stay within t's limits (callers
+// skip it for pods without claims).
 func (s *solver) volumesFit(t *target, vols scheduling.Volumes) bool {
-	if vols == nil {
-		return true
-	}
 	used, limited := s.attached[t]
 	if !limited {
 		return true
