@@ -55,16 +55,16 @@ func (s *passSimulator) refresh(ctx context.Context, c *Controller, w *world) er
 	for i := range namespaces.Items {
 		in.Namespaces = append(in.Namespaces, &namespaces.Items[i])
 	}
-	volumes, err := s.volumeTopology(ctx, w)
-	if err != nil {
-		return err
-	}
-	in.VolumeRequirements = volumes
 	// A pod moves only onto a node whose CSI volume limits leave room for
 	// its claims, pending pods' claims counted (see pkg/volumelimits).
 	if err := volumelimits.Fill(ctx, s.kubeClient, &in); err != nil {
 		return err
 	}
+	volumes, err := s.volumeTopology(ctx, w)
+	if err != nil {
+		return err
+	}
+	in.VolumeRequirements = volumes
 	s.in = in
 	return nil
 }
