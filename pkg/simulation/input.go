@@ -102,15 +102,15 @@ type Input struct {
 	// Namespaces resolve pod affinity namespaceSelectors (optional).
 	Namespaces []*corev1.Namespace
 	NodePools  []*NodePool
-	// VolumeRequirements are per-pod alternatives (ORed) from volume
-	// topology, resolved by the caller; a pod must satisfy one of them.
-	VolumeRequirements map[types.UID][]scheduling.Requirements
 	// PodVolumes are the claims each pod attaches, by CSI driver, resolved
 	// by the caller for the pods to place and the pods bound to nodes with
 	// VolumeLimits (by pod UID; a pod without an entry attaches nothing
 	// that is limited).
 	PodVolumes map[types.UID]scheduling.Volumes
-	Options    Options
+	// VolumeRequirements are per-pod alternatives (ORed) from volume
+	// topology, resolved by the caller; a pod must satisfy one of them.
+	VolumeRequirements map[types.UID][]scheduling.Requirements
+	Options            Options
 	// settlingClosed keeps pods off Settling nodes, except waiting ones:
 	// Consolidate sets it when it places the candidates' pods.
 	settlingClosed bool
