@@ -34,7 +34,8 @@
 //     is made, in Result.Order: requests plus DaemonSet overhead within
 //     allocatable, taints tolerated, requirements compatible, host ports
 //     free, topology spread and pod (anti-)affinity satisfied, NodePool
-//     limits respected.
+//     limits respected, and an existing node's CSI volume limits
+//     (Node.VolumeLimits) kept (new NodeClaims have none known yet).
 //   - A NodeClaim's daemon overhead counts exactly the DaemonSets whose pods
 //     would land on it (node affinity against the NodePool and instance type,
 //     tolerations, LimitRange defaults), and never less.

@@ -50,6 +50,7 @@ func (s *solver) addExisting() {
 				t.ports = append(t.ports, d.ports...)
 			}
 		}
+		s.addVolumes(t)
 		s.targets = append(s.targets, t)
 		s.existing = append(s.existing, t)
 		for _, p := range n.Pods {

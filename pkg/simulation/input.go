@@ -86,6 +86,11 @@ type Node struct {
 	// candidates onto it (upstream's rule), though pending pods and the
 	// pods of nodes being deleted may still use its room.
 	Settling bool
+	// VolumeLimits are how many volumes of each CSI driver the node can
+	// attach, from its CSINode; nil when it reports none (an in-flight
+	// NodeClaim has no CSINode yet). A pod whose claims would take the node
+	// over a driver's limit does not go there.
+	VolumeLimits scheduling.VolumeLimits
 }
 
 // Input is everything Solve needs, gathered by the caller.
@@ -97,6 +102,11 @@ type Input struct {
 	// Namespaces resolve pod affinity namespaceSelectors (optional).
 	Namespaces []*corev1.Namespace
 	NodePools  []*NodePool
+	// PodVolumes are the claims each pod attaches, by CSI driver, resolved
+	// by the caller for the pods to place and the pods bound to nodes with
+	// VolumeLimits (by pod UID; a pod without an entry attaches nothing
+	// that is limited).
+	PodVolumes map[types.UID]scheduling.Volumes
 	// VolumeRequirements are per-pod alternatives (ORed) from volume
 	// topology, resolved by the caller; a pod must satisfy one of them.
 	VolumeRequirements map[types.UID][]scheduling.Requirements

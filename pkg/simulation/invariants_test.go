@@ -90,6 +90,10 @@ func checkInvariants(t *testing.T, in Input, res *Result) {
 			fail("NodePool %s: %s", np.NodePool.Name, msg)
 		}
 	}
+	// 5. CSI volume limits of existing nodes.
+	for _, msg := range checkVolumeLimits(in, res) {
+		fail("%s", msg)
+	}
 	if len(errs) > 0 {
 		for _, e := range errs {
 			t.Error(e)

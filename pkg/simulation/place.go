@@ -67,9 +67,11 @@ func (s *solver) run(ctx context.Context, pods []*podInfo) []*podInfo {
 // (upstream treats preferences as requirements here: its issues 666, 4915).
 func (s *solver) place(p *podInfo) *scheduling.Status {
 	waiting := s.in.waiting[p.pod]
+	vols := s.podVolumes(p)
 	for _, v := range p.class.variants {
-		if t := s.tryExisting(v, waiting); t != nil {
+		if t := s.tryExisting(v, vols, waiting); t != nil {
 			s.commitExisting(p, t)
+			s.attach(t, vols)
 			return nil
 		}
 	}
@@ -94,9 +96,9 @@ func (s *solver) place(p *podInfo) *scheduling.Status {
 	return status
 }
 
-// tryExisting finds an existing node for a pod of v; a closed one only
-// for a waiting pod.
-func (s *solver) tryExisting(v *variant, waiting bool) *target {
+// tryExisting finds an existing node for a pod of v attaching vols; a
+// closed one only for a waiting pod.
+func (s *solver) tryExisting(v *variant, vols scheduling.Volumes, waiting bool) *target {
 	for _, t := range s.existing {
 		if t.closed && !waiting {
 			continue
@@ -110,7 +112,8 @@ func (s *solver) tryExisting(v *variant, waiting bool) *target {
 				t.compat[v.id] = compatible
 			}
 		}
-		if t.compat[v.id] != compatible || !v.class.requests.Fits(t.free) {
+		if t.compat[v.id] != compatible || !v.class.requests.Fits(t.free) ||
+			vols != nil && !s.volumesFit(t, vols) {
 			continue
 		}
 		if _, conflict := scheduling.HostPortConflict(t.ports, v.class.ports); conflict {

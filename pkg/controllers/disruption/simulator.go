@@ -12,6 +12,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
 	"github.com/karp-autoscaler/karp/pkg/state"
+	"github.com/karp-autoscaler/karp/pkg/volumelimits"
 )
 
 // passSimulator answers what-ifs over the input gathered at the start of a
@@ -56,6 +57,11 @@ func (s *passSimulator) refresh(ctx context.Context, c *Controller, w *world) er
 	}
 	for i := range namespaces.Items {
 		in.Namespaces = append(in.Namespaces, &namespaces.Items[i])
+	}
+	// A pod moves only onto a node whose CSI volume limits leave room for
+	// its claims, pending pods' claims counted (see pkg/volumelimits).
+	if err := volumelimits.Fill(ctx, s.kubeClient, &in); err != nil {
+		return err
 	}
 	volumes, err := s.volumeTopology(ctx, w)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
 	"github.com/karp-autoscaler/karp/pkg/state"
+	"github.com/karp-autoscaler/karp/pkg/volumelimits"
 )
 
 // gather builds the solver input. Pods whose volumes cannot be resolved
@@ -53,6 +54,11 @@ func (p *Provisioner) gather(ctx context.Context, pods []*corev1.Pod, nodes []*s
 	in.DefaultSpread = defaultspread.Gather(ctx, p.kubeClient, p.opts.DefaultSpread, append(slices.Clone(in.Pods), reschedulablePods(nodes)...))
 	for _, pe := range ignored {
 		errs = append(errs, pe)
+	}
+	// Nodes whose CSINodes limit how many volumes they attach take no pod
+	// that would go over (existing nodes only: see pkg/volumelimits).
+	if err := volumelimits.Fill(ctx, p.kubeClient, in); err != nil {
+		return nil, nil, err
 	}
 	return in, errs, nil
 }
