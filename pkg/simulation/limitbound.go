@@ -16,11 +16,17 @@ import (
 // limit refuses it; the bound refuses such a NodeClaim without the scan.
 type capBound struct {
 	slot int
-	// caps holds the types' capacities of the slot, ascending.
+	// maxCap is the largest capacity of the slot: while the room left
+	// under the limit is at least that, the limit admits every type.
+	maxCap int64
+	// caps holds the types' capacities of the slot, ascending; it and
+	// maxAlloc are built the first time the limit comes that close, so
+	// solves whose limits stay far off never sort the types.
 	caps []int64
-	// maxAlloc[j] is the element-wise maximum allocatable of the types
-	// with the j+1 smallest capacities.
-	maxAlloc []scheduling.Vector
+	// maxAlloc holds, per position j of caps, the element-wise maximum
+	// allocatable of the types with the j+1 smallest capacities: the
+	// vector is maxAlloc[j*width : (j+1)*width].
+	maxAlloc []int64
 }
 
 // buildBounds prepares a capBound per limited resource of p, and the least
@@ -37,18 +43,28 @@ func buildBounds(p *pool, width int) {
 		if l < 0 || len(p.types) == 0 {
 			continue
 		}
-		sorted := append([]*itype(nil), p.types...)
-		sort.SliceStable(sorted, func(a, b int) bool { return sorted[a].capacity[slot] < sorted[b].capacity[slot] })
-		b := capBound{slot: slot, caps: make([]int64, len(sorted)), maxAlloc: make([]scheduling.Vector, len(sorted))}
-		running := sorted[0].alloc.Clone()
-		for j, t := range sorted {
-			for k, x := range t.alloc {
-				running[k] = max(running[k], x)
-			}
-			b.caps[j] = t.capacity[slot]
-			b.maxAlloc[j] = running.Clone()
+		b := capBound{slot: slot, maxCap: p.types[0].capacity[slot]}
+		for _, t := range p.types {
+			b.maxCap = max(b.maxCap, t.capacity[slot])
 		}
 		p.bounds = append(p.bounds, b)
+	}
+}
+
+// index sorts p's types by capacity of the slot and fills caps and
+// maxAlloc.
+func (b *capBound) index(p *pool, width int) {
+	sorted := append([]*itype(nil), p.types...)
+	sort.SliceStable(sorted, func(x, y int) bool { return sorted[x].capacity[b.slot] < sorted[y].capacity[b.slot] })
+	b.caps = make([]int64, len(sorted))
+	b.maxAlloc = make([]int64, len(sorted)*width)
+	running := sorted[0].alloc.Clone()
+	for j, t := range sorted {
+		for k, x := range t.alloc {
+			running[k] = max(running[k], x)
+		}
+		b.caps[j] = t.capacity[b.slot]
+		copy(b.maxAlloc[j*width:(j+1)*width], running)
 	}
 }
 
@@ -67,17 +83,26 @@ func (s *solver) limitExcludes(p *pool, used, req, curCap scheduling.Vector) boo
 	if !p.hasLimits || s.noLimitBound {
 		return false
 	}
+	width := len(used)
 	for i := range p.bounds {
 		b := &p.bounds[i]
 		room := p.limits[b.slot] - p.used[b.slot]
 		if curCap != nil {
 			room += curCap[b.slot]
 		}
+		if room >= b.maxCap {
+			// The limit admits every type: nothing to refuse on this
+			// resource (the common case, kept to a comparison).
+			continue
+		}
+		if b.caps == nil {
+			b.index(p, width)
+		}
 		j := sort.Search(len(b.caps), func(j int) bool { return b.caps[j] > room })
 		if j == 0 {
 			return true
 		}
-		most := b.maxAlloc[j-1]
+		most := b.maxAlloc[(j-1)*width : j*width]
 		for k, x := range most {
 			if used[k]+req[k]+p.overFloor[k] > x {
 				return true

@@ -28,8 +28,8 @@ type pool struct {
 	minValues []*scheduling.Requirement
 	daemons   []*daemon // DaemonSets tolerating the pool's taints
 	root      *entry
-	// bounds and overFloor let cheapestFit skip a NodeClaim the limits
-	// leave no room to grow (see limitExcludes).
+	// bounds and overFloor let grown and cheapestFit skip a NodeClaim the
+	// limits leave no room to grow (see limitExcludes).
 	bounds    []capBound
 	overFloor scheduling.Vector
 }
