@@ -3,6 +3,9 @@ package defaultspread
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -31,24 +34,48 @@ var (
 // constraints with that selector, keyed by pod UID. It reads each
 // namespace's Services and each owner once. A lookup that fails is logged
 // (debug) and the selector deduced without it, as kube-scheduler does: a
-// deleted owner must not stop provisioning.
+// deleted owner must not stop provisioning. The pods of one workload share
+// one slice of constraints, which callers must not change.
 func Gather(ctx context.Context, kubeClient client.Reader, defaults scheduling.SpreadDefaults, pods []*corev1.Pod) map[types.UID][]corev1.TopologySpreadConstraint {
 	if len(defaults) == 0 {
 		return nil
 	}
 	g := &gatherer{kubeClient: kubeClient, services: map[string][]*corev1.Service{}, owners: map[types.UID]*metav1.LabelSelector{}}
 	out := map[types.UID][]corev1.TopologySpreadConstraint{}
+	// The pods of one workload share their labels, owner and defaults:
+	// their constraints are deduced once.
+	memo := map[string][]corev1.TopologySpreadConstraint{}
 	for _, pod := range pods {
 		constraints := defaults.For(pod)
 		if len(constraints) == 0 {
 			continue
 		}
-		selector := scheduling.DefaultSpreadSelector(pod, g.servicesOf(ctx, pod.Namespace), g.ownerSelector(ctx, pod))
-		if tscs := scheduling.DefaultSpreadConstraints(constraints, selector); tscs != nil {
+		key := memoKey(pod)
+		tscs, ok := memo[key]
+		if !ok {
+			selector := scheduling.DefaultSpreadSelector(pod, g.servicesOf(ctx, pod.Namespace), g.ownerSelector(ctx, pod))
+			tscs = scheduling.DefaultSpreadConstraints(constraints, selector)
+			memo[key] = tscs
+		}
+		if tscs != nil {
 			out[pod.UID] = tscs
 		}
 	}
 	return out
+}
+
+// memoKey is what the deduced constraints depend on: the pod's
+// namespace, scheduler, controller and labels.
+func memoKey(pod *corev1.Pod) string {
+	var b strings.Builder
+	b.WriteString(pod.Namespace + "|" + pod.Spec.SchedulerName + "|")
+	if owner := metav1.GetControllerOfNoCopy(pod); owner != nil {
+		b.WriteString(string(owner.UID))
+	}
+	for _, k := range slices.Sorted(maps.Keys(pod.Labels)) {
+		b.WriteString("|" + k + "=" + pod.Labels[k])
+	}
+	return b.String()
 }
 
 type gatherer struct {

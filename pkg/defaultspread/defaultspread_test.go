@@ -74,6 +74,9 @@ func TestGather(t *testing.T) {
 		pod("db-0", dbLabels, sts, "StatefulSet", "apps/v1"),
 		pod("legacy-x", legacy, rc, "ReplicationController", "v1"),
 		pod("web-x", map[string]string{"app": "web", "pod-template-hash": "1"}, goneRS, "ReplicaSet", "apps/v1"),
+		pod("web-y", map[string]string{"app": "web", "pod-template-hash": "1"}, goneRS, "ReplicaSet", "apps/v1"),
+		// Same labels, another owner: deduced on its own.
+		pod("db-1", map[string]string{"app": "db", "statefulset.kubernetes.io/pod-name": "db-0"}, rc, "ReplicationController", "v1"),
 		jobPod, own, other,
 	}
 	got := defaultspread.Gather(t.Context(), env.Client, scheduling.SpreadDefaults{scheduling.DefaultSchedulerName: {zone}}, pods)
@@ -91,6 +94,9 @@ func TestGather(t *testing.T) {
 			{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"legacy"}}}}),
 		// Its ReplicaSet is gone: the Service alone gives the selector.
 		"uid-web-x": with(&metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}),
+		"uid-web-y": with(&metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}),
+		"uid-db-1": with(&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"legacy"}}}}),
 		// A Job's pod no Service selects, a pod with its own spread and a
 		// pod of a scheduler without defaults get none.
 	}
