@@ -102,10 +102,11 @@ type Input struct {
 	// Namespaces resolve pod affinity namespaceSelectors (optional).
 	Namespaces []*corev1.Namespace
 	NodePools  []*NodePool
-	// PodVolumes are the claims each pod attaches, by CSI driver, resolved
-	// by the caller for the pods to place and the pods bound to nodes with
-	// VolumeLimits (by pod UID; a pod without an entry attaches nothing
-	// that is limited).
+	// PodVolumes are the claims each pod attaches, by CSI driver and pod
+	// UID, resolved by the caller when some node has VolumeLimits: for the
+	// pods to place and the pods of every node (bound or nominated there,
+	// or moved by a consolidation). A pod without an entry attaches
+	// nothing that is limited.
 	PodVolumes map[types.UID]scheduling.Volumes
 	// VolumeRequirements are per-pod alternatives (ORed) from volume
 	// topology, resolved by the caller; a pod must satisfy one of them.

@@ -2,7 +2,7 @@ package provisioning_test
 
 import (
 	"context"
-	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,23 +19,37 @@ import (
 // An existing node whose CSINode allows one EBS volume, already attached
 // to a running pod: a pending pod with a new EBS claim gets a new node,
 // while a pending pod without claims is nominated to the existing one.
-// With room for two volumes, both pods go to the existing node.
+// With room for two volumes, both pods go to the existing node. A class
+// of the in-tree aws-ebs plugin counts against the EBS CSI driver's limit
+// (CSI migration).
 func TestVolumeLimitsOfExistingNodes(t *testing.T) {
-	for limit, wantCreated := range map[int32]int{1: 1, 2: 0} {
-		t.Run(fmt.Sprintf("limit %d", limit), func(t *testing.T) {
+	cases := map[string]struct {
+		limit       int32
+		provisioner string
+		wantCreated int
+	}{
+		"limit 1":                        {limit: 1, provisioner: "ebs.csi.aws.com", wantCreated: 1},
+		"limit 2":                        {limit: 2, provisioner: "ebs.csi.aws.com"},
+		"limit 1, in-tree aws-ebs class": {limit: 1, provisioner: "kubernetes.io/aws-ebs", wantCreated: 1},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			limit, wantCreated := tc.limit, tc.wantCreated
+			// Claims are never deleted here (no controller lifts their
+			// protection finalizer): each case has its own, and its own
+			// class.
+			suffix := strings.NewReplacer(" ", "-", ",", "", "/", "-").Replace(name)
 			h := newHarness(t)
 			h.readyNodePool(test.MakeNodePool("default").Obj())
 			h.readyNode("existing", "8", "16Gi")
 			h.cleanCreate(
 				&storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: "existing"}, Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{
 					{Name: "ebs.csi.aws.com", NodeID: "i-0123", Allocatable: &storagev1.VolumeNodeResources{Count: ptr.To(limit)}}}}},
-				&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "gp3"}, Provisioner: "ebs.csi.aws.com",
+				&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "ebs-" + suffix}, Provisioner: tc.provisioner,
 					VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer)},
-				// Claims are never deleted here (no controller lifts their
-				// protection finalizer): each case has its own.
-				gp3Claim(fmt.Sprintf("db-0-data-%d", limit)), gp3Claim(fmt.Sprintf("db-1-data-%d", limit)),
+				ebsClaim("db-0-data-"+suffix, "ebs-"+suffix), ebsClaim("db-1-data-"+suffix, "ebs-"+suffix),
 			)
-			running := withClaim(test.MakePod("db-0").Requests("cpu", "1").NodeName("existing").Obj(), fmt.Sprintf("db-0-data-%d", limit))
+			running := withClaim(test.MakePod("db-0").Requests("cpu", "1").NodeName("existing").Obj(), "db-0-data-"+suffix)
 			h.create(running)
 			h.eventually("the running pod bound in state", func() bool {
 				for _, sn := range h.cluster.Nodes() {
@@ -46,7 +60,7 @@ func TestVolumeLimitsOfExistingNodes(t *testing.T) {
 				return false
 			})
 			pods := h.pendingPods(
-				withClaim(test.MakePod("db-1").Requests("cpu", "1").Obj(), fmt.Sprintf("db-1-data-%d", limit)),
+				withClaim(test.MakePod("db-1").Requests("cpu", "1").Obj(), "db-1-data-"+suffix),
 				test.MakePod("web").Requests("cpu", "1").Obj(),
 			)
 
@@ -74,9 +88,9 @@ func TestVolumeLimitsOfExistingNodes(t *testing.T) {
 	}
 }
 
-func gp3Claim(name string) *corev1.PersistentVolumeClaim {
+func ebsClaim(name, class string) *corev1.PersistentVolumeClaim {
 	return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("gp3"),
+		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To(class),
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
 }
