@@ -3,7 +3,8 @@
 // MakeNode, MakeDaemonSet and MakeKWOKNodeClass. Each starts from the values
 // the API server would default, has one setter per field a test needs and
 // Obj() returning a deep copy; a setter can set a zero value, as nothing is
-// merged in behind the test's back.
+// merged in behind the test's back. DistinctConcurrently checks a burst
+// of creates hands out distinct IDs.
 //
 // It is imported only by tests. Its subpackages start what the integration
 // tier needs (environment: etcd and kube-apiserver; controllertest: a manager

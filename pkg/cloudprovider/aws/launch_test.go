@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/subnet"
+	"github.com/karp-autoscaler/karp/pkg/test"
 )
 
 func tagMap(tags []ec2types.Tag) map[string]string {
@@ -177,29 +177,13 @@ func TestCreateBatchesABurst(t *testing.T) {
 	}
 	w.EC2.ResetCalls()
 	const n = 30
-	errs := make([]error, n)
-	ids := make([]string, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			created, err := w.Provider.Create(ctx, newNodeClaim(fmt.Sprintf("burst-%d", i), nodeClass.Name))
-			errs[i] = err
-			if err == nil {
-				ids[i] = created.Status.ProviderID
-			}
-		})
-	}
-	wg.Wait()
-	seen := map[string]bool{}
-	for i := range n {
-		if errs[i] != nil {
-			t.Fatalf("create %d: %v", i, errs[i])
+	test.DistinctConcurrently(t, n, func(i int) (string, error) {
+		created, err := w.Provider.Create(ctx, newNodeClaim(fmt.Sprintf("burst-%d", i), nodeClass.Name))
+		if err != nil {
+			return "", err
 		}
-		if seen[ids[i]] {
-			t.Errorf("%s launched for two NodeClaims", ids[i])
-		}
-		seen[ids[i]] = true
-	}
+		return created.Status.ProviderID, nil
+	})
 	// Alike requests share a call; the 35 ms window may split a burst on a
 	// loaded machine, but never anywhere near one call per NodeClaim.
 	total := int32(0)

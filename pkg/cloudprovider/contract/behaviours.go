@@ -3,13 +3,13 @@ package contract
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/test"
 )
 
 func identifiesItself(t *testing.T, _ context.Context, s Subject) {
@@ -226,30 +226,16 @@ func listIncludesCreated(t *testing.T, ctx context.Context, s Subject) {
 
 func concurrentCreates(t *testing.T, ctx context.Context, s Subject) {
 	const n = 6
-	ids := make([]string, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			created, err := s.Provider.Create(ctx, s.NodeClaim(fmt.Sprintf("concurrent-%d", i)))
-			errs[i] = err
-			if err == nil {
-				ids[i] = created.Status.ProviderID
-			}
-		})
-	}
-	wg.Wait()
-	seen := map[string]bool{}
-	for i := range n {
-		if errs[i] != nil {
-			t.Fatalf("Create %d: %v", i, errs[i])
+	ids := test.DistinctConcurrently(t, n, func(i int) (string, error) {
+		created, err := s.Provider.Create(ctx, s.NodeClaim(fmt.Sprintf("concurrent-%d", i)))
+		if err != nil {
+			return "", err
 		}
-		if seen[ids[i]] {
-			t.Errorf("providerID %s launched twice", ids[i])
-		}
-		seen[ids[i]] = true
-		if listed(t, ctx, s, ids[i]) != 1 {
-			t.Errorf("List does not show %s", ids[i])
+		return created.Status.ProviderID, nil
+	})
+	for _, id := range ids {
+		if listed(t, ctx, s, id) != 1 {
+			t.Errorf("List does not show %s", id)
 		}
 	}
 }

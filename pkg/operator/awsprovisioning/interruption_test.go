@@ -42,20 +42,9 @@ func TestSpotInterruptionOnAWS(t *testing.T) {
 	clients.SQS = queue
 	runAWSController(t, clients, "--interruption-queue="+queueName)
 
-	nodeClass := awsprocess.NodeClass("default")
-	nodePool := test.MakeNodePool("default").NodeClassRef(awsv1.NodeClassReference("default")).
+	scaleOut(t, test.MakeNodePool("default").NodeClassRef(awsv1.NodeClassReference("default")).
 		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeSpot).
-		Requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m5.large", "m5a.large", "m6i.large").Obj()
-	pod := test.MakePod("inflate").Namespace("default").Requests("cpu", "1", "memory", "1Gi").Obj()
-	for _, obj := range []client.Object{nodeClass, nodePool, pod} {
-		if err := env.Client.Create(ctx, obj); err != nil {
-			t.Fatalf("creating %s: %v", obj.GetName(), err)
-		}
-	}
-	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
-	if err := env.Client.Status().Update(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
+		Requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m5.large", "m5a.large", "m6i.large").Obj())
 
 	first := launchedNodeClaim(t, "")
 	instanceType, zone := first.Labels[corev1.LabelInstanceTypeStable], first.Labels[corev1.LabelTopologyZone]

@@ -51,39 +51,15 @@ func TestControllerLaunchesOnAWS(t *testing.T) {
 	clients := awsCloud(t, awsprocess.ServerVersion(t, env.Config))
 	runAWSController(t, clients)
 
-	nodeClass := awsprocess.NodeClass("default")
-	nodePool := test.MakeNodePool("default").NodeClassRef(awsv1.NodeClassReference("default")).
-		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand).Obj()
-	pod := test.MakePod("inflate").Namespace("default").Requests("cpu", "1", "memory", "1Gi").Obj()
-	for _, obj := range []client.Object{nodeClass, nodePool, pod} {
-		if err := env.Client.Create(ctx, obj); err != nil {
-			t.Fatalf("creating %s: %v", obj.GetName(), err)
-		}
-	}
-	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
-	if err := env.Client.Status().Update(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
+	scaleOut(t, test.MakeNodePool("default").NodeClassRef(awsv1.NodeClassReference("default")).
+		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand).Obj())
 
 	awsprocess.Poll(t, "the EC2NodeClass Ready, with its drift hash", func() bool {
 		got := &awsv1.EC2NodeClass{}
 		return env.Client.Get(ctx, client.ObjectKey{Name: "default"}, got) == nil && got.StatusConditions().IsTrue(awsv1.ConditionTypeReady) &&
 			got.Annotations[awsv1.AnnotationEC2NodeClassHash] == got.Hash()
 	})
-	var launched *karpv1.NodeClaim
-	awsprocess.Poll(t, "a launched NodeClaim", func() bool {
-		list := &karpv1.NodeClaimList{}
-		if env.Client.List(ctx, list) != nil {
-			return false
-		}
-		for i := range list.Items {
-			if nc := &list.Items[i]; nc.StatusConditions().IsTrue(karpv1.ConditionTypeLaunched) {
-				launched = nc
-				return true
-			}
-		}
-		return false
-	})
+	launched := launchedNodeClaim(t, "")
 	if !strings.HasPrefix(launched.Status.ProviderID, "aws:///") || launched.Labels[corev1.LabelInstanceTypeStable] == "" {
 		t.Errorf("NodeClaim %s launched as %q with labels %v", launched.Name, launched.Status.ProviderID, launched.Labels)
 	}
@@ -99,6 +75,23 @@ func TestControllerLaunchesOnAWS(t *testing.T) {
 	}
 	if n := clients.EKS.(*fake.EKS).Calls("DescribeCluster"); n != 1 {
 		t.Errorf("%d eks:DescribeCluster calls at start, want 1", n)
+	}
+}
+
+// scaleOut creates the EC2NodeClass "default", nodePool and a pending
+// 1-cpu pod for the controller to launch a node for.
+func scaleOut(t *testing.T, nodePool *karpv1.NodePool) {
+	t.Helper()
+	ctx := t.Context()
+	pod := test.MakePod("inflate").Namespace("default").Requests("cpu", "1", "memory", "1Gi").Obj()
+	for _, obj := range []client.Object{awsprocess.NodeClass("default"), nodePool, pod} {
+		if err := env.Client.Create(ctx, obj); err != nil {
+			t.Fatalf("creating %s: %v", obj.GetName(), err)
+		}
+	}
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
+	if err := env.Client.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -72,14 +72,20 @@ func (r *run) load(t *testing.T, files ...string) *manifest.Set {
 // AWS provider, concurrently as the lifecycle controller would.
 func (r *run) provision(t *testing.T, set *manifest.Set) []string {
 	t.Helper()
-	for _, np := range set.NodePools {
-		r.h.ReadyNodePool(np.DeepCopy())
-	}
 	expanded, err := manifest.Expand(set)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.pending(t, expanded.Pending)
+	return r.provisionPods(t, set, expanded.Pending)
+}
+
+// provisionPods is provision with the pending pods given.
+func (r *run) provisionPods(t *testing.T, set *manifest.Set, pending []*corev1.Pod) []string {
+	t.Helper()
+	for _, np := range set.NodePools {
+		r.h.ReadyNodePool(np.DeepCopy())
+	}
+	r.pending(t, pending)
 	provisioner := provisioning.NewProvisioner(r.h.Manager.GetClient(), r.world.Provider, r.h.Cluster,
 		r.h.Manager.GetEventRecorder("karp"), r.h.Clock, provisioning.DefaultOptions())
 	r.h.StateSynced()
@@ -242,36 +248,9 @@ func TestScaleOutEC2CallsPerNode(t *testing.T) {
 		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
 		pending = append(pending, pod)
 	}
-	for _, np := range set.NodePools {
-		r.h.ReadyNodePool(np.DeepCopy())
-	}
-	r.pending(t, pending)
-	provisioner := provisioning.NewProvisioner(r.h.Manager.GetClient(), r.world.Provider, r.h.Cluster,
-		r.h.Manager.GetEventRecorder("karp"), r.h.Clock, provisioning.DefaultOptions())
-	r.h.StateSynced()
-	res, err := provisioner.Schedule(r.h.Ctx)
-	if err != nil {
-		t.Fatalf("provisioning: %v", err)
-	}
-	nodes := len(res.Created)
+	nodes := len(r.provisionPods(t, set, pending))
 	if nodes == 0 {
 		t.Fatal("no NodeClaim created for 1,000 pending pods")
-	}
-	var wg sync.WaitGroup
-	errs := make([]error, nodes)
-	for i, name := range res.Created {
-		wg.Go(func() {
-			nc := &karpv1.NodeClaim{}
-			if errs[i] = r.h.Client.Get(t.Context(), client.ObjectKey{Name: name}, nc); errs[i] == nil {
-				_, errs[i] = r.world.Provider.Create(t.Context(), nc)
-			}
-		})
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("launching %s: %v", res.Created[i], err)
-		}
 	}
 
 	requests := map[string]bool{}

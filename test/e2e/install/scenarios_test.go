@@ -17,7 +17,6 @@ import (
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/localcluster"
-	"github.com/karp-autoscaler/karp/pkg/test"
 	"github.com/karp-autoscaler/karp/pkg/test/fixtures"
 	"github.com/karp-autoscaler/karp/test/e2e/framework"
 )
@@ -159,45 +158,8 @@ func TestConsolidationSeed(t *testing.T) {
 	f := framework.Current(t)
 	cl := f.Client
 	const name = "install-consolidation"
-	pool := test.MakeNodePool(name).
-		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand).
-		ConsolidationPolicy(karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized).
-		ConsolidateAfter(karpv1.MustParseNillableDuration("5s")).
-		Budgets(karpv1.Budget{Nodes: "100%"}).Obj()
-	framework.CreatePool(t, cl, name, pool)
+	framework.CreatePool(t, cl, name, framework.NginxDemoPool(name))
 	t.Cleanup(func() { framework.DeletePool(cl, name) })
-
-	framework.ApplyManifest(t, cl, fixtures.Example(t, "nginx-demo.yaml"), name, nil)
-	framework.Create(t, cl, framework.SpreadOverHosts(framework.Deployment("filler", name, name, 3, "2")))
-	nginx := map[string]string{"app": "nginx-demo"}
-	framework.Eventually(t, 4*time.Minute, func(ctx context.Context) (bool, string) {
-		n, fill := len(framework.AvailablePods(ctx, cl, name, nginx)), len(framework.AvailablePods(ctx, cl, name, map[string]string{"app": "filler"}))
-		return n == 2 && fill == 3, fmt.Sprintf("%d of 2 nginx and %d of 3 filler pods available", n, fill)
-	})
-	original := map[string]bool{}
-	for _, nc := range framework.PoolNodeClaims(t.Context(), cl, name) {
-		original[nc.Name] = true
-	}
-
-	w := framework.SampleAvailable(t, cl, name, nginx)
-	if err := cl.Delete(t.Context(), framework.Deployment("filler", name, name, 0, "2")); err != nil {
-		t.Fatal(err)
-	}
-	framework.Eventually(t, 5*time.Minute, func(ctx context.Context) (bool, string) {
-		claims := framework.PoolNodeClaims(ctx, cl, name)
-		left := 0
-		for _, nc := range claims {
-			if original[nc.Name] {
-				left++
-			}
-		}
-		avail := len(framework.AvailablePods(ctx, cl, name, nginx))
-		return len(claims) <= 2 && left == 0 && avail == 2, fmt.Sprintf(
-			"%d nodeclaims (want at most 2), %d sized for the filler left, %d of 2 nginx available", len(claims), left, avail)
-	})
-	samples, fewest := w.Stop()
-	if samples < 10 || fewest < 1 {
-		t.Errorf("%d samples, at least %d nginx replicas available in each; the PDB requires 1", samples, fewest)
-	}
+	framework.ConsolidateNginxDemo(t, cl, name)
 	expectNoForbidden(t, in)
 }

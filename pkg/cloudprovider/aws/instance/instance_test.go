@@ -15,6 +15,7 @@ import (
 
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
+	"github.com/karp-autoscaler/karp/pkg/test"
 )
 
 type marks struct {
@@ -79,29 +80,13 @@ func TestCreateBatchesABurstIntoOneFleet(t *testing.T) {
 	e := newFakeEC2(t)
 	p := NewProvider(e, clock.RealClock{}, "test-cluster", nil)
 	const n = 20
-	ids := make([]string, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			inst, err := p.Create(t.Context(), request(fmt.Sprintf("nc-%d", i), "on-demand"))
-			errs[i] = err
-			if err == nil {
-				ids[i] = inst.ID
-			}
-		})
-	}
-	wg.Wait()
-	seen := map[string]bool{}
-	for i := range n {
-		if errs[i] != nil {
-			t.Fatalf("create %d: %v", i, errs[i])
+	test.DistinctConcurrently(t, n, func(i int) (string, error) {
+		inst, err := p.Create(t.Context(), request(fmt.Sprintf("nc-%d", i), "on-demand"))
+		if err != nil {
+			return "", err
 		}
-		if seen[ids[i]] {
-			t.Errorf("instance %s handed to two NodeClaims", ids[i])
-		}
-		seen[ids[i]] = true
-	}
+		return inst.ID, nil
+	})
 	// Windows may split a burst on a loaded machine, but never into one
 	// call per NodeClaim.
 	if calls := e.Calls("CreateFleet"); calls < 1 || calls > n/5 {
