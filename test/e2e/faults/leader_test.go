@@ -203,3 +203,34 @@ func TestKilledLeaderHandsOver(t *testing.T) {
 		t.Fatalf("pid %d leads after the old leader came back, want %d", got.PID(), next.PID())
 	}
 }
+
+// A lone controller frozen past its lease, with no standby to take it,
+// resumes leading: the fence that stopped its writes while the Lease was
+// stale opens again with the next renewal, and it provisions.
+func TestPausedLoneLeaderResumes(t *testing.T) {
+	const name = "faults-lone-leader"
+	f := framework.Current(t)
+	pool := test.MakeNodePool(name).
+		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand).Obj()
+	framework.CreatePool(t, f.Client, name, pool)
+	ks, _ := replicas(t, f, name, 1)
+	k := ks[0]
+	t.Cleanup(func() { framework.DeletePool(f.Client, name) })
+	leader(t, f, k)
+
+	if err := k.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	// Past the 15s lease: the Lease is stale when it resumes.
+	time.Sleep(20 * time.Second)
+	deploy := framework.Deployment(name, name, name, 2, "1")
+	framework.Create(t, f.Client, deploy)
+	if err := k.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitAvailable(t, f, name, 2)
+	if k.Exited() {
+		t.Fatalf("the lone controller exited after resuming:\n%s", tailLines(k.Log(), 20))
+	}
+	leader(t, f, k)
+}
