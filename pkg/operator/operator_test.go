@@ -226,7 +226,12 @@ func TestOnlyTheLeaderWrites(t *testing.T) {
 		t.Fatalf("the leader's create: %v", err)
 	}
 
+	// The leader stops and releases the Lease: from then on it writes
+	// nothing, though the standby may take over at once.
 	first.stop()
+	if err := first.op.KubeClient.Create(ctx, cm("after-the-release")); !errors.Is(err, fence.ErrLeaseLapsed) {
+		t.Fatalf("the stopped leader's create = %v, want it refused with ErrLeaseLapsed", err)
+	}
 	waitElected(t, second)
 	if err := second.op.KubeClient.Create(ctx, cm("from-the-new-leader")); err != nil {
 		t.Fatalf("the new leader's create: %v", err)

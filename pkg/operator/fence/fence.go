@@ -17,22 +17,28 @@
 //
 // Reads are never refused; neither are the Lease requests themselves nor
 // authentication and authorization reviews (which change nothing). Before
-// the first renewal every write is refused: a standby writes nothing. The
-// release of the Lease on shutdown (a PUT with no holder) counts as a
-// renewal; the process is stopping by then.
+// the first renewal every write is refused: a standby writes nothing, and
+// neither does a leader once it has released the Lease (a PUT with no
+// holder, on shutdown).
 //
-// The package imports no controller-runtime; it wraps an http.RoundTripper
-// (rest.Config.Wrap) and takes its clock as a dependency.
+// The package imports no controller-runtime or client-go; it wraps an
+// http.RoundTripper (rest.Config.Wrap) and takes its clock as a dependency.
 package fence
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/utils/clock"
 )
 
@@ -94,6 +100,44 @@ func (f *Fence) renewal(sent time.Time) {
 	}
 }
 
+// released records that the Lease was given up: no write goes through
+// until the next renewal.
+func (f *Fence) released() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.renewed = time.Time{}
+}
+
+// releases reports whether a Lease write gives the Lease up (no holder).
+// It decodes the body (protobuf, as client-go sends it, or JSON) and puts
+// it back; a body it cannot decode counts as a renewal, as the elector
+// writes no other kind.
+func releases(req *http.Request) (bool, error) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return false, nil
+	}
+	raw, err := io.ReadAll(req.Body)
+	_ = req.Body.Close()
+	if err != nil {
+		return false, fmt.Errorf("reading the Lease write: %w", err)
+	}
+	req.Body = io.NopCloser(bytes.NewReader(raw))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(raw)), nil }
+	lease := &coordinationv1.Lease{}
+	if _, _, err := leaseDecoder.Decode(raw, nil, lease); err != nil {
+		return false, nil //nolint:nilerr // not a Lease this fence can read: a renewal, as documented
+	}
+	return lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "", nil
+}
+
+// leaseDecoder reads a coordination/v1 Lease in any wire format the API
+// server accepts.
+var leaseDecoder = func() runtime.Decoder {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(coordinationv1.AddToScheme(scheme))
+	return serializer.NewCodecFactory(scheme).UniversalDeserializer()
+}()
+
 // since describes the last renewal for an error message.
 func (f *Fence) since() string {
 	f.mu.Lock()
@@ -112,10 +156,18 @@ type roundTripper struct {
 func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	f := rt.fence
 	if f.leaseWrite(req) {
+		release, err := releases(req)
+		if err != nil {
+			return nil, err
+		}
 		sent := f.clock.Now()
 		resp, err := rt.next.RoundTrip(req)
 		if err == nil && resp.StatusCode >= 200 && resp.StatusCode < 300 {
-			f.renewal(sent)
+			if release {
+				f.released()
+			} else {
+				f.renewal(sent)
+			}
 		}
 		return resp, err
 	}

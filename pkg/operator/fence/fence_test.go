@@ -1,7 +1,9 @@
 package fence_test
 
 import (
+	"bytes"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -9,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/karp-autoscaler/karp/pkg/operator/fence"
@@ -30,7 +36,12 @@ type server struct {
 
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	s.got = append(s.got, r.Method+" "+r.URL.Path)
+	body, _ := io.ReadAll(r.Body)
+	entry := r.Method + " " + r.URL.Path
+	if len(body) > 0 {
+		entry += " " + string(body)
+	}
+	s.got = append(s.got, entry)
 	status := http.StatusOK
 	if strings.HasPrefix(r.URL.Path, leases) && r.Method != http.MethodGet && s.leaseStatus != 0 {
 		status = s.leaseStatus
@@ -54,6 +65,8 @@ type step struct {
 	sent bool
 	// leaseStatus the server answers Lease writes with (0: 200).
 	leaseStatus int
+	// body of the request (JSON), if any.
+	body string
 }
 
 func TestFence(t *testing.T) {
@@ -95,6 +108,25 @@ func TestFence(t *testing.T) {
 			{method: http.MethodPut, path: "/apis/coordination.k8s.io/v1/namespaces/other/leases/karp"},
 			{method: http.MethodPatch, path: node},
 		},
+		"a renewal naming a holder vouches; a release stops writes at once": {
+			{method: http.MethodPut, path: lease, sent: true, body: `{"spec":{"holderIdentity":"me","leaseDurationSeconds":15}}`},
+			{method: http.MethodPatch, path: node, sent: true},
+			{method: http.MethodPut, path: lease, sent: true, body: `{"spec":{"holderIdentity":"","leaseDurationSeconds":1}}`},
+			{method: http.MethodPatch, path: node},
+			{method: http.MethodPut, path: lease, sent: true, body: `{"spec":{"holderIdentity":"me"}}`},
+			{method: http.MethodPatch, path: node, sent: true},
+		},
+		"a release in protobuf, as client-go sends it, stops writes too": {
+			{method: http.MethodPut, path: lease, sent: true, body: protoLease(t, "me")},
+			{method: http.MethodPatch, path: node, sent: true},
+			{method: http.MethodPut, path: lease, sent: true, body: protoLease(t, "")},
+			{method: http.MethodPatch, path: node},
+		},
+		"a failed release changes nothing": {
+			{method: http.MethodPut, path: lease, sent: true},
+			{method: http.MethodPut, path: lease, sent: true, leaseStatus: http.StatusConflict, body: `{"spec":{"holderIdentity":""}}`},
+			{method: http.MethodPatch, path: node, sent: true},
+		},
 		"reads of the lease do not renew it": {
 			{method: http.MethodPut, path: lease, sent: true},
 			{advance: vouch, method: http.MethodGet, path: lease, sent: true},
@@ -114,13 +146,21 @@ func TestFence(t *testing.T) {
 				srv.mu.Lock()
 				srv.leaseStatus = s.leaseStatus
 				srv.mu.Unlock()
-				req, err := http.NewRequestWithContext(t.Context(), s.method, ts.URL+s.path, nil)
+				var body io.Reader
+				if s.body != "" {
+					body = strings.NewReader(s.body)
+				}
+				req, err := http.NewRequestWithContext(t.Context(), s.method, ts.URL+s.path, body)
 				if err != nil {
 					t.Fatal(err)
 				}
 				resp, err := hc.Do(req)
 				if s.sent {
-					want = append(want, s.method+" "+s.path)
+					entry := s.method + " " + s.path
+					if s.body != "" {
+						entry += " " + s.body
+					}
+					want = append(want, entry)
 					if err != nil {
 						t.Fatalf("step %d %s %s: %v, want it sent", i, s.method, s.path, err)
 					}
@@ -163,4 +203,24 @@ func TestRefusalNamesTheLapse(t *testing.T) {
 	if f.Holds() {
 		t.Error("the fence holds 25s after the last renewal")
 	}
+}
+
+// protoLease encodes a Lease held by holder ("" for a release) as client-go
+// sends it: protobuf.
+func protoLease(t *testing.T, holder string) string {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := coordinationv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	lease := &coordinationv1.Lease{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "karp"},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder},
+	}
+	var buf bytes.Buffer
+	if err := protobuf.NewSerializer(scheme, scheme).Encode(lease, &buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
 }
