@@ -108,8 +108,12 @@ type Report struct {
 	// except those on involuntary nodes.
 	Disruptions []Disruption
 	// Unobserved counts pods that vanished while the monitor's watch was
-	// down, so how they went is unknown.
-	Unobserved int
+	// down, so how they went is unknown; UnobservedPods names them.
+	Unobserved     int
+	UnobservedPods []string
+	// WatchErrors counts the times one of the monitor's watches broke (an
+	// API server or etcd restart) and was started again.
+	WatchErrors int
 	// Violations are the broken promises, in the order seen.
 	Violations []Violation
 	// Excused are violations on nodes the harness reported Involuntary.
@@ -146,9 +150,9 @@ func (r *Report) CountCause(cause Cause) int {
 // String is a one-paragraph summary: the counts, then every violation.
 func (r *Report) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "evictions=%d disruptions=%d (evicted=%d deleted=%d lost-with-node=%d) unobserved=%d involuntary-nodes=%d",
+	fmt.Fprintf(&b, "evictions=%d disruptions=%d (evicted=%d deleted=%d lost-with-node=%d) unobserved=%d watch-errors=%d involuntary-nodes=%d",
 		r.Evictions, len(r.Disruptions), r.CountCause(CauseEvicted), r.CountCause(CauseDeleted), r.CountCause(CauseLostWithNode),
-		r.Unobserved, len(r.Involuntary))
+		r.Unobserved, r.WatchErrors, len(r.Involuntary))
 	counts := map[Kind]int{}
 	for _, v := range r.Violations {
 		counts[v.Kind]++
