@@ -59,6 +59,9 @@ type Cluster struct {
 	layout layout
 	died   chan error
 
+	// restartMu serialises Restart calls.
+	restartMu sync.Mutex
+
 	mu       sync.Mutex
 	procs    []*process
 	state    State
@@ -243,6 +246,12 @@ func (c *Cluster) launch(comp component) error {
 		return err
 	}
 	c.mu.Lock()
+	if c.stopping {
+		// A Restart raced with Stop: Stop has already taken its list.
+		c.mu.Unlock()
+		p.stop(stopGrace)
+		return fmt.Errorf("starting %s: the cluster is stopping", comp.name)
+	}
 	c.procs = append(c.procs, p)
 	c.state.Components = append(c.state.Components, recordProcess(comp.name, p.pid()))
 	err = writeState(c.Dir, &c.state)
@@ -251,13 +260,14 @@ func (c *Cluster) launch(comp component) error {
 	return err
 }
 
-// watch reports p's exit on Died unless the cluster is stopping.
+// watch reports p's exit on Died unless the cluster is stopping or p was
+// retired by a Restart.
 func (c *Cluster) watch(p *process) {
 	<-p.done
 	c.mu.Lock()
-	stopping := c.stopping
+	expected := c.stopping || p.retired
 	c.mu.Unlock()
-	if stopping {
+	if expected {
 		return
 	}
 	select {

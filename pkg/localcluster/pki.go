@@ -235,3 +235,30 @@ func (p *pki) writeTo(dir string) error {
 	}
 	return nil
 }
+
+// loadKeyPair reads <dir>/<name>.crt and <dir>/<name>.key as written by
+// write.
+func loadKeyPair(dir, name string) (*keyPair, error) {
+	certPEM, err := os.ReadFile(filepath.Join(dir, name+".crt"))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s certificate: %w", name, err)
+	}
+	keyPEM, err := os.ReadFile(filepath.Join(dir, name+".key"))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s key: %w", name, err)
+	}
+	certBlock, _ := pem.Decode(certPEM)
+	keyBlock, _ := pem.Decode(keyPEM)
+	if certBlock == nil || keyBlock == nil {
+		return nil, fmt.Errorf("%s certificate or key in %s is not PEM", name, dir)
+	}
+	cert, err := x509.ParseCertificate(certBlock.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("parsing %s certificate: %w", name, err)
+	}
+	key, err := x509.ParseECPrivateKey(keyBlock.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("parsing %s key: %w", name, err)
+	}
+	return &keyPair{Cert: cert, Key: key, CertPEM: certPEM, KeyPEM: keyPEM}, nil
+}

@@ -19,6 +19,9 @@ type process struct {
 	cmd     *exec.Cmd
 	done    chan struct{} // closed when the process has exited
 	waitErr error         // set before done is closed
+	// retired is set (under Cluster.mu) when Restart kills the process on
+	// purpose, so its exit is not reported as a death.
+	retired bool
 }
 
 // startProcess runs bin with args in its own process group, its output
@@ -62,12 +65,14 @@ func (p *process) exitError() error {
 	return &ComponentExitError{Component: p.name, Err: p.waitErr, LogPath: p.logPath, LogTail: tailFile(p.logPath, 30)}
 }
 
-// stop sends SIGTERM to the process group, then SIGKILL after grace.
+// stop sends SIGTERM to the process group, then SIGKILL after grace. A
+// group left paused (Signal SIGSTOP) is resumed so it sees the SIGTERM.
 func (p *process) stop(grace time.Duration) {
 	if p.exited() {
 		return
 	}
 	_ = syscall.Kill(-p.pid(), syscall.SIGTERM)
+	_ = syscall.Kill(-p.pid(), syscall.SIGCONT)
 	select {
 	case <-p.done:
 	case <-time.After(grace):

@@ -149,22 +149,8 @@ func crdEstablished(crd *apiextensionsv1.CustomResourceDefinition) bool {
 // waitComponents waits for the scheduler, controller-manager and kwok to
 // report healthy and for the default ServiceAccount to exist.
 func (c *Cluster) waitComponents(ctx context.Context) error {
-	// The scheduler and controller-manager serve /healthz with a
-	// self-signed certificate generated at start; only health is read, on
-	// loopback, so the certificate is not verified.
-	insecure := &http.Client{
-		Timeout:   2 * time.Second,
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // loopback health probe of a self-signed endpoint
-	}
-	probes := []struct{ name, url string }{
-		{Scheduler, "https://" + hostPort(c.Ports.Scheduler) + "/healthz"},
-		{ControllerManager, "https://" + hostPort(c.Ports.ControllerManager) + "/healthz"},
-		{KWOK, "http://" + hostPort(c.Ports.KWOK) + "/healthz"},
-	}
-	for _, p := range probes {
-		if err := c.poll(ctx, p.name+" /healthz", func(ctx context.Context) (bool, error) {
-			return httpOK(ctx, insecure, p.url)
-		}); err != nil {
+	for _, name := range []string{Scheduler, ControllerManager, KWOK} {
+		if err := c.waitHealthz(ctx, name); err != nil {
 			return err
 		}
 	}
@@ -175,6 +161,30 @@ func (c *Cluster) waitComponents(ctx context.Context) error {
 	return c.poll(ctx, "the default ServiceAccount", func(ctx context.Context) (bool, error) {
 		err := cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "default"}, &corev1.ServiceAccount{})
 		return err == nil, err
+	})
+}
+
+// waitHealthz waits until the scheduler, controller-manager or kwok
+// answers /healthz.
+func (c *Cluster) waitHealthz(ctx context.Context, component string) error {
+	// The scheduler and controller-manager serve /healthz with a
+	// self-signed certificate generated at start; only health is read, on
+	// loopback, so the certificate is not verified.
+	insecure := &http.Client{
+		Timeout:   2 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // loopback health probe of a self-signed endpoint
+	}
+	urls := map[string]string{
+		Scheduler:         "https://" + hostPort(c.Ports.Scheduler) + "/healthz",
+		ControllerManager: "https://" + hostPort(c.Ports.ControllerManager) + "/healthz",
+		KWOK:              "http://" + hostPort(c.Ports.KWOK) + "/healthz",
+	}
+	url, ok := urls[component]
+	if !ok {
+		return fmt.Errorf("no health endpoint known for %s", component)
+	}
+	return c.poll(ctx, component+" /healthz", func(ctx context.Context) (bool, error) {
+		return httpOK(ctx, insecure, url)
 	})
 }
 

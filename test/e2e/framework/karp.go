@@ -5,8 +5,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -44,12 +46,23 @@ func (b *built) get(t testing.TB, pkg, name string) string {
 
 var karpBin, controllerBin built
 
-// Karp is a running karp-controller process (the same controller as `karp
-// controller`, built from cmd/karp-controller).
+// Karp is a karp-controller process (the same controller as `karp
+// controller`, built from cmd/karp-controller). Restart runs the same
+// command again once it has exited, appending to the same log.
 type Karp struct {
+	bin  string
+	args []string
+	env  []string
+	log  string
+	// MetricsPort serves the controller's metrics on 127.0.0.1 (Leader
+	// reads leader_election_master_status there).
+	MetricsPort int
+	// LeaseName is its leader-election Lease in kube-system.
+	LeaseName string
+
+	mu     sync.Mutex
 	cmd    *exec.Cmd
 	exited chan struct{}
-	log    string
 }
 
 // Log returns the controller's output so far.
@@ -61,19 +74,34 @@ func (k *Karp) Log() string {
 // Exited reports whether the controller process has exited.
 func (k *Karp) Exited() bool {
 	select {
-	case <-k.exited:
+	case <-k.exitedChan():
 		return true
 	default:
 		return false
 	}
 }
 
+// PID is the process id of the current (or last) controller process.
+func (k *Karp) PID() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.cmd.Process.Pid
+}
+
+func (k *Karp) exitedChan() chan struct{} {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.exited
+}
+
 // StartKarp builds karp-controller once per test binary and runs it
 // (kwok provider) against the local cluster with short batching windows,
-// its own leader-election lease and extraArgs (later flags win). It is
-// interrupted when the test ends, or earlier with Stop; when the test
-// failed, the tail of its log is printed and the log kept (always kept
-// when KARP_E2E_KEEP_LOGS is set).
+// metrics on a free port, its own leader-election lease (named after the
+// test, so two StartKarp calls in one test are two replicas of one
+// controller) and extraArgs (later flags win). It is interrupted when the
+// test ends, or earlier with Stop; when the test failed, the tail of its
+// log is printed and the log kept (always kept when KARP_E2E_KEEP_LOGS is
+// set).
 func StartKarp(t testing.TB, f *Framework, extraArgs ...string) *Karp {
 	t.Helper()
 	return StartKarpEnv(t, f, nil, extraArgs...)
@@ -89,19 +117,21 @@ func StartKarpEnv(t testing.TB, f *Framework, env []string, extraArgs ...string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"--kubeconfig", f.Cluster.Kubeconfig, "--metrics-port=0", "--health-probe-port=0",
-		"--leader-election-name=karp-e2e-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")),
-		"--batch-max-duration=2s", "--batch-idle-duration=500ms"}, extraArgs...)
-	k := &Karp{cmd: exec.Command(bin, args...), exited: make(chan struct{}), log: logFile.Name()}
-	k.cmd.Stdout, k.cmd.Stderr = logFile, logFile
-	if len(env) > 0 {
-		k.cmd.Env = append(os.Environ(), env...)
-	}
-	if err := k.cmd.Start(); err != nil {
-		_ = logFile.Close()
+	_ = logFile.Close()
+	port, err := metricsPort()
+	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _ = k.cmd.Wait(); _ = logFile.Close(); close(k.exited) }()
+	args := append([]string{"--kubeconfig", f.Cluster.Kubeconfig, "--metrics-port=" + strconv.Itoa(port), "--health-probe-port=0",
+		"--leader-election-name=karp-e2e-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")),
+		"--batch-max-duration=2s", "--batch-idle-duration=500ms"}, extraArgs...)
+	k := &Karp{bin: bin, args: args, log: logFile.Name(), MetricsPort: intFlag(args, "metrics-port"), LeaseName: stringFlag(args, "leader-election-name")}
+	if len(env) > 0 {
+		k.env = append(os.Environ(), env...)
+	}
+	if err := k.start(args); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		k.Stop(os.Interrupt)
 		if os.Getenv("KARP_E2E_KEEP_LOGS") != "" {
@@ -119,6 +149,69 @@ func StartKarpEnv(t testing.TB, f *Framework, env []string, extraArgs ...string)
 	return k
 }
 
+// start runs the controller with args, its output appended to the log.
+func (k *Karp) start(args []string) error {
+	logFile, err := os.OpenFile(k.log, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(k.bin, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Env = k.env
+	if err := cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return err
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); _ = logFile.Close(); close(exited) }()
+	k.mu.Lock()
+	k.cmd, k.exited = cmd, exited
+	k.mu.Unlock()
+	return nil
+}
+
+// Restart starts the controller again with the same command line, plus
+// extraArgs for this run only (later flags win: for example
+// --kwok-insufficient-capacity on a restarted replica). The previous
+// process must have exited (Stop or Signal(SIGKILL) first).
+func (k *Karp) Restart(t testing.TB, extraArgs ...string) {
+	t.Helper()
+	if !k.Exited() {
+		t.Fatalf("restarting karp: pid %d is still running", k.PID())
+	}
+	if err := k.start(append(append([]string(nil), k.args...), extraArgs...)); err != nil {
+		t.Fatalf("restarting karp: %v", err)
+	}
+}
+
+// Signal sends sig to the controller process: SIGKILL kills it (Restart
+// starts it again), SIGSTOP freezes it (it keeps its connections but does
+// nothing, renewing no lease) and SIGCONT resumes it. Signalling an exited
+// controller is an error.
+func (k *Karp) Signal(sig os.Signal) error {
+	if k.Exited() {
+		return fmt.Errorf("signalling karp: pid %d has exited", k.PID())
+	}
+	k.mu.Lock()
+	p := k.cmd.Process
+	k.mu.Unlock()
+	if err := p.Signal(sig); err != nil {
+		return fmt.Errorf("signalling karp pid %d: %w", p.Pid, err)
+	}
+	return nil
+}
+
+// WaitExit waits up to timeout for the controller to exit and reports
+// whether it did.
+func (k *Karp) WaitExit(timeout time.Duration) bool {
+	select {
+	case <-k.exitedChan():
+		return true
+	case <-time.After(timeout):
+		return false
+	}
+}
+
 // KarpBinary builds the karp CLI once per test binary and returns its
 // path, for tests that run its other subcommands (karp interrupt).
 func KarpBinary(t testing.TB) string {
@@ -134,19 +227,25 @@ func ControllerBinary(t testing.TB) string {
 }
 
 // Stop sends sig to the controller and waits for it to exit, killing it
-// after 30 seconds. Stopping an exited controller does nothing.
+// after 30 seconds; a stopped (SIGSTOP) controller is resumed so it sees
+// the signal. Stopping an exited controller does nothing.
 func (k *Karp) Stop(sig os.Signal) {
+	exited := k.exitedChan()
 	select {
-	case <-k.exited:
+	case <-exited:
 		return
 	default:
 	}
-	_ = k.cmd.Process.Signal(sig)
+	k.mu.Lock()
+	p := k.cmd.Process
+	k.mu.Unlock()
+	_ = p.Signal(sig)
+	_ = p.Signal(syscall.SIGCONT)
 	select {
-	case <-k.exited:
+	case <-exited:
 	case <-time.After(30 * time.Second):
-		_ = k.cmd.Process.Kill()
-		<-k.exited
+		_ = p.Kill()
+		<-exited
 	}
 }
 
