@@ -155,8 +155,8 @@ func (m *Monitor) register() error {
 			return fmt.Errorf("adding event handler: %w", err)
 		}
 	}
-	// A broken watch is expected under chaos: count it rather than log it.
-	// The informer lists again and resumes on its own.
+	// A failed watch is expected under chaos: count it rather than log
+	// it. The informer lists again on its own.
 	for _, informer := range []cache.SharedIndexInformer{pods, nodes, budgets,
 		m.factory.Apps().V1().ReplicaSets().Informer(), m.factory.Apps().V1().StatefulSets().Informer(),
 		m.factory.Core().V1().Namespaces().Informer()} {

@@ -111,8 +111,11 @@ type Report struct {
 	// down, so how they went is unknown; UnobservedPods names them.
 	Unobserved     int
 	UnobservedPods []string
-	// WatchErrors counts the times one of the monitor's watches broke (an
-	// API server or etcd restart) and was started again.
+	// WatchErrors counts the times one of the monitor's watches failed
+	// and its informer had to list again (after an API server or etcd
+	// restart, the resource version it watched from was gone). A watch
+	// that ends with its connection and resumes where it stopped loses
+	// nothing and is not counted.
 	WatchErrors int
 	// Violations are the broken promises, in the order seen.
 	Violations []Violation
