@@ -1,6 +1,7 @@
 package invariants
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -171,6 +172,9 @@ func TestInvoluntaryNodeIsExcused(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"PDBViolation reclaimed/q"}, violationsOf(r.Excused, ns)); diff != "" {
 		t.Errorf("excused (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(r.String(), "excused: ") {
+		t.Errorf("the summary does not list the excused violation:\n%s", r.String())
 	}
 }
 

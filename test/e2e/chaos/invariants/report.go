@@ -150,7 +150,8 @@ func (r *Report) CountCause(cause Cause) int {
 	return n
 }
 
-// String is a one-paragraph summary: the counts, then every violation.
+// String is a summary: the counts, then one line per violation, per
+// excused violation, and the unobserved pods.
 func (r *Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "evictions=%d disruptions=%d (evicted=%d deleted=%d lost-with-node=%d) unobserved=%d watch-errors=%d involuntary-nodes=%d",
@@ -173,6 +174,13 @@ func (r *Report) String() string {
 	for _, v := range r.Violations {
 		b.WriteString("\n  ")
 		b.WriteString(v.String())
+	}
+	for _, v := range r.Excused {
+		b.WriteString("\n  excused: ")
+		b.WriteString(v.String())
+	}
+	if len(r.UnobservedPods) > 0 {
+		fmt.Fprintf(&b, "\n  unobserved: %s", strings.Join(r.UnobservedPods, ", "))
 	}
 	return b.String()
 }
