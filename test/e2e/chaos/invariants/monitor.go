@@ -155,7 +155,22 @@ func (m *Monitor) register() error {
 			return fmt.Errorf("adding event handler: %w", err)
 		}
 	}
+	// A failed watch is expected under chaos: count it rather than log
+	// it. The informer lists again on its own.
+	for _, informer := range []cache.SharedIndexInformer{pods, nodes, budgets,
+		m.factory.Apps().V1().ReplicaSets().Informer(), m.factory.Apps().V1().StatefulSets().Informer(),
+		m.factory.Core().V1().Namespaces().Informer()} {
+		if err := informer.SetWatchErrorHandlerWithContext(m.watchError); err != nil {
+			return fmt.Errorf("setting watch error handler: %w", err)
+		}
+	}
 	return nil
+}
+
+func (m *Monitor) watchError(context.Context, *cache.Reflector, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.raw.WatchErrors++
 }
 
 // Involuntary tells the monitor the node was taken by something other
@@ -208,7 +223,8 @@ func (m *Monitor) Stop() Report {
 
 // report splits the raw report by the involuntary nodes; m.mu is held.
 func (m *Monitor) report() Report {
-	r := Report{Evictions: m.raw.Evictions, Unobserved: m.raw.Unobserved}
+	r := Report{Evictions: m.raw.Evictions, Unobserved: m.raw.Unobserved, WatchErrors: m.raw.WatchErrors,
+		UnobservedPods: slices.Clone(m.raw.UnobservedPods)}
 	for _, d := range m.raw.Disruptions {
 		if !m.involuntary[d.Node] {
 			r.Disruptions = append(r.Disruptions, d)

@@ -1,12 +1,14 @@
 package invariants
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
@@ -171,6 +173,9 @@ func TestInvoluntaryNodeIsExcused(t *testing.T) {
 	if diff := cmp.Diff([]string{"PDBViolation reclaimed/q"}, violationsOf(r.Excused, ns)); diff != "" {
 		t.Errorf("excused (-want +got):\n%s", diff)
 	}
+	if !strings.Contains(r.String(), "excused: ") {
+		t.Errorf("the summary does not list the excused violation:\n%s", r.String())
+	}
 }
 
 // TestControllerDeletionsAreNotDisruptions deletes pods the way their
@@ -292,4 +297,37 @@ func waitGone(t *testing.T, m *Monitor, ns, name string) {
 		}
 		return true
 	})
+}
+
+// TestVanishedPodsAreUnobserved hands the monitor what an informer hands
+// it when a pod's deletion happened while its watch was down (a tombstone
+// with the last state it saw): the pod is counted unobserved, never
+// guessed evicted or lost; a pod that had finished is not counted.
+func TestVanishedPodsAreUnobserved(t *testing.T) {
+	ns := namespace(t, "vanished")
+	readyNode(t, "vanished-node", "")
+	running := runningPod(t, podSpec{ns: ns, name: "running", node: "vanished-node"})
+	finished := runningPod(t, podSpec{ns: ns, name: "finished", node: "vanished-node"})
+	finished.Status.Phase = corev1.PodSucceeded
+	if err := env.Client.Status().Update(t.Context(), finished); err != nil {
+		t.Fatal(err)
+	}
+	m := startMonitor(t)
+	waitReport(t, m, "the finished pod", func(Report) bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		rec := m.pods[finished.UID]
+		return rec != nil && terminal(rec.pod)
+	})
+
+	for _, p := range []*corev1.Pod{running, finished} {
+		m.onPod(cache.DeletedFinalStateUnknown{Key: podKey(p), Obj: p}, true, false)
+	}
+	r := m.Stop()
+	if r.Unobserved != 1 || len(r.UnobservedPods) != 1 || r.UnobservedPods[0] != podKey(running) {
+		t.Errorf("unobserved %d %v, want only %s", r.Unobserved, r.UnobservedPods, podKey(running))
+	}
+	if got := disruptionsOf(r, ns); len(got) != 0 {
+		t.Errorf("vanished pods were classified: %v", got)
+	}
 }

@@ -107,6 +107,7 @@ func (m *Monitor) podVanished(last *corev1.Pod) {
 	delete(m.pods, last.UID)
 	if !rec.done && !terminal(rec.pod) {
 		m.raw.Unobserved++
+		m.raw.UnobservedPods = append(m.raw.UnobservedPods, podKey(last))
 	}
 }
 

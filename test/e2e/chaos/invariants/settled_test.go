@@ -73,6 +73,15 @@ func TestCheckSettled(t *testing.T) {
 	}
 	ds := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: "ds-uid", Controller: ptrTrue()}
 	runningPod(t, podSpec{ns: ns, name: "agent", node: p + "-empty", owner: &ds})
+	// DaemonSet pods made for one node: for a gone node it is garbage,
+	// for a live one a pod that does not run.
+	runningPod(t, podSpec{ns: ns, name: "agent-for-gone", owner: &ds, forNode: p + "-gone", pending: true})
+	runningPod(t, podSpec{ns: ns, name: "agent-pending", owner: &ds, forNode: p + "-busy", pending: true})
+	finished := runningPod(t, podSpec{ns: ns, name: "finished", node: p + "-busy"})
+	finished.Status.Phase = corev1.PodSucceeded
+	if err := env.Client.Status().Update(t.Context(), finished); err != nil {
+		t.Fatal(err)
+	}
 	launching := test.MakeNodeClaim(p + "-launching").NodePool(p).Obj() // never launched
 	create(t, launching)
 
@@ -81,6 +90,7 @@ func TestCheckSettled(t *testing.T) {
 		"LeakedInstance kwok://" + p + "-leaked",
 		"MissingInstance " + p + "-vanished",
 		"NodeClaimNotSettled " + p + "-launching",
+		"PodNotRunning " + ns + "/agent-pending",
 		"PodNotRunning " + ns + "/pending",
 		"PodNotRunning " + ns + "/unready",
 		"StuckTaint " + p + "-held",

@@ -73,7 +73,10 @@ type podSpec struct {
 	annotations    map[string]string
 	owner          *metav1.OwnerReference
 	tolerations    []corev1.Toleration
-	pending        bool
+	// forNode, when set, pins the pod to that node by required node
+	// affinity on metadata.name, as the DaemonSet controller does.
+	forNode string
+	pending bool
 }
 
 // runningPod creates the pod and, unless pending, marks it Running and
@@ -84,6 +87,13 @@ func runningPod(t *testing.T, s podSpec) *corev1.Pod {
 	pod := test.MakePod(s.name).Namespace(s.ns).NodeName(s.node).Labels(s.labels).Obj()
 	pod.Annotations = s.annotations
 	pod.Spec.Tolerations = s.tolerations
+	if s.forNode != "" {
+		pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{s.forNode}}},
+			}}},
+		}}
+	}
 	if s.owner != nil {
 		pod.OwnerReferences = []metav1.OwnerReference{*s.owner}
 	}

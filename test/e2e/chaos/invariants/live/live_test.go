@@ -32,47 +32,16 @@ func TestMain(m *testing.M) { framework.Main(m) }
 // settled cluster afterwards.
 func TestMonitorsStayQuietOnADriftWithinTheBudget(t *testing.T) {
 	const name = "inv-live"
-	pool := test.MakeNodePool(name).
-		Labels(map[string]string{"rollout": "v1"}).
-		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand).
-		ConsolidationPolicy(karpv1.ConsolidationPolicyWhenEmpty).
-		ConsolidateAfter(karpv1.MustParseNillableDuration(karpv1.Never)).
-		Budgets(karpv1.Budget{Nodes: "1"}).
-		Obj()
-	f, _ := framework.RunPool(t, name, pool, framework.FastDisruptionArgs...)
+	f, original := poolOfThree(t, name)
 	cl := f.Client
 	ctx := t.Context()
-	framework.Create(t, cl, framework.SpreadOverHosts(framework.Deployment(name, name, name, 3, "500m")))
-	framework.Create(t, cl, &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: name},
-		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1)),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}},
-	})
-	framework.Eventually(t, 3*time.Minute, func(ctx context.Context) (bool, string) {
-		n := len(framework.AvailablePods(ctx, cl, name, nil))
-		return n == 3, fmt.Sprintf("%d of 3 pods running", n)
-	})
-	original := map[string]bool{}
-	for _, nc := range framework.PoolNodeClaims(ctx, cl, name) {
-		original[nc.Name] = true
-	}
 
 	mon, err := invariants.Start(ctx, f.Config, invariants.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	current := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	framework.Mutate(t, cl, current, func() { current.Spec.Template.ObjectMeta.Labels["rollout"] = "v2" })
-	framework.Eventually(t, 6*time.Minute, func(ctx context.Context) (bool, string) {
-		left := 0
-		for _, nc := range framework.PoolNodeClaims(ctx, cl, name) {
-			if original[nc.Name] {
-				left++
-			}
-		}
-		running := len(framework.AvailablePods(ctx, cl, name, nil))
-		return left == 0 && running == 3, fmt.Sprintf("%d original NodeClaims left, %d of 3 pods running", left, running)
-	})
+	drift(t, cl, name)
+	waitReplaced(t, cl, name, original)
 	report := mon.Stop()
 	found, err := invariants.WaitSettled(ctx, cl, invariants.KWOKInstances{Client: cl},
 		invariants.SettleOptions{Namespaces: []string{name}}, time.Second, 2*time.Minute)
@@ -126,4 +95,59 @@ func TestMonitorsStayQuietOnADriftWithinTheBudget(t *testing.T) {
 	if len(yanked.Disruptions) != 1 || fmt.Sprintf("%s %s", yanked.Disruptions[0].Pod, yanked.Disruptions[0].Cause) != want {
 		t.Errorf("disruptions %+v, want only %s", yanked.Disruptions, want)
 	}
+}
+
+// poolOfThree starts karp on a pool whose template can drift (label
+// rollout=v1), one node disrupted at a time, and runs a Deployment of
+// three pods, one per node, under a budget of one unavailable pod. It
+// returns the NodeClaims the pods run on.
+func poolOfThree(t *testing.T, name string) (*framework.Framework, map[string]bool) {
+	t.Helper()
+	pool := test.MakeNodePool(name).
+		Labels(map[string]string{"rollout": "v1"}).
+		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand).
+		ConsolidationPolicy(karpv1.ConsolidationPolicyWhenEmpty).
+		ConsolidateAfter(karpv1.MustParseNillableDuration(karpv1.Never)).
+		Budgets(karpv1.Budget{Nodes: "1"}).
+		Obj()
+	f, _ := framework.RunPool(t, name, pool, framework.FastDisruptionArgs...)
+	cl := f.Client
+	framework.Create(t, cl, framework.SpreadOverHosts(framework.Deployment(name, name, name, 3, "500m")))
+	framework.Create(t, cl, &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: name},
+		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}},
+	})
+	framework.Eventually(t, 3*time.Minute, func(ctx context.Context) (bool, string) {
+		n := len(framework.AvailablePods(ctx, cl, name, nil))
+		return n == 3, fmt.Sprintf("%d of 3 pods running", n)
+	})
+	original := map[string]bool{}
+	for _, nc := range framework.PoolNodeClaims(t.Context(), cl, name) {
+		original[nc.Name] = true
+	}
+	return f, original
+}
+
+// drift changes the pool's template label: every node of it drifts.
+func drift(t *testing.T, cl client.Client, name string) {
+	t.Helper()
+	current := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	framework.Mutate(t, cl, current, func() { current.Spec.Template.ObjectMeta.Labels["rollout"] = "v2" })
+}
+
+// waitReplaced waits until none of the original NodeClaims is left and
+// the three pods run.
+func waitReplaced(t *testing.T, cl client.Client, name string, original map[string]bool) {
+	t.Helper()
+	framework.Eventually(t, 6*time.Minute, func(ctx context.Context) (bool, string) {
+		left := 0
+		for _, nc := range framework.PoolNodeClaims(ctx, cl, name) {
+			if original[nc.Name] {
+				left++
+			}
+		}
+		running := len(framework.AvailablePods(ctx, cl, name, nil))
+		return left == 0 && running == 3, fmt.Sprintf("%d original NodeClaims left, %d of 3 pods running", left, running)
+	})
 }
