@@ -173,8 +173,10 @@ func podCases() []Case {
 				"karp provisions for well-known labels"),
 		},
 		{
-			Name:  "pod-untolerated-taint",
-			Setup: func(string) []client.Object { return []client.Object{nodePool("tainted").Weight(firstInMessages).Obj()} },
+			Name: "pod-untolerated-taint",
+			Setup: func(string) []client.Object {
+				return []client.Object{nodePool("tainted").Weight(firstInMessages).Obj()}
+			},
 			Object: func(ns string) client.Object {
 				return pod(ns, "untolerated").Requests("cpu", "100m").
 					NodeSelector(map[string]string{karpv1.NodePoolLabelKey: Prefix + "tainted"}).Obj()
