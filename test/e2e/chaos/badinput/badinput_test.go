@@ -216,7 +216,19 @@ func TestVerifyFailsOnAWrongExpectation(t *testing.T) {
 	ev.Note = []string{"a note karp never writes"}
 	wrongNote.Event = &ev
 
-	results := badinput.RunCases(t.Context(), env.Client, ns, []badinput.Case{wrongField, wrongReason, wrongNote})
+	// A pod that is not bad at all: karp launches a node for it, which
+	// Verify reports as bad input disturbing the cluster.
+	notBad := badinput.Case{
+		Name: "pod-not-bad",
+		Object: func(ns string) client.Object {
+			pod := test.MakePod(badinput.Prefix+"fits").Namespace(ns).Requests("cpu", "100m").Obj()
+			pod.UID, pod.Status = "", corev1.PodStatus{}
+			return pod
+		},
+		Event: wrongNote.Event,
+	}
+
+	results := badinput.RunCases(t.Context(), env.Client, ns, []badinput.Case{wrongField, wrongReason, wrongNote, notBad})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), time.Minute)
 		defer cancel()
@@ -235,6 +247,7 @@ func TestVerifyFailsOnAWrongExpectation(t *testing.T) {
 		"nodepool-unknown-operator: rejected with", "want a cause on spec.weight",
 		"nodepool-missing-nodeclass: condition NodeClassReady is False/NodeClassNotFound",
 		"pod-absurd-requests: no Warning FailedScheduling event from karp", "a note karp never writes",
+		"bad input's pod badinput-fits was nominated: Pod should schedule on: nodeclaim/workload-wrong-",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Verify error does not contain %q:\n%v", want, err)

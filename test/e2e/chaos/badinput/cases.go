@@ -173,8 +173,10 @@ func podCases() []Case {
 				"karp provisions for well-known labels"),
 		},
 		{
-			Name:  "pod-untolerated-taint",
-			Setup: func(string) []client.Object { return []client.Object{nodePool("tainted").Obj()} },
+			Name: "pod-untolerated-taint",
+			Setup: func(string) []client.Object {
+				return []client.Object{nodePool("tainted").Weight(firstInMessages).Obj()}
+			},
 			Object: func(ns string) client.Object {
 				return pod(ns, "untolerated").Requests("cpu", "100m").
 					NodeSelector(map[string]string{karpv1.NodePoolLabelKey: Prefix + "tainted"}).Obj()
@@ -260,7 +262,7 @@ func acceptedNodePools() []Case {
 			// selects it.
 			Name: "nodepool-min-values-unmet",
 			Setup: func(string) []client.Object {
-				return []client.Object{nodePool("min-values").Requirement(kwokv1alpha1.InstanceFamilyLabelKey, corev1.NodeSelectorOpIn, "m5").
+				return []client.Object{nodePool("min-values").Weight(firstInMessages).Requirement(kwokv1alpha1.InstanceFamilyLabelKey, corev1.NodeSelectorOpIn, "m5").
 					RequirementWithMinValues(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpExists, 50).Obj()}
 			},
 			Object: func(ns string) client.Object {
@@ -329,6 +331,13 @@ func failedScheduling(note ...string) *Event {
 func nodePool(name string) *test.NodePoolWrapper {
 	return test.MakeNodePool(Prefix + name).NodeClassRef(kwokv1alpha1.NodeClassReference(NodeClassName)).Taint(QuarantineTaint)
 }
+
+// firstInMessages is the weight of the NodePools a case's pod selects:
+// karp lists NodePools by weight in a pod's FailedScheduling note, which
+// it truncates at 1,000 characters, so with many NodePools in the cluster
+// the line the case looks for comes first. Weight changes nothing else
+// here: no other pod tolerates these pools' taint.
+const firstInMessages = 100
 
 // quarantined tolerates QuarantineTaint.
 var quarantined = corev1.Toleration{Key: QuarantineTaint.Key, Operator: corev1.TolerationOpExists}
