@@ -64,7 +64,7 @@ type run struct {
 func TestChaos(t *testing.T) {
 	f := framework.Current(t)
 	r := &run{t: t, f: f, cl: f.Client, rng: rand.New(rand.NewSource(seed + 1)), start: time.Now(),
-		faults: 2, window: 40 * time.Second}
+		faults: 2, window: 30 * time.Second}
 	if soak {
 		r.faults, r.window = 5, 90*time.Second
 	}
@@ -89,7 +89,7 @@ func TestChaos(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = r.proxy.Close() })
 	r.ctrl = startControllers(t, f, framework.KubeconfigVia(t, f, r.proxy.Addr()))
-	r.inj = newInjector(seed, r.faultKinds())
+	r.inj = newInjector(seed, r.faultKinds(), t.Logf)
 
 	rounds := 1
 	if soak {
@@ -260,8 +260,8 @@ func (r *run) interrupt() {
 }
 
 // expiry waits until every node of the expiring pool that existed when it
-// started has expired and been replaced, then scales its workload to zero
-// so its last nodes are consolidated away.
+// started has expired and been replaced. (The daemonset phase then scales
+// its workload to zero, so its last nodes are removed as empty.)
 func (r *run) expiry() {
 	original := map[string]bool{}
 	r.phase("expiry", 6*time.Minute, func() {
@@ -280,19 +280,16 @@ func (r *run) expiry() {
 		}
 		return ""
 	}))
-	r.phase("expired-pool-emptied", 4*time.Minute, func() { r.scale("ephemeral", 0) },
-		r.settled(func(ctx context.Context, s *clusterState) string {
-			if n := len(framework.PoolNodeClaims(ctx, r.cl, poolExpiring)); n > 0 {
-				return fmt.Sprintf("%d NodeClaims left in the emptied pool %s", n, poolExpiring)
-			}
-			return ""
-		}))
 }
 
 // daemonSet adds a DaemonSet that does not fit the tainted pool's full
-// nodes: karp replaces them by nodes that fit it too.
+// nodes: karp replaces them by nodes that fit it too. It also scales the
+// expiring pool's workload to zero: its nodes must go as empty.
 func (r *run) daemonSet() {
-	r.phase("daemonset", 6*time.Minute, func() { framework.Create(r.t, r.cl, agent()) },
+	r.phase("daemonset", 6*time.Minute, func() {
+		r.scale("ephemeral", 0)
+		framework.Create(r.t, r.cl, agent())
+	},
 		r.settled(func(ctx context.Context, s *clusterState) string {
 			withAgent := map[string]bool{}
 			for _, p := range s.pods {
@@ -393,7 +390,7 @@ func (r *run) settle() {
 	}
 	simulated, pending := simulatePricePerHour(t, r.finalWorkload())
 	if pending > 0 {
-		t.Errorf("karp simulate leaves %d pods of the final workload pending", pending)
+		t.Errorf("karp simulate cannot place %d pods of the final workload", pending)
 	}
 	if live > costFactor*simulated {
 		t.Errorf("the cluster ends at $%.4f/hour, more than %.1f × karp simulate's $%.4f/hour", live, costFactor, simulated)

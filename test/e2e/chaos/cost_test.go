@@ -53,7 +53,7 @@ func pricePerHour(claims []karpv1.NodeClaim) (float64, error) {
 
 // simulatePricePerHour writes objects to a manifest file, runs `karp
 // simulate -o json` on it and returns its total $/hour and how many pods it
-// left pending.
+// could not place.
 func simulatePricePerHour(t *testing.T, objects []runtime.Object) (float64, int) {
 	t.Helper()
 	var manifest bytes.Buffer
@@ -78,11 +78,15 @@ func simulatePricePerHour(t *testing.T, objects []runtime.Object) (float64, int)
 		t.Fatalf("karp simulate: %v\n%s", err, stderr.String())
 	}
 	var rep struct {
-		TotalPricePerHour float64 `json:"totalPricePerHour"`
-		PendingPods       int     `json:"pendingPods"`
+		TotalPricePerHour float64           `json:"totalPricePerHour"`
+		Unschedulable     []json.RawMessage `json:"unschedulable"`
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatalf("karp simulate output: %v\n%s", err, stdout.String())
 	}
-	return rep.TotalPricePerHour, rep.PendingPods
+	if len(rep.Unschedulable) > 0 {
+		table, _ := exec.Command(framework.KarpBinary(t), "simulate", "-f", path).CombinedOutput()
+		t.Logf("karp simulate on the final workload:\n%s\nmanifest:\n%s", table, manifest.String())
+	}
+	return rep.TotalPricePerHour, len(rep.Unschedulable)
 }

@@ -30,14 +30,16 @@ type injected struct {
 // a phase are all drawn before its first fault, so a run with the same
 // seed injects the same faults at the same offsets into each phase.
 type injector struct {
+	// logf reports each fault as it ends.
+	logf  func(format string, args ...any)
 	rng   *rand.Rand
 	kinds []faultKind
 	mu    sync.Mutex
 	log   []injected
 }
 
-func newInjector(seed int64, kinds []faultKind) *injector {
-	return &injector{rng: rand.New(rand.NewSource(seed)), kinds: kinds}
+func newInjector(seed int64, kinds []faultKind, logf func(format string, args ...any)) *injector {
+	return &injector{rng: rand.New(rand.NewSource(seed)), kinds: kinds, logf: logf}
 }
 
 // during draws n faults at offsets within window from now and injects them
@@ -64,6 +66,7 @@ func (inj *injector) during(ctx context.Context, phase string, n int, window tim
 			}
 			at := time.Now()
 			err := p.kind.inject(ctx)
+			inj.logf("fault %s in %s at %s, took %s, error %v", p.kind.name, phase, at.UTC().Format("15:04:05"), time.Since(at).Round(time.Second), err)
 			inj.mu.Lock()
 			inj.log = append(inj.log, injected{kind: p.kind.name, phase: phase, at: at, took: time.Since(at), err: err})
 			inj.mu.Unlock()

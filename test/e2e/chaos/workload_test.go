@@ -46,8 +46,8 @@ const (
 // pools are the run's NodePools: spot and on-demand, a limited one, a
 // tainted one and one whose nodes expire. Every pool consolidates
 // (WhenEmptyOrUnderutilized after 10s) with a 20% budget (50% for the
-// on-demand pool, so its drift fits the run), on 2 to 16 cpu instance
-// types.
+// on-demand pool and 100% for the expiring one, so its drift and the
+// emptied pool's removal fit the run), on 2 to 16 cpu instance types.
 func pools() []*karpv1.NodePool {
 	base := func(name, capacityType string) *test.NodePoolWrapper {
 		return test.MakeNodePool(name).
@@ -64,7 +64,8 @@ func pools() []*karpv1.NodePool {
 		base(poolLimited, karpv1.CapacityTypeOnDemand).Limits(test.ResourceList("cpu", limitedCPU)).Obj(),
 		base(poolTainted, karpv1.CapacityTypeOnDemand).
 			Taint(corev1.Taint{Key: dedicatedTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}).Obj(),
-		base(poolExpiring, karpv1.CapacityTypeOnDemand).ExpireAfter(karpv1.MustParseNillableDuration(expireAfter)).Obj(),
+		base(poolExpiring, karpv1.CapacityTypeOnDemand).ExpireAfter(karpv1.MustParseNillableDuration(expireAfter)).
+			Budgets(karpv1.Budget{Nodes: "100%"}).Obj(),
 	}
 }
 
