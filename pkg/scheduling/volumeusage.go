@@ -1,8 +1,6 @@
 package scheduling
 
 import (
-	"fmt"
-
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -54,12 +52,14 @@ func CSINodeLimits(csiNode *storagev1.CSINode) VolumeLimits {
 }
 
 // ExceededBy reports whether attaching add to a node that already has used
-// takes some driver over its limit, and explains which. Like
-// kube-scheduler's NodeVolumeLimits, only drivers add brings a new claim to
-// are checked: a pod whose claims are all attached already, or that uses no
-// limited driver, always fits. (Upstream Karpenter checks every driver of
-// the union, so a node already over one driver's limit refuses even pods
-// that attach nothing of that driver, which kube-scheduler would bind.)
+// takes some driver over its limit, and which. Like kube-scheduler's
+// NodeVolumeLimits, only drivers add brings a new claim to are checked: a
+// pod whose claims are all attached already, or that uses no limited
+// driver, always fits. (Upstream Karpenter checks every driver of the
+// union, so a node already over one driver's limit refuses even pods that
+// attach nothing of that driver, which kube-scheduler would bind.) It
+// allocates nothing: the solver asks it for every node a pod with claims
+// could go to.
 func (l VolumeLimits) ExceededBy(used, add Volumes) (string, bool) {
 	for driver, claims := range add {
 		limit, limited := l[driver]
@@ -74,7 +74,7 @@ func (l VolumeLimits) ExceededBy(used, add Volumes) (string, bool) {
 			}
 		}
 		if count > have.Len() && count > limit {
-			return fmt.Sprintf("would attach %d volumes of CSI driver %s, over the node's limit of %d", count, driver, limit), true
+			return driver, true
 		}
 	}
 	return "", false

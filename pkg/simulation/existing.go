@@ -50,7 +50,6 @@ func (s *solver) addExisting() {
 				t.ports = append(t.ports, d.ports...)
 			}
 		}
-		s.addVolumes(t)
 		s.targets = append(s.targets, t)
 		s.existing = append(s.existing, t)
 		for _, p := range n.Pods {
@@ -67,6 +66,7 @@ func (s *solver) addExisting() {
 			}
 		}
 	}
+	s.addVolumeLimits()
 }
 
 func hasDaemonPod(d *daemon, pods []*corev1.Pod) bool {

@@ -67,11 +67,11 @@ func (s *solver) run(ctx context.Context, pods []*podInfo) []*podInfo {
 // (upstream treats preferences as requirements here: its issues 666, 4915).
 func (s *solver) place(p *podInfo) *scheduling.Status {
 	waiting := s.in.waiting[p.pod]
-	vols := s.podVolumes(p)
+	claims := s.podClaims(p)
 	for _, v := range p.class.variants {
-		if t := s.tryExisting(v, vols, waiting); t != nil {
+		if t := s.tryExisting(v, claims, waiting); t != nil {
 			s.commitExisting(p, t)
-			s.attach(t, vols)
+			s.attach(t, claims)
 			return nil
 		}
 	}
@@ -96,9 +96,9 @@ func (s *solver) place(p *podInfo) *scheduling.Status {
 	return status
 }
 
-// tryExisting finds an existing node for a pod of v attaching vols; a
+// tryExisting finds an existing node for a pod of v attaching claims; a
 // closed one only for a waiting pod.
-func (s *solver) tryExisting(v *variant, vols scheduling.Volumes, waiting bool) *target {
+func (s *solver) tryExisting(v *variant, claims []claimRef, waiting bool) *target {
 	for _, t := range s.existing {
 		if t.closed && !waiting {
 			continue
@@ -113,7 +113,7 @@ func (s *solver) tryExisting(v *variant, vols scheduling.Volumes, waiting bool) 
 			}
 		}
 		if t.compat[v.id] != compatible || !v.class.requests.Fits(t.free) ||
-			vols != nil && !s.volumesFit(t, vols) {
+			claims != nil && !s.volumesFit(t, claims) {
 			continue
 		}
 		if _, conflict := scheduling.HostPortConflict(t.ports, v.class.ports); conflict {

@@ -62,9 +62,9 @@ type solver struct {
 	// reservationUse counts the NodeClaims using each capacity
 	// reservation, by reservation ID.
 	reservationUse map[string]int
-	// attached are the claims on existing nodes with CSI volume limits;
-	// nil when no node has limits (volumelimits.go).
-	attached map[*target]scheduling.Volumes
+	// volumes are the limits and claims of existing nodes with CSI volume
+	// limits; nil when no node has limits (volumelimits.go).
+	volumes *volumeIndex
 }
 
 type placed struct {

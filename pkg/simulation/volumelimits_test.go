@@ -2,6 +2,7 @@ package simulation
 
 import (
 	"fmt"
+	"math/rand"
 	"sort"
 	"testing"
 
@@ -220,6 +221,58 @@ func addClaims(into map[string]map[string]bool, vols scheduling.Volumes) {
 		}
 		for c := range claims {
 			into[driver][c] = true
+		}
+	}
+}
+
+// The solver's check on interned ids (volumesFit) is the rule
+// scheduling.VolumeLimits.ExceededBy states, on random nodes and pods:
+// limits of some drivers, claims attached (possibly over a limit), a pod's
+// claims (possibly attached already, possibly of unlimited drivers); and
+// after the pod is attached, the node's claims are the union.
+func TestVolumesFitAgreesWithExceededBy(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	drivers := []string{"a.csi", "b.csi", "c.csi"}
+	randomVolumes := func(most int) scheduling.Volumes {
+		v := scheduling.Volumes{}
+		for range rng.Intn(most + 1) {
+			v.Add(drivers[rng.Intn(len(drivers))], fmt.Sprintf("ns/claim-%d", rng.Intn(6)))
+		}
+		return v
+	}
+	for i := range 3000 {
+		limits := scheduling.VolumeLimits{}
+		for _, d := range drivers {
+			if rng.Intn(3) > 0 {
+				limits[d] = rng.Intn(4)
+			}
+		}
+		used, add, next := randomVolumes(5), randomVolumes(3), randomVolumes(3)
+		bound, pending, later := test.MakePod("bound").Obj(), test.MakePod("pending").Obj(), test.MakePod("later").Obj()
+		in := Input{Nodes: []*Node{{Name: "n", Initialized: true, VolumeLimits: limits, Pods: []*corev1.Pod{bound}}},
+			PodVolumes: map[types.UID]scheduling.Volumes{bound.UID: used, pending.UID: add, later.UID: next}}
+		s := newSolver(&in)
+		s.addExisting()
+		node := s.existing[0]
+		fits := func(pod *corev1.Pod) bool {
+			cs := s.podClaims(&podInfo{pod: pod})
+			return cs == nil || s.volumesFit(node, cs)
+		}
+		_, exceeded := limits.ExceededBy(used, add)
+		if got := fits(pending); got == exceeded {
+			t.Fatalf("case %d: limits %v, attached %v, pod %v: volumesFit = %v, ExceededBy = %v", i, limits, used, add, got, exceeded)
+		}
+		if exceeded {
+			continue
+		}
+		s.attach(node, s.podClaims(&podInfo{pod: pending}))
+		union := scheduling.Volumes{}
+		union.Insert(used)
+		union.Insert(add)
+		_, exceeded = limits.ExceededBy(union, next)
+		if got := fits(later); got == exceeded {
+			t.Fatalf("case %d, after attaching %v: limits %v, attached %v, pod %v: volumesFit = %v, ExceededBy = %v",
+				i, add, limits, union, next, got, exceeded)
 		}
 	}
 }
