@@ -34,11 +34,8 @@ import (
 func TestSSMAMIReleaseRollsEveryNode(t *testing.T) {
 	const name = "e2e-ami"
 	e := startAWS(t)
-	e.createNodeClass(t, e.nodeClass(name))
-	framework.Create(t, e.cl, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
-	framework.Create(t, e.cl, awsPool(name, name).Budgets(karpv1.Budget{Nodes: "1"}).
-		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand).Obj())
-	e.deleteOnCleanup(t, []string{name}, []string{name}, []string{name})
+	e.setUp(t, name, awsPool(name, name).Budgets(karpv1.Budget{Nodes: "1"}).
+		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand))
 	app := map[string]string{"app": name}
 	framework.Create(t, e.cl, framework.SpreadOverHosts(framework.Deployment(name, name, name, 3, "500m")))
 	framework.Create(t, e.cl, &policyv1.PodDisruptionBudget{
@@ -186,11 +183,8 @@ func (w *safetyWatcher) violations() []string {
 func TestSelectorChangesDriftNodes(t *testing.T) {
 	const name = "e2e-selectors"
 	e := startAWS(t)
-	e.createNodeClass(t, e.nodeClass(name))
-	framework.Create(t, e.cl, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
-	framework.Create(t, e.cl, awsPool(name, name).Budgets(karpv1.Budget{Nodes: "1"}).
-		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand).Obj())
-	e.deleteOnCleanup(t, []string{name}, []string{name}, []string{name})
+	e.setUp(t, name, awsPool(name, name).Budgets(karpv1.Budget{Nodes: "1"}).
+		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand))
 	framework.Create(t, e.cl, framework.SpreadOverHosts(framework.Deployment(name, name, name, 2, "500m")))
 	waitAvailable(t, e.cl, name, 2)
 	alternate := map[string]string{"karp.sh/tier": "alternate"}

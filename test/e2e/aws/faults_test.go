@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -46,10 +45,7 @@ func TestFaultsLeaveTheControllerRunning(t *testing.T) {
 		e.sim.Router().Throttle(service, awssim.AnyOperation, 2)
 	}
 	e.start(t)
-	e.createNodeClass(t, e.nodeClass(name))
-	framework.Create(t, e.cl, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
-	framework.Create(t, e.cl, awsPool(name, name).Obj())
-	e.deleteOnCleanup(t, []string{name}, []string{name}, []string{name})
+	e.setUp(t, name, awsPool(name, name))
 
 	// 2. Malformed and foreign messages.
 	for _, body := range []string{"not json at all", `{"version":"0","source":"aws.s3","detail-type":"Object Created","detail":{}}`, `{}`,

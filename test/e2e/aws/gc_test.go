@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
@@ -22,10 +20,7 @@ import (
 func TestLeakedInstanceIsTerminated(t *testing.T) {
 	const name = "e2e-leak"
 	e := startAWS(t)
-	e.createNodeClass(t, e.nodeClass(name))
-	framework.Create(t, e.cl, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
-	framework.Create(t, e.cl, awsPool(name, name).Obj())
-	e.deleteOnCleanup(t, []string{name}, []string{name}, []string{name})
+	e.setUp(t, name, awsPool(name, name))
 	framework.Create(t, e.cl, framework.Deployment(name, name, name, 1, "500m"))
 	pods := waitAvailable(t, e.cl, name, 1)
 	kept := framework.NodeClaimOfNode(t, e.cl, pods[0].Spec.NodeName)
@@ -55,10 +50,7 @@ func TestLeakedInstanceIsTerminated(t *testing.T) {
 func TestControllerKilledAfterCreateFleet(t *testing.T) {
 	const name = "e2e-restart"
 	e := startAWS(t)
-	e.createNodeClass(t, e.nodeClass(name))
-	framework.Create(t, e.cl, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
-	framework.Create(t, e.cl, awsPool(name, name).Obj())
-	e.deleteOnCleanup(t, []string{name}, []string{name}, []string{name})
+	e.setUp(t, name, awsPool(name, name))
 
 	e.sim.Router().HoldAfter("ec2", "CreateFleet", 1)
 	launched := len(e.sim.Instances())

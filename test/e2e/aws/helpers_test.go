@@ -233,6 +233,17 @@ func (e *awsEnv) createNodeClass(t *testing.T, nc *awsv1.EC2NodeClass) {
 	})
 }
 
+// setUp creates a test's Ready EC2NodeClass, namespace and NodePool, all
+// called name (pool is awsPool(name, name) as the test adjusts it), and
+// deletes them when the test ends.
+func (e *awsEnv) setUp(t *testing.T, name string, pool *test.NodePoolWrapper) {
+	t.Helper()
+	e.createNodeClass(t, e.nodeClass(name))
+	framework.Create(t, e.cl, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	framework.Create(t, e.cl, pool.Obj())
+	e.deleteOnCleanup(t, []string{name}, []string{name}, []string{name})
+}
+
 // deleteOnCleanup deletes, when the test ends and while karp still runs,
 // the namespaces, NodePools (and their NodeClaims, waiting until karp has
 // terminated them) and then the EC2NodeClasses, waiting until all are gone.

@@ -9,7 +9,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
@@ -31,10 +30,7 @@ const spotNotice = 2 * time.Minute
 func TestSpotInterruptionAndStateChange(t *testing.T) {
 	const name = "e2e-spot"
 	e := startAWS(t)
-	e.createNodeClass(t, e.nodeClass(name))
-	framework.Create(t, e.cl, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
-	framework.Create(t, e.cl, awsPool(name, name).Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeSpot).Obj())
-	e.deleteOnCleanup(t, []string{name}, []string{name}, []string{name})
+	e.setUp(t, name, awsPool(name, name).Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeSpot))
 	framework.Create(t, e.cl, framework.SpreadOverHosts(framework.Deployment(name, name, name, 2, "500m")))
 	pods := waitAvailable(t, e.cl, name, 2)
 

@@ -10,10 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
@@ -31,10 +29,7 @@ import (
 func TestEC2NodeClassProfileTagsAndFinalizer(t *testing.T) {
 	const name = "e2e-iprof"
 	e := startAWS(t)
-	e.createNodeClass(t, e.nodeClass(name))
-	framework.Create(t, e.cl, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
-	framework.Create(t, e.cl, awsPool(name, name).Obj())
-	e.deleteOnCleanup(t, []string{name}, []string{name}, []string{name})
+	e.setUp(t, name, awsPool(name, name))
 
 	// 1. The class's own instance profile, with the role.
 	profile := instanceprofile.Name(e.sim.ClusterName(), e.sim.Region(), name)
