@@ -56,6 +56,9 @@ type Operator struct {
 	Clock      clock.Clock
 	KubeClient client.Client
 	Recorder   events.EventRecorder
+	// fence gates writes on the leader-election Lease; nil without
+	// leader election.
+	fence *fence.Fence
 }
 
 // LeaderElectionTimings tune the Lease; zero fields keep the defaults
@@ -133,6 +136,7 @@ func New(ctx context.Context, restConfig *rest.Config, opts *options.Options, ex
 	restConfig.Burst = opts.KubeClientBurst
 	restConfig.UserAgent = Component
 	cfg.leader = cfg.leader.withDefaults()
+	var writeFence *fence.Fence
 	if !opts.DisableLeaderElection {
 		// Every client of the manager (the controllers', the cloud
 		// provider's built on it, the event recorders, the elector's own)
@@ -140,8 +144,8 @@ func New(ctx context.Context, restConfig *rest.Config, opts *options.Options, ex
 		// renewed for the renew deadline, before another replica can take
 		// it (see pkg/operator/fence). It measures real time, as the
 		// elector does, whatever clock the controllers are given.
-		restConfig.Wrap(fence.New(clock.RealClock{}, cfg.leader.RenewDeadline,
-			leaseNamespace(opts.LeaderElectionNamespace), opts.LeaderElectionName).Wrap)
+		writeFence = fence.New(clock.RealClock{}, cfg.leader.RenewDeadline, leaseNamespace(opts.LeaderElectionNamespace), opts.LeaderElectionName)
+		restConfig.Wrap(writeFence.Wrap)
 	}
 
 	mo := managerOptions(opts, cfg.leader)
@@ -167,6 +171,7 @@ func New(ctx context.Context, restConfig *rest.Config, opts *options.Options, ex
 		Clock:      cfg.clock,
 		KubeClient: mgr.GetClient(),
 		Recorder:   mgr.GetEventRecorder(Component),
+		fence:      writeFence,
 	}, nil
 }
 
@@ -255,8 +260,12 @@ func crdsResolvable(mgr manager.Manager) healthz.Checker {
 }
 
 // Deps returns the dependencies controllers are built from, with cp
-// decorated with metrics.
+// decorated with metrics and, with leader election, fenced: no launch or
+// termination while the Lease may be lost.
 func (o *Operator) Deps(cp cloudprovider.CloudProvider) controllers.Deps {
+	if o.fence != nil {
+		cp = &fencedCloudProvider{CloudProvider: cp, fence: o.fence}
+	}
 	return controllers.Deps{
 		KubeClient:    o.KubeClient,
 		APIReader:     o.Manager.GetAPIReader(),

@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/fake"
 	"github.com/karp-autoscaler/karp/pkg/operator"
 	"github.com/karp-autoscaler/karp/pkg/operator/fence"
 	"github.com/karp-autoscaler/karp/pkg/operator/options"
@@ -224,6 +226,23 @@ func TestOnlyTheLeaderWrites(t *testing.T) {
 	}
 	if err := first.op.KubeClient.Create(ctx, cm("from-the-leader")); err != nil {
 		t.Fatalf("the leader's create: %v", err)
+	}
+
+	// The same for the cloud: the standby launches and terminates nothing.
+	standbyCloud, leaderCloud := fake.New(), fake.New()
+	nodeClaim := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "nc"}}
+	if _, err := second.op.Deps(standbyCloud).CloudProvider.Create(ctx, nodeClaim); !errors.Is(err, fence.ErrLeaseLapsed) {
+		t.Errorf("the standby's launch = %v, want it refused with ErrLeaseLapsed", err)
+	}
+	if err := second.op.Deps(standbyCloud).CloudProvider.Delete(ctx, nodeClaim); !errors.Is(err, fence.ErrLeaseLapsed) {
+		t.Errorf("the standby's termination = %v, want it refused with ErrLeaseLapsed", err)
+	}
+	if n, m := len(standbyCloud.CreateCalls()), len(standbyCloud.DeleteCalls()); n+m != 0 {
+		t.Errorf("the standby's cloud saw %d launches and %d terminations, want none", n, m)
+	}
+	_, _ = first.op.Deps(leaderCloud).CloudProvider.Create(ctx, nodeClaim)
+	if n := len(leaderCloud.CreateCalls()); n != 1 {
+		t.Errorf("the leader's cloud saw %d launches, want 1", n)
 	}
 
 	// The leader stops and releases the Lease: from then on it writes

@@ -74,6 +74,16 @@ func (f *Fence) Holds() bool {
 	return !f.renewed.IsZero() && f.clock.Since(f.renewed) < f.vouch
 }
 
+// Check returns nil while the fence holds, else an error wrapping
+// ErrLeaseLapsed: for writes that do not go through the wrapped transport
+// (a cloud provider's launches and terminations).
+func (f *Fence) Check(what string) error {
+	if f.Holds() {
+		return nil
+	}
+	return fmt.Errorf("refusing %s (lease %s, writes need a renewal within %s): %w", what, f.since(), f.vouch, ErrLeaseLapsed)
+}
+
 // Wrap returns next behind the fence; it fits rest.Config.Wrap.
 func (f *Fence) Wrap(next http.RoundTripper) http.RoundTripper {
 	return roundTripper{fence: f, next: next}
@@ -171,8 +181,10 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return resp, err
 	}
-	if write(req) && !exempt(req.URL.Path) && !f.Holds() {
-		return nil, fmt.Errorf("refusing %s %s (lease %s, writes need a renewal within %s): %w", req.Method, req.URL.Path, f.since(), f.vouch, ErrLeaseLapsed)
+	if write(req) && !exempt(req.URL.Path) {
+		if err := f.Check(req.Method + " " + req.URL.Path); err != nil {
+			return nil, err
+		}
 	}
 	return rt.next.RoundTrip(req)
 }
