@@ -89,7 +89,7 @@ func TestControllerRidesOutControlPlaneRestarts(t *testing.T) {
 			return false, "restarted karp"
 		}
 		lease := &coordinationv1.Lease{}
-		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: framework.LeaseNamespace, Name: k.LeaseName}, lease); err != nil {
+		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: k.LeaseNamespace, Name: k.LeaseName}, lease); err != nil {
 			return false, err.Error()
 		}
 		renewed := lease.Spec.RenewTime

@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"os/exec"
@@ -57,8 +58,10 @@ type Karp struct {
 	// MetricsPort serves the controller's metrics on 127.0.0.1 (Leader
 	// reads leader_election_master_status there).
 	MetricsPort int
-	// LeaseName is its leader-election Lease in kube-system.
-	LeaseName string
+	// LeaseNamespace and LeaseName name its leader-election Lease
+	// (kube-system, karp's default outside a cluster, unless
+	// --leader-election-namespace says otherwise).
+	LeaseNamespace, LeaseName string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -125,7 +128,8 @@ func StartKarpEnv(t testing.TB, f *Framework, env []string, extraArgs ...string)
 	args := append([]string{"--kubeconfig", f.Cluster.Kubeconfig, "--metrics-port=" + strconv.Itoa(port), "--health-probe-port=0",
 		"--leader-election-name=karp-e2e-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")),
 		"--batch-max-duration=2s", "--batch-idle-duration=500ms"}, extraArgs...)
-	k := &Karp{bin: bin, args: args, log: logFile.Name(), MetricsPort: intFlag(args, "metrics-port"), LeaseName: stringFlag(args, "leader-election-name")}
+	k := &Karp{bin: bin, args: args, log: logFile.Name(), MetricsPort: intFlag(args, "metrics-port"),
+		LeaseNamespace: cmp.Or(stringFlag(args, "leader-election-namespace"), LeaseNamespace), LeaseName: stringFlag(args, "leader-election-name")}
 	if len(env) > 0 {
 		k.env = append(os.Environ(), env...)
 	}

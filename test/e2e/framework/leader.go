@@ -17,9 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// LeaseNamespace holds the controller's leader-election Lease: karp's
-// fallback outside a cluster (no --leader-election-namespace, no pod
-// namespace file).
+// LeaseNamespace holds the controller's leader-election Lease unless
+// --leader-election-namespace names another: karp's fallback outside a
+// cluster (no pod namespace file).
 const LeaseNamespace = "kube-system"
 
 // leaderGauge is the controller-runtime metric that is 1 while the process
@@ -78,21 +78,22 @@ func Leader(ctx context.Context, cl client.Client, replicas ...*Karp) (*Karp, er
 		return nil, errors.New("no replicas given")
 	}
 	lease := &coordinationv1.Lease{}
-	if err := cl.Get(ctx, client.ObjectKey{Namespace: LeaseNamespace, Name: replicas[0].LeaseName}, lease); err != nil {
-		return nil, fmt.Errorf("reading Lease %s/%s: %w", LeaseNamespace, replicas[0].LeaseName, err)
+	key := client.ObjectKey{Namespace: replicas[0].LeaseNamespace, Name: replicas[0].LeaseName}
+	if err := cl.Get(ctx, key, lease); err != nil {
+		return nil, fmt.Errorf("reading Lease %s: %w", key, err)
 	}
 	holder := ""
 	if lease.Spec.HolderIdentity != nil {
 		holder = *lease.Spec.HolderIdentity
 	}
 	if holder == "" {
-		return nil, fmt.Errorf("the Lease %s/%s is not held", LeaseNamespace, lease.Name)
+		return nil, fmt.Errorf("the Lease %s is not held", key)
 	}
 	var leaders []*Karp
 	var silent []string
 	for _, k := range replicas {
-		if k.LeaseName != lease.Name {
-			return nil, fmt.Errorf("karp pid %d uses Lease %s, not %s: not a replica of the same controller", k.PID(), k.LeaseName, lease.Name)
+		if k.LeaseNamespace != key.Namespace || k.LeaseName != key.Name {
+			return nil, fmt.Errorf("karp pid %d uses Lease %s/%s, not %s: not a replica of the same controller", k.PID(), k.LeaseNamespace, k.LeaseName, key)
 		}
 		if k.Exited() {
 			continue
@@ -116,7 +117,7 @@ func Leader(ctx context.Context, cl client.Client, replicas ...*Karp) (*Karp, er
 		for _, k := range leaders {
 			pids = append(pids, k.PID())
 		}
-		return nil, fmt.Errorf("replicas %v all report leading Lease %s (held by %s)", pids, lease.Name, holder)
+		return nil, fmt.Errorf("replicas %v all report leading Lease %s (held by %s)", pids, key, holder)
 	}
 }
 
