@@ -74,3 +74,21 @@ type NodeLifecycleHook interface {
 type LifecycleHooks interface {
 	NodeLifecycleHooks() []NodeLifecycleHook
 }
+
+// As finds the optional capability T on cp or on any provider it
+// decorates (followed through Unwrap() CloudProvider, as the metrics and
+// leader-election decorators offer).
+func As[T any](cp CloudProvider) (T, bool) {
+	for cp != nil {
+		if t, ok := cp.(T); ok {
+			return t, true
+		}
+		wrapper, ok := cp.(interface{ Unwrap() CloudProvider })
+		if !ok {
+			break
+		}
+		cp = wrapper.Unwrap()
+	}
+	var zero T
+	return zero, false
+}

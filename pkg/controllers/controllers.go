@@ -225,17 +225,6 @@ func signalControllers(deps Deps) []Controller {
 // offeringMarker finds the provider's unavailable-offerings cache through
 // any decorators (the metrics wrapper); nil when it keeps none.
 func offeringMarker(cp cloudprovider.CloudProvider) interruption.OfferingMarker {
-	for cp != nil {
-		if m, ok := cp.(interruption.OfferingMarker); ok {
-			return m
-		}
-		wrapper, ok := cp.(interface {
-			Unwrap() cloudprovider.CloudProvider
-		})
-		if !ok {
-			return nil
-		}
-		cp = wrapper.Unwrap()
-	}
-	return nil
+	m, _ := cloudprovider.As[interruption.OfferingMarker](cp)
+	return m
 }

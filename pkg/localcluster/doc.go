@@ -17,7 +17,10 @@
 //   - Every component runs in its own process group, dies with its
 //     supervisor (Pdeathsig), and is stopped with SIGTERM then SIGKILL.
 //   - A component that exits while the cluster runs is reported with the
-//     tail of its log; it is never hidden or silently restarted.
+//     tail of its log; it is never hidden or silently restarted. Only a
+//     deliberate Restart (SIGKILL, then the same command line, ports and
+//     data) goes unreported; Signal pauses (SIGSTOP) and resumes (SIGCONT)
+//     a component. Both exist for the chaos tests.
 //   - kwok manages only Nodes annotated KWOKNodeAnnotationKey=
 //     KWOKNodeAnnotationValue, which is how the kwok cloud provider marks the
 //     nodes it creates.

@@ -65,12 +65,14 @@ func (p *process) exitError() error {
 	return &ComponentExitError{Component: p.name, Err: p.waitErr, LogPath: p.logPath, LogTail: tailFile(p.logPath, 30)}
 }
 
-// stop sends SIGTERM to the process group, then SIGKILL after grace.
+// stop sends SIGTERM to the process group, then SIGKILL after grace. A
+// group left paused (Signal SIGSTOP) is resumed so it sees the SIGTERM.
 func (p *process) stop(grace time.Duration) {
 	if p.exited() {
 		return
 	}
 	_ = syscall.Kill(-p.pid(), syscall.SIGTERM)
+	_ = syscall.Kill(-p.pid(), syscall.SIGCONT)
 	select {
 	case <-p.done:
 	case <-time.After(grace):

@@ -34,6 +34,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/controllers"
 	"github.com/karp-autoscaler/karp/pkg/index"
 	"github.com/karp-autoscaler/karp/pkg/metrics"
+	"github.com/karp-autoscaler/karp/pkg/operator/fence"
 	"github.com/karp-autoscaler/karp/pkg/operator/options"
 )
 
@@ -55,14 +56,36 @@ type Operator struct {
 	Clock      clock.Clock
 	KubeClient client.Client
 	Recorder   events.EventRecorder
+	// fence gates writes on the leader-election Lease; nil without
+	// leader election.
+	fence *fence.Fence
 }
 
-// LeaderElectionTimings tune the Lease; zero fields keep
-// controller-runtime's defaults (15s lease, 10s renew deadline, 2s retry).
+// LeaderElectionTimings tune the Lease; zero fields keep the defaults
+// (controller-runtime's and upstream's: 15s lease, 10s renew deadline, 2s
+// retry).
 type LeaderElectionTimings struct {
 	LeaseDuration time.Duration
 	RenewDeadline time.Duration
 	RetryPeriod   time.Duration
+}
+
+// defaultLeaderElectionTimings are controller-runtime's defaults, spelled
+// out so the write fence and the elector agree on the renew deadline.
+var defaultLeaderElectionTimings = LeaderElectionTimings{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
+
+// withDefaults fills the zero fields from defaultLeaderElectionTimings.
+func (t LeaderElectionTimings) withDefaults() LeaderElectionTimings {
+	if t.LeaseDuration <= 0 {
+		t.LeaseDuration = defaultLeaderElectionTimings.LeaseDuration
+	}
+	if t.RenewDeadline <= 0 {
+		t.RenewDeadline = defaultLeaderElectionTimings.RenewDeadline
+	}
+	if t.RetryPeriod <= 0 {
+		t.RetryPeriod = defaultLeaderElectionTimings.RetryPeriod
+	}
+	return t
 }
 
 type config struct {
@@ -112,6 +135,18 @@ func New(ctx context.Context, restConfig *rest.Config, opts *options.Options, ex
 	restConfig.QPS = float32(opts.KubeClientQPS)
 	restConfig.Burst = opts.KubeClientBurst
 	restConfig.UserAgent = Component
+	cfg.leader = cfg.leader.withDefaults()
+	var writeFence *fence.Fence
+	if !opts.DisableLeaderElection {
+		// Every client of the manager (the controllers', the cloud
+		// provider's built on it, the event recorders, the elector's own)
+		// goes through the fence: writes stop once the Lease has not been
+		// renewed for the renew deadline, before another replica can take
+		// it (see pkg/operator/fence). It measures real time, as the
+		// elector does, whatever clock the controllers are given.
+		writeFence = fence.New(clock.RealClock{}, cfg.leader.RenewDeadline, leaseNamespace(opts.LeaderElectionNamespace), opts.LeaderElectionName)
+		restConfig.Wrap(writeFence.Wrap)
+	}
 
 	mo := managerOptions(opts, cfg.leader)
 	if cfg.skipNameValidation {
@@ -136,6 +171,7 @@ func New(ctx context.Context, restConfig *rest.Config, opts *options.Options, ex
 		Clock:      cfg.clock,
 		KubeClient: mgr.GetClient(),
 		Recorder:   mgr.GetEventRecorder(Component),
+		fence:      writeFence,
 	}, nil
 }
 
@@ -158,15 +194,10 @@ func managerOptions(opts *options.Options, leader LeaderElectionTimings) manager
 		LeaderElectionReleaseOnCancel: true,
 		BaseContext:                   context.Background, //nolint:forbidigo // the manager's base context: the process root the operator owns
 	}
-	if leader.LeaseDuration > 0 {
-		mo.LeaseDuration = &leader.LeaseDuration
-	}
-	if leader.RenewDeadline > 0 {
-		mo.RenewDeadline = &leader.RenewDeadline
-	}
-	if leader.RetryPeriod > 0 {
-		mo.RetryPeriod = &leader.RetryPeriod
-	}
+	leader = leader.withDefaults()
+	mo.LeaseDuration = &leader.LeaseDuration
+	mo.RenewDeadline = &leader.RenewDeadline
+	mo.RetryPeriod = &leader.RetryPeriod
 	return mo
 }
 
@@ -229,8 +260,12 @@ func crdsResolvable(mgr manager.Manager) healthz.Checker {
 }
 
 // Deps returns the dependencies controllers are built from, with cp
-// decorated with metrics.
+// decorated with metrics and, with leader election, fenced: no launch or
+// termination while the Lease may be lost.
 func (o *Operator) Deps(cp cloudprovider.CloudProvider) controllers.Deps {
+	if o.fence != nil {
+		cp = &fencedCloudProvider{CloudProvider: cp, fence: o.fence}
+	}
 	return controllers.Deps{
 		KubeClient:    o.KubeClient,
 		APIReader:     o.Manager.GetAPIReader(),

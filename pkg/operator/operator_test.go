@@ -12,10 +12,16 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/fake"
 	"github.com/karp-autoscaler/karp/pkg/operator"
+	"github.com/karp-autoscaler/karp/pkg/operator/fence"
 	"github.com/karp-autoscaler/karp/pkg/operator/options"
 	"github.com/karp-autoscaler/karp/pkg/test/environment"
 )
@@ -193,5 +199,60 @@ func TestProbesAnswer(t *testing.T) {
 	}
 	if code, _, err := get(fmt.Sprintf("http://127.0.0.1:%d/healthz", r.healthPort)); err != nil || code != http.StatusOK {
 		t.Errorf("/healthz = %d %v", code, err)
+	}
+}
+
+// The standby's clients write nothing (its writes are refused before they
+// are sent) until it leads; the leader's go through. This is what keeps a
+// replica that lost its Lease unnoticed (frozen, partitioned) from acting
+// next to the new leader: see pkg/operator/fence.
+func TestOnlyTheLeaderWrites(t *testing.T) {
+	env := environment.New(t)
+	first := start(t, env)
+	waitElected(t, first)
+	second := start(t, env)
+	waitReady(t, second)
+
+	ctx := t.Context()
+	cm := func(name string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}
+	}
+	err := second.op.KubeClient.Create(ctx, cm("from-the-standby"))
+	if !errors.Is(err, fence.ErrLeaseLapsed) {
+		t.Fatalf("the standby's create = %v, want it refused with ErrLeaseLapsed", err)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "from-the-standby"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the standby's ConfigMap: %v, want NotFound", err)
+	}
+	if err := first.op.KubeClient.Create(ctx, cm("from-the-leader")); err != nil {
+		t.Fatalf("the leader's create: %v", err)
+	}
+
+	// The same for the cloud: the standby launches and terminates nothing.
+	standbyCloud, leaderCloud := fake.New(), fake.New()
+	nodeClaim := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "nc"}}
+	if _, err := second.op.Deps(standbyCloud).CloudProvider.Create(ctx, nodeClaim); !errors.Is(err, fence.ErrLeaseLapsed) {
+		t.Errorf("the standby's launch = %v, want it refused with ErrLeaseLapsed", err)
+	}
+	if err := second.op.Deps(standbyCloud).CloudProvider.Delete(ctx, nodeClaim); !errors.Is(err, fence.ErrLeaseLapsed) {
+		t.Errorf("the standby's termination = %v, want it refused with ErrLeaseLapsed", err)
+	}
+	if n, m := len(standbyCloud.CreateCalls()), len(standbyCloud.DeleteCalls()); n+m != 0 {
+		t.Errorf("the standby's cloud saw %d launches and %d terminations, want none", n, m)
+	}
+	_, _ = first.op.Deps(leaderCloud).CloudProvider.Create(ctx, nodeClaim)
+	if n := len(leaderCloud.CreateCalls()); n != 1 {
+		t.Errorf("the leader's cloud saw %d launches, want 1", n)
+	}
+
+	// The leader stops and releases the Lease: from then on it writes
+	// nothing, though the standby may take over at once.
+	first.stop()
+	if err := first.op.KubeClient.Create(ctx, cm("after-the-release")); !errors.Is(err, fence.ErrLeaseLapsed) {
+		t.Fatalf("the stopped leader's create = %v, want it refused with ErrLeaseLapsed", err)
+	}
+	waitElected(t, second)
+	if err := second.op.KubeClient.Create(ctx, cm("from-the-new-leader")); err != nil {
+		t.Fatalf("the new leader's create: %v", err)
 	}
 }

@@ -167,6 +167,7 @@ func (c *Controller) newCandidate(w *world, sn *state.StateNode, pdbs *pdbIndex)
 		w.block(name, BlockedNominated, "node is nominated for %d pending pod(s)", len(sn.Nominated))
 		return nil
 	}
+	c.events.nodeDoNotDisrupt(sn)
 	if sn.Node.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true" ||
 		sn.NodeClaim.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true" {
 		w.block(name, BlockedDoNotDisrupt, "node has the %s annotation", karpv1.DoNotDisruptAnnotationKey)

@@ -8,8 +8,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/state"
 )
 
 // Event reasons, as upstream names them.
@@ -188,6 +190,26 @@ func (r *recorder) doNotDisrupt(node string, pod *corev1.Pod, dnd doNotDisruptSt
 	case !dnd.until.IsZero():
 		r.publish(pod, node, string(pod.UID), corev1.EventTypeNormal, ReasonDoNotDisruptGracePeriodElapsed,
 			fmt.Sprintf("The %s grace period has elapsed, pod is now disruptable", karpv1.DoNotDisruptAnnotationKey))
+	}
+}
+
+// nodeDoNotDisrupt warns on the Node and the NodeClaim of sn when their
+// karpenter.sh/do-not-disrupt annotation is anything but "true": only
+// "true" protects a node (a duration is a pod's), so another value is
+// ignored, as upstream ignores it, but no longer silently.
+func (r *recorder) nodeDoNotDisrupt(sn *state.StateNode) {
+	node := string(sn.Node.UID)
+	objs := []client.Object{sn.Node}
+	if sn.NodeClaim != nil {
+		objs = append(objs, sn.NodeClaim)
+	}
+	for _, obj := range objs {
+		v, ok := obj.GetAnnotations()[karpv1.DoNotDisruptAnnotationKey]
+		if !ok || v == "true" {
+			continue
+		}
+		r.publish(obj, node, string(obj.GetUID()), corev1.EventTypeWarning, ReasonInvalidDoNotDisruptAnnotation,
+			fmt.Sprintf("Invalid %s annotation: %q, ignoring annotation (only \"true\" protects a node)", karpv1.DoNotDisruptAnnotationKey, v))
 	}
 }
 

@@ -132,3 +132,32 @@ func TestDoNotDisruptAnnotationEvents(t *testing.T) {
 		})
 	}
 }
+
+// A karpenter.sh/do-not-disrupt annotation on a Node or NodeClaim protects
+// it only when "true" (a duration is a pod's). Another value used to be
+// ignored silently; it is still ignored, as upstream does, but with a
+// warning on the object that carries it.
+func TestInvalidNodeDoNotDisruptAnnotationIsNamed(t *testing.T) {
+	for name, value := range map[string]string{"a duration": "1h", "a word": "maybe"} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t)
+			h.readyNodePool(test.MakeNodePool("default").Obj())
+			nc := h.runningNode("big", nodeOpts{it: largeType, annotations: map[string]string{karpv1.DoNotDisruptAnnotationKey: value}},
+				pod("p1", "1"))
+			h.runningNode("plain", nodeOpts{it: largeType}, pod("p2", "1"))
+			h.pass()
+			want := `Invalid karpenter.sh/do-not-disrupt annotation: "` + value + `", ignoring annotation (only "true" protects a node)`
+			for _, obj := range []client.Object{h.node("big"), h.nodeClaim(nc.Name)} {
+				if note := h.base.EventNote(obj, disruption.ReasonInvalidDoNotDisruptAnnotation); note != want {
+					t.Errorf("%T note = %q, want %q", obj, note, want)
+				}
+			}
+			// A node without the annotation is told nothing.
+			for _, e := range h.base.Events(h.node("plain")) {
+				if e.Reason == disruption.ReasonInvalidDoNotDisruptAnnotation {
+					t.Errorf("node without the annotation got %s: %s", e.Reason, e.Note)
+				}
+			}
+		})
+	}
+}

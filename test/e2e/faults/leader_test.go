@@ -166,3 +166,71 @@ func TestBothReplicasKilledAndRestarted(t *testing.T) {
 	framework.Create(t, f.Client, deploy)
 	waitAvailable(t, f, name, 3)
 }
+
+// The leader killed (SIGKILL, so it releases nothing): the standby takes
+// the Lease once it expires and provisions; the killed replica, started
+// again, stands by.
+func TestKilledLeaderHandsOver(t *testing.T) {
+	const name = "faults-kill-leader"
+	f := framework.Current(t)
+	pool := test.MakeNodePool(name).
+		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand).Obj()
+	framework.CreatePool(t, f.Client, name, pool)
+	ks, _ := replicas(t, f, name, 2)
+	t.Cleanup(func() { framework.DeletePool(f.Client, name) })
+	old := leader(t, f, ks...)
+	next := other(ks, old)
+
+	if err := old.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if !old.WaitExit(30 * time.Second) {
+		t.Fatal("the leader survived SIGKILL")
+	}
+	if got := leader(t, f, ks...); got != next {
+		t.Fatalf("pid %d leads after the leader's death, want the standby %d", got.PID(), next.PID())
+	}
+	deploy := framework.Deployment(name, name, name, 3, "1")
+	framework.Create(t, f.Client, deploy)
+	waitAvailable(t, f, name, 3)
+
+	old.Restart(t)
+	framework.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
+		leading, err := old.Leading(ctx)
+		return err == nil && !leading, fmt.Sprintf("restarted replica leading %v (%v)", leading, err)
+	})
+	if got := leader(t, f, ks...); got != next {
+		t.Fatalf("pid %d leads after the old leader came back, want %d", got.PID(), next.PID())
+	}
+}
+
+// A lone controller frozen past its lease, with no standby to take it,
+// resumes leading: the fence that stopped its writes while the Lease was
+// stale opens again with the next renewal, and it provisions.
+func TestPausedLoneLeaderResumes(t *testing.T) {
+	const name = "faults-lone-leader"
+	f := framework.Current(t)
+	pool := test.MakeNodePool(name).
+		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand).Obj()
+	framework.CreatePool(t, f.Client, name, pool)
+	ks, _ := replicas(t, f, name, 1)
+	k := ks[0]
+	t.Cleanup(func() { framework.DeletePool(f.Client, name) })
+	leader(t, f, k)
+
+	if err := k.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	// Past the 15s lease: the Lease is stale when it resumes.
+	time.Sleep(20 * time.Second)
+	deploy := framework.Deployment(name, name, name, 2, "1")
+	framework.Create(t, f.Client, deploy)
+	if err := k.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitAvailable(t, f, name, 2)
+	if k.Exited() {
+		t.Fatalf("the lone controller exited after resuming:\n%s", tailLines(k.Log(), 20))
+	}
+	leader(t, f, k)
+}

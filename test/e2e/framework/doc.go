@@ -23,6 +23,16 @@
 //     karp CLI for its other subcommands);
 //     FastDisruptionArgs make disruption act within seconds;
 //     KARP_E2E_KEEP_LOGS=1 keeps every controller log.
+//   - faults: Karp.Signal (SIGKILL, SIGSTOP, SIGCONT), Karp.Restart (the
+//     same command again, plus flags for that run), WaitExit; two StartKarp
+//     calls in one test are two replicas sharing the test's Lease, and
+//     Leader names the one that leads (from each replica's
+//     leader_election_master_status metric); KubeconfigAs runs a replica
+//     as its own user, and AuditEvents reads the API server's audit log
+//     when the package set AuditEnv; faultproxy puts latency and drops
+//     between a client and the API server, KubeconfigVia points a
+//     kubeconfig at it; Cluster.Restart and Cluster.Signal hit the control
+//     plane's components.
 //   - a test's pool: RunPool creates a namespace, KWOKNodeClass and
 //     NodePool of one name, starts karp and, when the test ends, DeletePool
 //     removes them and waits until karp has terminated the pool's nodes.

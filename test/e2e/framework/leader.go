@@ -86,7 +86,7 @@ func Leader(ctx context.Context, cl client.Client, replicas ...*Karp) (*Karp, er
 		holder = *lease.Spec.HolderIdentity
 	}
 	if holder == "" {
-		return nil, fmt.Errorf("Lease %s/%s is not held", LeaseNamespace, lease.Name)
+		return nil, fmt.Errorf("the Lease %s/%s is not held", LeaseNamespace, lease.Name)
 	}
 	var leaders []*Karp
 	var silent []string

@@ -108,14 +108,7 @@ func (r *registration) reconcile(ctx context.Context, nodeClaim *karpv1.NodeClai
 // hooksPending returns the name of the first provider registration hook
 // that is not satisfied yet, or "".
 func (r *registration) hooksPending(ctx context.Context, nodeClaim *karpv1.NodeClaim) (string, error) {
-	provider, ok := r.cloudProvider.(cloudprovider.LifecycleHooks)
-	if !ok {
-		if u, isWrapper := r.cloudProvider.(interface {
-			Unwrap() cloudprovider.CloudProvider
-		}); isWrapper {
-			provider, ok = u.Unwrap().(cloudprovider.LifecycleHooks)
-		}
-	}
+	provider, ok := cloudprovider.As[cloudprovider.LifecycleHooks](r.cloudProvider)
 	if !ok {
 		return "", nil
 	}

@@ -33,6 +33,11 @@ type Case struct {
 	Setup func(namespace string) []client.Object
 	// Object builds the bad input.
 	Object func(namespace string) client.Object
+	// Runs is set for a pod that is bad only in an annotation: it is meant
+	// to be scheduled and run (on whatever node karp gives it), and its
+	// outcome shows only once karp weighs disrupting that node. Verify
+	// does not count it as launched for bad input.
+	Runs bool
 	// Exactly one of the outcomes is set.
 	Rejection  *Rejection
 	Event      *Event
@@ -122,6 +127,7 @@ func apply(ctx context.Context, cl client.Client, namespace string, c Case) Resu
 			}
 			res.Created = append(res.Created, obj)
 		}
+		waitReady(ctx, cl, res.Created)
 	}
 	obj, err := toUnstructured(c.Object(namespace))
 	if err != nil {
@@ -144,6 +150,34 @@ func apply(ctx context.Context, cl client.Client, namespace string, c Case) Resu
 	return res
 }
 
+// setupReadyTimeout bounds how long a case waits for its setup NodePools
+// to turn Ready before it applies its bad object.
+const setupReadyTimeout = 30 * time.Second
+
+// waitReady waits (up to setupReadyTimeout) until every NodePool among
+// objs is Ready, so a case's pod is weighed against its NodePool from
+// karp's first pass on. karp records FailedScheduling through the
+// events.k8s.io API, whose recorder folds later events of the same pod and
+// reason into a series that keeps the first note: a note written before
+// the NodePool was Ready would stay. Past the timeout the case goes on, and
+// Verify reports what karp said.
+func waitReady(ctx context.Context, cl client.Client, objs []client.Object) {
+	ctx, cancel := context.WithTimeout(ctx, setupReadyTimeout)
+	defer cancel()
+	_ = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		for _, obj := range objs {
+			if kindOf(obj) != "NodePool" {
+				continue
+			}
+			var np karpv1.NodePool
+			if err := cl.Get(ctx, client.ObjectKeyFromObject(obj), &np); err != nil || !np.StatusConditions().IsTrue(karpv1.ConditionTypeReady) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
 // check says what is wrong with the answer to a create that should have
 // been rejected.
 func (r *Rejection) check(err error) error {
@@ -151,7 +185,7 @@ func (r *Rejection) check(err error) error {
 		return fmt.Errorf("accepted, want a rejection of %s (%q)", r.Field, r.Message)
 	}
 	if !apierrors.IsInvalid(err) {
-		return fmt.Errorf("refused with %v, want Invalid on %s (%q)", err, r.Field, r.Message)
+		return fmt.Errorf("refused with %w, want Invalid on %s (%q)", err, r.Field, r.Message)
 	}
 	var status apierrors.APIStatus
 	if errors.As(err, &status) && status.Status().Details != nil {
@@ -289,6 +323,9 @@ func undisturbed(ctx context.Context, cl client.Client, results []Result) error 
 	pools := map[string]bool{}
 	var pods []client.Object
 	for _, r := range results {
+		if r.Case.Runs {
+			continue
+		}
 		for _, obj := range r.Created {
 			switch kindOf(obj) {
 			case "NodePool":

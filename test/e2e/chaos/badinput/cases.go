@@ -37,7 +37,11 @@ const (
 // Cases returns the bad input, one case per kind of mistake. Every call
 // returns fresh cases.
 func Cases() []Case {
-	return append(append(append(nodePoolRejections(), nodeClassRejections()...), podCases()...), acceptedNodePools()...)
+	var cases []Case
+	for _, group := range [][]Case{nodePoolRejections(), nodeClassRejections(), podCases(), annotationCases(), acceptedNodePools()} {
+		cases = append(cases, group...)
+	}
+	return cases
 }
 
 // nodePoolRejections are NodePools the API server refuses.
@@ -134,7 +138,31 @@ func podCases() []Case {
 				return pod(ns, "nowhere").Requests("cpu", "100m").
 					NodeAffinityTerm(test.NodeSelectorRequirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "badinput-nowhere")).Obj()
 			},
-			Event: failedScheduling("no instance type satisfies topology.kubernetes.io/zone In [badinput-nowhere]"),
+			// "no instance type satisfies ..." from a pool open to every
+			// zone, "incompatible requirements: requires ..." from one that
+			// lists its zones: both name the requirement.
+			Event: failedScheduling("topology.kubernetes.io/zone In [badinput-nowhere]"),
+		},
+		{
+			Name: "pod-unknown-extended-resource",
+			Object: func(ns string) client.Object {
+				return pod(ns, "unknown-resource").Requests("cpu", "100m", "example.com/fpga", "1").Limits("example.com/fpga", "1").Obj()
+			},
+			Event: failedScheduling("example.com/fpga"),
+		},
+		{
+			Name: "pod-label-no-nodepool-offers",
+			Object: func(ns string) client.Object {
+				return pod(ns, "unknown-label").Requests("cpu", "100m").NodeSelector(map[string]string{"example.com/team": "badinput"}).Obj()
+			},
+			Event: failedScheduling("example.com/team"),
+		},
+		{
+			Name: "pod-request-above-limit",
+			Object: func(ns string) client.Object {
+				return pod(ns, "request-above-limit").Requests("cpu", "2").Limits("cpu", "1").Obj()
+			},
+			Rejection: &Rejection{Field: "spec.containers[0].resources.requests", Message: "must be less than or equal to cpu limit"},
 		},
 		{
 			Name: "pod-restricted-selector",
@@ -145,14 +173,39 @@ func podCases() []Case {
 				"karp provisions for well-known labels"),
 		},
 		{
-			Name:  "pod-untolerated-taint",
-			Setup: func(string) []client.Object { return []client.Object{nodePool("tainted").Obj()} },
+			Name: "pod-untolerated-taint",
+			Setup: func(string) []client.Object {
+				return []client.Object{nodePool("tainted").Weight(firstInMessages).Obj()}
+			},
 			Object: func(ns string) client.Object {
 				return pod(ns, "untolerated").Requests("cpu", "100m").
 					NodeSelector(map[string]string{karpv1.NodePoolLabelKey: Prefix + "tainted"}).Obj()
 			},
 			Event: failedScheduling("NodePool badinput-tainted: taint badinput.karp.sh/quarantine=true:NoSchedule not tolerated"),
 		},
+	}
+}
+
+// annotationCases are pods that run but carry a do-not-disrupt annotation
+// karp cannot read: karp ignores it, and says so on the pod when it weighs
+// disrupting the pod's node.
+func annotationCases() []Case {
+	invalid := func(name, value, why string) Case {
+		return Case{
+			Name: name,
+			Runs: true,
+			Object: func(ns string) client.Object {
+				w := pod(ns, name).Requests("cpu", "10m")
+				w.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: value}
+				return w.Obj()
+			},
+			Event: &Event{Reason: "InvalidDoNotDisruptAnnotation", Type: corev1.EventTypeWarning,
+				Note: []string{"Invalid karpenter.sh/do-not-disrupt annotation: " + why + ", ignoring annotation"}},
+		}
+	}
+	return []Case{
+		invalid("pod-do-not-disrupt-maybe", "maybe", `"maybe" is not a duration`),
+		invalid("pod-do-not-disrupt-negative", "-1h", `duration "-1h" must be positive`),
 	}
 }
 
@@ -203,6 +256,20 @@ func acceptedNodePools() []Case {
 			},
 			Event: &Event{Reason: validation.ReasonInvalidDisruptionBudget, Type: corev1.EventTypeWarning,
 				Note: []string{`budgets[0]: parsing nodes "99999999999999999999"`}},
+		},
+		{
+			// The NodePool is the bad input; karp says so on the pod that
+			// selects it.
+			Name: "nodepool-min-values-unmet",
+			Setup: func(string) []client.Object {
+				return []client.Object{nodePool("min-values").Weight(firstInMessages).Requirement(kwokv1alpha1.InstanceFamilyLabelKey, corev1.NodeSelectorOpIn, "m5").
+					RequirementWithMinValues(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpExists, 50).Obj()}
+			},
+			Object: func(ns string) client.Object {
+				return pod(ns, "min-values").Requests("cpu", "100m").Toleration(quarantined).
+					NodeSelector(map[string]string{karpv1.NodePoolLabelKey: Prefix + "min-values"}).Obj()
+			},
+			Event: &Event{Reason: "FailedScheduling", Type: corev1.EventTypeWarning, Note: []string{"minValues"}},
 		},
 		{
 			Name: "nodepool-no-instance-type",
@@ -264,6 +331,13 @@ func failedScheduling(note ...string) *Event {
 func nodePool(name string) *test.NodePoolWrapper {
 	return test.MakeNodePool(Prefix + name).NodeClassRef(kwokv1alpha1.NodeClassReference(NodeClassName)).Taint(QuarantineTaint)
 }
+
+// firstInMessages is the weight of the NodePools a case's pod selects:
+// karp lists NodePools by weight in a pod's FailedScheduling note, which
+// it truncates at 1,000 characters, so with many NodePools in the cluster
+// the line the case looks for comes first. Weight changes nothing else
+// here: no other pod tolerates these pools' taint.
+const firstInMessages = 100
 
 // quarantined tolerates QuarantineTaint.
 var quarantined = corev1.Toleration{Key: QuarantineTaint.Key, Operator: corev1.TolerationOpExists}

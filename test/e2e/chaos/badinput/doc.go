@@ -27,6 +27,19 @@
 // nominated for one. Result.Seen holds karp's answer to each case, for a
 // report.
 //
+// The bad pods stay Pending by design: call Cleanup before checking that
+// every pod of the cluster runs. The two pods bad only in their
+// do-not-disrupt annotation (Case.Runs) do run, on whatever node karp
+// gives them, and may be disrupted: karp ignores their annotation.
+//
+// What karp says about a pod it cannot help lists every NodePool (by
+// weight, then name descending) and is cut at 1,000 characters. The cases'
+// own NodePools are tainted so that no other pod lands on them; those a
+// case's pod selects have weight 100 so their line comes first; the
+// others sort after most NodePool names. The absurd-request and
+// impossible-zone cases expect the line of a NodePool open to any pod
+// (the chaos suite's own), so the cluster needs one.
+//
 // The cases create cluster-scoped objects named with the "badinput-"
 // prefix, so Run must not be called twice without a Cleanup in between.
 // The pods are in the caller's namespace, which must exist. Pods are only

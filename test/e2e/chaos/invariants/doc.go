@@ -1,18 +1,18 @@
 // Package invariants watches a running cluster while a chaos run disrupts
 // it and says which of karp's promises were broken, with the objects and
 // times involved. It samples real cluster state through watches (client-go
-// informers on Pods, Nodes, PodDisruptionBudgets, ReplicaSets and
-// Namespaces), never logs.
+// informers on Pods, Nodes, PodDisruptionBudgets, ReplicaSets,
+// StatefulSets and Namespaces), never logs.
 //
 // Continuously, from Start to Stop, it counts:
 //
 //   - evictions: pods gaining the DisruptionTarget condition with reason
 //     EvictionByEvictionAPI, which the API server sets on every pod it
 //     evicts before deleting it;
-//   - voluntary disruptions: evictions, plus pods deleted directly while
-//     bound to a node karp was disrupting (or with no owning controller at
-//     all), plus pods lost with a Node that was deleted while they still
-//     ran on it;
+//   - voluntary disruptions: evictions, plus pods of a ReplicaSet or
+//     StatefulSet deleted directly while bound to a node karp was
+//     disrupting (and pods with no controller at all), plus pods lost with
+//     a Node that was deleted while they still ran on it;
 //   - PDB violations: a voluntary disruption of a healthy pod that left a
 //     PodDisruptionBudget's healthy pods below its desired healthy count;
 //   - do-not-disrupt violations: a pod annotated
@@ -44,6 +44,7 @@
 // What the monitor does not claim: a pod's last moments missed while its
 // watch was down (the API server or etcd restarting) are counted as
 // Unobserved, never guessed. Deletions by a pod's own controller (a
-// ReplicaSet scaling down, a rollout, garbage collection of a deleted
-// owner) are not disruptions.
+// ReplicaSet or StatefulSet scaling down, a rollout, a DaemonSet or Job
+// deleting its pods, garbage collection of a deleted owner or namespace)
+// are not disruptions.
 package invariants

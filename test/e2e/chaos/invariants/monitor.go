@@ -22,7 +22,7 @@ import (
 // DefaultNodeGoneDelay is how long the monitor waits after a Node is
 // deleted before it counts the pods still bound to it as lost with it,
 // and after a pod was deleted directly before it decides whether its
-// owner explains the deletion. Pods, Nodes and ReplicaSets arrive on
+// owner explains the deletion. Pods, Nodes and their owners arrive on
 // separate watches; the wait lets an eviction or a scale-down seen late
 // on its watch be counted as what it was.
 const DefaultNodeGoneDelay = 2 * time.Second
@@ -37,13 +37,18 @@ type Options struct {
 
 // Monitor watches pods, nodes and budgets from Start until Stop.
 type Monitor struct {
-	clock    clock.WithTicker
-	delay    time.Duration
-	cancel   context.CancelFunc
-	done     chan struct{}
-	factory  informers.SharedInformerFactory
-	rsLister appslisters.ReplicaSetLister
-	nsLister corelisters.NamespaceLister
+	clock     clock.WithTicker
+	clientset kubernetes.Interface
+	// parent is Start's context without its cancellation, for Stop's
+	// final reads.
+	parent    context.Context
+	delay     time.Duration
+	cancel    context.CancelFunc
+	done      chan struct{}
+	factory   informers.SharedInformerFactory
+	rsLister  appslisters.ReplicaSetLister
+	stsLister appslisters.StatefulSetLister
+	nsLister  corelisters.NamespaceLister
 
 	mu          sync.Mutex
 	pods        map[types.UID]*podRecord
@@ -80,6 +85,8 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Monitor, error
 		clock:       opts.Clock,
 		delay:       opts.NodeGoneDelay,
 		done:        make(chan struct{}),
+		clientset:   cs,
+		parent:      context.WithoutCancel(ctx),
 		factory:     informers.NewSharedInformerFactory(cs, 0),
 		pods:        map[types.UID]*podRecord{},
 		budgets:     map[string]*policyv1.PodDisruptionBudget{},
@@ -118,6 +125,7 @@ func (m *Monitor) register() error {
 	nodes := m.factory.Core().V1().Nodes().Informer()
 	budgets := m.factory.Policy().V1().PodDisruptionBudgets().Informer()
 	m.rsLister = m.factory.Apps().V1().ReplicaSets().Lister()
+	m.stsLister = m.factory.Apps().V1().StatefulSets().Lister()
 	m.nsLister = m.factory.Core().V1().Namespaces().Lister()
 	handlers := []struct {
 		informer cache.SharedIndexInformer
@@ -147,7 +155,22 @@ func (m *Monitor) register() error {
 			return fmt.Errorf("adding event handler: %w", err)
 		}
 	}
+	// A failed watch is expected under chaos: count it rather than log
+	// it. The informer lists again on its own.
+	for _, informer := range []cache.SharedIndexInformer{pods, nodes, budgets,
+		m.factory.Apps().V1().ReplicaSets().Informer(), m.factory.Apps().V1().StatefulSets().Informer(),
+		m.factory.Core().V1().Namespaces().Informer()} {
+		if err := informer.SetWatchErrorHandlerWithContext(m.watchError); err != nil {
+			return fmt.Errorf("setting watch error handler: %w", err)
+		}
+	}
 	return nil
+}
+
+func (m *Monitor) watchError(context.Context, *cache.Reflector, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.raw.WatchErrors++
 }
 
 // Involuntary tells the monitor the node was taken by something other
@@ -168,8 +191,8 @@ func (m *Monitor) Report() Report {
 	return m.report()
 }
 
-// Stop waits out the delay of the last deleted Node, counts what is
-// left, ends the watches and returns the report. Calling it again
+// Stop waits out the delay of the last deleted Node or direct deletion,
+// ends the watches, settles what is left and returns the report. Calling it again
 // returns the same report.
 func (m *Monitor) Stop() Report {
 	m.mu.Lock()
@@ -190,16 +213,18 @@ func (m *Monitor) Stop() Report {
 	m.cancel()
 	<-m.done
 	m.factory.Shutdown()
+	ctx, cancel := context.WithTimeout(m.parent, 30*time.Second)
+	defer cancel()
+	m.flush(ctx, time.Time{}, true)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.flushGone(time.Time{})
-	m.flushDeletions(time.Time{})
 	return m.report()
 }
 
 // report splits the raw report by the involuntary nodes; m.mu is held.
 func (m *Monitor) report() Report {
-	r := Report{Evictions: m.raw.Evictions, Unobserved: m.raw.Unobserved}
+	r := Report{Evictions: m.raw.Evictions, Unobserved: m.raw.Unobserved, WatchErrors: m.raw.WatchErrors,
+		UnobservedPods: slices.Clone(m.raw.UnobservedPods)}
 	for _, d := range m.raw.Disruptions {
 		if !m.involuntary[d.Node] {
 			r.Disruptions = append(r.Disruptions, d)
@@ -229,11 +254,7 @@ func (m *Monitor) flushLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C():
-			m.mu.Lock()
-			cutoff := m.clock.Now().Add(-m.delay)
-			m.flushGone(cutoff)
-			m.flushDeletions(cutoff)
-			m.mu.Unlock()
+			m.flush(ctx, m.clock.Now().Add(-m.delay), false)
 		}
 	}
 }

@@ -1,11 +1,14 @@
 package invariants
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
@@ -170,6 +173,9 @@ func TestInvoluntaryNodeIsExcused(t *testing.T) {
 	if diff := cmp.Diff([]string{"PDBViolation reclaimed/q"}, violationsOf(r.Excused, ns)); diff != "" {
 		t.Errorf("excused (-want +got):\n%s", diff)
 	}
+	if !strings.Contains(r.String(), "excused: ") {
+		t.Errorf("the summary does not list the excused violation:\n%s", r.String())
+	}
 }
 
 // TestControllerDeletionsAreNotDisruptions deletes pods the way their
@@ -185,12 +191,19 @@ func TestControllerDeletionsAreNotDisruptions(t *testing.T) {
 	onCalm := runningPod(t, podSpec{ns: ns, name: "calm", node: "owned-calm", labels: labels, owner: ref})
 	scaled := runningPod(t, podSpec{ns: ns, name: "scaled", node: "owned-disrupted", labels: labels, owner: ref})
 	taken := runningPod(t, podSpec{ns: ns, name: "taken", node: "owned-disrupted", labels: labels, owner: ref})
+	ds := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: "ds-uid", Controller: ptrTrue()}
+	agent := runningPod(t, podSpec{ns: ns, name: "agent", node: "owned-disrupted", owner: &ds})
+	_, stsRef := statefulSet(t, ns, "web", 1)
+	stsPod := runningPod(t, podSpec{ns: ns, name: "web-0", node: "owned-disrupted", labels: map[string]string{"app": "web"}, owner: stsRef})
 	m := startMonitor(t)
 	ctx := t.Context()
 
-	// 1. A deletion on a calm node is the controller's business.
-	if err := env.Client.Delete(ctx, onCalm); err != nil {
-		t.Fatal(err)
+	// 1. A deletion on a calm node is the controller's business; so is a
+	// DaemonSet's deletion of its own pod.
+	for _, p := range []*corev1.Pod{onCalm, agent} {
+		if err := env.Client.Delete(ctx, p); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// 2. The ReplicaSet scaled to 1: one pod of two on the disrupted node
 	// goes because of it. The monitor may see the ReplicaSet's update
@@ -208,9 +221,14 @@ func TestControllerDeletionsAreNotDisruptions(t *testing.T) {
 	if err := env.Client.Delete(ctx, taken); err != nil {
 		t.Fatal(err)
 	}
-	waitReport(t, m, "the direct deletion", func(r Report) bool { return len(disruptionsOf(r, ns)) > 0 })
+	// 4. A StatefulSet's pod it still wants, deleted directly on the
+	// disrupted node.
+	if err := env.Client.Delete(ctx, stsPod); err != nil {
+		t.Fatal(err)
+	}
+	waitReport(t, m, "the direct deletions", func(r Report) bool { return len(disruptionsOf(r, ns)) >= 2 })
 	r := m.Stop()
-	if diff := cmp.Diff([]string{"taken Deleted"}, disruptionsOf(r, ns)); diff != "" {
+	if diff := cmp.Diff([]string{"taken Deleted", "web-0 Deleted"}, disruptionsOf(r, ns)); diff != "" {
 		t.Errorf("disruptions (-want +got):\n%s", diff)
 	}
 }
@@ -279,4 +297,37 @@ func waitGone(t *testing.T, m *Monitor, ns, name string) {
 		}
 		return true
 	})
+}
+
+// TestVanishedPodsAreUnobserved hands the monitor what an informer hands
+// it when a pod's deletion happened while its watch was down (a tombstone
+// with the last state it saw): the pod is counted unobserved, never
+// guessed evicted or lost; a pod that had finished is not counted.
+func TestVanishedPodsAreUnobserved(t *testing.T) {
+	ns := namespace(t, "vanished")
+	readyNode(t, "vanished-node", "")
+	running := runningPod(t, podSpec{ns: ns, name: "running", node: "vanished-node"})
+	finished := runningPod(t, podSpec{ns: ns, name: "finished", node: "vanished-node"})
+	finished.Status.Phase = corev1.PodSucceeded
+	if err := env.Client.Status().Update(t.Context(), finished); err != nil {
+		t.Fatal(err)
+	}
+	m := startMonitor(t)
+	waitReport(t, m, "the finished pod", func(Report) bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		rec := m.pods[finished.UID]
+		return rec != nil && terminal(rec.pod)
+	})
+
+	for _, p := range []*corev1.Pod{running, finished} {
+		m.onPod(cache.DeletedFinalStateUnknown{Key: podKey(p), Obj: p}, true, false)
+	}
+	r := m.Stop()
+	if r.Unobserved != 1 || len(r.UnobservedPods) != 1 || r.UnobservedPods[0] != podKey(running) {
+		t.Errorf("unobserved %d %v, want only %s", r.Unobserved, r.UnobservedPods, podKey(running))
+	}
+	if got := disruptionsOf(r, ns); len(got) != 0 {
+		t.Errorf("vanished pods were classified: %v", got)
+	}
 }

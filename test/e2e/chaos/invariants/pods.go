@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -108,16 +107,29 @@ func (m *Monitor) podVanished(last *corev1.Pod) {
 	delete(m.pods, last.UID)
 	if !rec.done && !terminal(rec.pod) {
 		m.raw.Unobserved++
+		m.raw.UnobservedPods = append(m.raw.UnobservedPods, podKey(last))
 	}
 }
 
 // maybeDisruptor reports whether a pod deleted without an eviction may
 // have been deleted by a disruptor rather than by its own controller: it
-// has no controller, or it ran on a node karp was disrupting. Whether its
-// controller had a reason to delete it is decided after the delay
-// (ownerExplains), once the owner's watch has caught up.
+// has no controller, or it ran on a node karp was disrupting and its
+// controller is a ReplicaSet or StatefulSet (whose pods karp evicts; a
+// DaemonSet or Job deletes its own pods directly). Whether the controller
+// had a reason to delete it is decided after the delay (ownerExplains),
+// once the owner's watch has caught up.
 func (m *Monitor) maybeDisruptor(pod *corev1.Pod) bool {
-	return metav1.GetControllerOf(pod) == nil || m.disrupting(pod.Spec.NodeName)
+	owner := metav1.GetControllerOf(pod)
+	if owner == nil {
+		return true
+	}
+	return followsReplicas(owner) && m.disrupting(pod.Spec.NodeName)
+}
+
+// followsReplicas reports whether the owner is a controller whose replicas the
+// monitor follows.
+func followsReplicas(owner *metav1.OwnerReference) bool {
+	return owner.Kind == "ReplicaSet" || owner.Kind == "StatefulSet"
 }
 
 // pendingDeletion is a direct deletion judged at the moment it was seen
@@ -128,7 +140,7 @@ type pendingDeletion struct {
 	at          time.Time
 	disruptions []Disruption
 	violations  []Violation
-	// others is how many other live pods the pod's ReplicaSet had, and
+	// others is how many other live pods the pod's controller had, and
 	// replicas how many it wanted, when the deletion was seen.
 	others, replicas int32
 }
@@ -138,7 +150,7 @@ func (m *Monitor) deferDeletion(rec *podRecord) {
 	now := m.clock.Now()
 	ds, vs := m.judge([]*podRecord{rec}, CauseDeleted, now)
 	p := pendingDeletion{pod: rec.pod, at: now, disruptions: ds, violations: vs, replicas: -1}
-	if owner := metav1.GetControllerOf(rec.pod); owner != nil && owner.Kind == "ReplicaSet" {
+	if owner := metav1.GetControllerOf(rec.pod); owner != nil && followsReplicas(owner) {
 		p.replicas = m.replicasOf(rec.pod.Namespace, owner)
 		for _, other := range m.pods {
 			o := other.pod
@@ -151,54 +163,36 @@ func (m *Monitor) deferDeletion(rec *podRecord) {
 	m.deletions = append(m.deletions, p)
 }
 
-// replicasOf is the ReplicaSet's wanted replicas, -1 when it is gone or
-// going (its pods are garbage).
+// replicasOf is the ReplicaSet's or StatefulSet's wanted replicas, -1
+// when it is gone or going (its pods are garbage).
 func (m *Monitor) replicasOf(ns string, owner *metav1.OwnerReference) int32 {
-	rs, err := m.rsLister.ReplicaSets(ns).Get(owner.Name)
-	if err != nil || rs.UID != owner.UID || rs.DeletionTimestamp != nil {
+	var (
+		obj      metav1.Object
+		replicas *int32
+	)
+	switch owner.Kind {
+	case "ReplicaSet":
+		rs, err := m.rsLister.ReplicaSets(ns).Get(owner.Name)
+		if err != nil {
+			return -1
+		}
+		obj, replicas = rs, rs.Spec.Replicas
+	case "StatefulSet":
+		sts, err := m.stsLister.StatefulSets(ns).Get(owner.Name)
+		if err != nil {
+			return -1
+		}
+		obj, replicas = sts, sts.Spec.Replicas
+	default:
 		return -1
 	}
-	if rs.Spec.Replicas == nil {
+	if obj.GetUID() != owner.UID || obj.GetDeletionTimestamp() != nil {
+		return -1
+	}
+	if replicas == nil {
 		return 1
 	}
-	return *rs.Spec.Replicas
-}
-
-// ownerExplains reports whether the pod's namespace or controller had a
-// reason to delete it: the namespace is going, the ReplicaSet is gone or
-// going, or it had more pods than it wanted (a scale-down, a rollout). The
-// ReplicaSet's wanted replicas are the fewer of those seen at the deletion
-// and now, so a scale-down seen late on its watch still counts.
-func (m *Monitor) ownerExplains(p pendingDeletion) bool {
-	if ns, err := m.nsLister.Get(p.pod.Namespace); apierrors.IsNotFound(err) || (err == nil && ns.DeletionTimestamp != nil) {
-		return true
-	}
-	owner := metav1.GetControllerOf(p.pod)
-	if owner == nil || owner.Kind != "ReplicaSet" {
-		return false
-	}
-	replicas := m.replicasOf(p.pod.Namespace, owner)
-	if replicas < 0 || p.replicas < 0 {
-		return true
-	}
-	return p.others >= min(replicas, p.replicas)
-}
-
-// flushDeletions commits the direct deletions seen before cutoff (all of
-// them when cutoff is zero) that their owners do not explain.
-func (m *Monitor) flushDeletions(cutoff time.Time) {
-	keep := m.deletions[:0]
-	for _, p := range m.deletions {
-		if !cutoff.IsZero() && p.at.After(cutoff) {
-			keep = append(keep, p)
-			continue
-		}
-		if !m.ownerExplains(p) {
-			m.raw.Disruptions = append(m.raw.Disruptions, p.disruptions...)
-			m.raw.Violations = append(m.raw.Violations, p.violations...)
-		}
-	}
-	m.deletions = keep
+	return *replicas
 }
 
 // disrupting reports whether karp is disrupting the node: it is deleting,
@@ -209,31 +203,6 @@ func (m *Monitor) disrupting(nodeName string) bool {
 		return false
 	}
 	return node.DeletionTimestamp != nil || slices.ContainsFunc(node.Spec.Taints, karpv1.IsDisruptingTaint)
-}
-
-// flushGone counts as lost the pods still running on Nodes deleted
-// before cutoff (all of them when cutoff is zero).
-func (m *Monitor) flushGone(cutoff time.Time) {
-	keep := m.gone[:0]
-	for _, g := range m.gone {
-		if !cutoff.IsZero() && g.at.After(cutoff) {
-			keep = append(keep, g)
-			continue
-		}
-		if _, back := m.nodes[g.name]; back {
-			continue
-		}
-		var lost []*podRecord
-		for _, rec := range m.pods {
-			p := rec.pod
-			if !rec.done && p.Spec.NodeName == g.name && p.DeletionTimestamp == nil && !terminal(p) && staysWithNode(p) {
-				lost = append(lost, rec)
-			}
-		}
-		slices.SortFunc(lost, func(a, b *podRecord) int { return strings.Compare(podKey(a.pod), podKey(b.pod)) })
-		m.disrupt(lost, CauseLostWithNode)
-	}
-	m.gone = keep
 }
 
 // staysWithNode reports whether a pod on a deleted node would have been

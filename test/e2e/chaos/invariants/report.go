@@ -38,7 +38,8 @@ const (
 	// KindStuckTaint: a karp taint (karpenter.sh/disrupted,
 	// karp.sh/batch-hold) on a node nothing is disrupting.
 	KindStuckTaint Kind = "StuckTaint"
-	// KindPodNotRunning: a pod that is not Running (or is terminating).
+	// KindPodNotRunning: a pod that is not Running and Ready, or is
+	// terminating.
 	KindPodNotRunning Kind = "PodNotRunning"
 )
 
@@ -107,8 +108,15 @@ type Report struct {
 	// except those on involuntary nodes.
 	Disruptions []Disruption
 	// Unobserved counts pods that vanished while the monitor's watch was
-	// down, so how they went is unknown.
-	Unobserved int
+	// down, so how they went is unknown; UnobservedPods names them.
+	Unobserved     int
+	UnobservedPods []string
+	// WatchErrors counts the times one of the monitor's watches failed
+	// and its informer had to list again (after an API server or etcd
+	// restart, the resource version it watched from was gone). A watch
+	// that ends with its connection and resumes where it stopped loses
+	// nothing and is not counted.
+	WatchErrors int
 	// Violations are the broken promises, in the order seen.
 	Violations []Violation
 	// Excused are violations on nodes the harness reported Involuntary.
@@ -142,12 +150,13 @@ func (r *Report) CountCause(cause Cause) int {
 	return n
 }
 
-// String is a one-paragraph summary: the counts, then every violation.
+// String is a summary: the counts, then one line per violation, per
+// excused violation, and the unobserved pods.
 func (r *Report) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "evictions=%d disruptions=%d (evicted=%d deleted=%d lost-with-node=%d) unobserved=%d involuntary-nodes=%d",
+	fmt.Fprintf(&b, "evictions=%d disruptions=%d (evicted=%d deleted=%d lost-with-node=%d) unobserved=%d watch-errors=%d involuntary-nodes=%d",
 		r.Evictions, len(r.Disruptions), r.CountCause(CauseEvicted), r.CountCause(CauseDeleted), r.CountCause(CauseLostWithNode),
-		r.Unobserved, len(r.Involuntary))
+		r.Unobserved, r.WatchErrors, len(r.Involuntary))
 	counts := map[Kind]int{}
 	for _, v := range r.Violations {
 		counts[v.Kind]++
@@ -165,6 +174,13 @@ func (r *Report) String() string {
 	for _, v := range r.Violations {
 		b.WriteString("\n  ")
 		b.WriteString(v.String())
+	}
+	for _, v := range r.Excused {
+		b.WriteString("\n  excused: ")
+		b.WriteString(v.String())
+	}
+	if len(r.UnobservedPods) > 0 {
+		fmt.Fprintf(&b, "\n  unobserved: %s", strings.Join(r.UnobservedPods, ", "))
 	}
 	return b.String()
 }

@@ -44,7 +44,9 @@ type SettleOptions struct {
 //   - no karp taint is left behind: karp.sh/batch-hold on any node, or
 //     karpenter.sh/disrupted on a node whose NodeClaim is neither deleting
 //     nor held by a disruption (DisruptionReason);
-//   - every pod (in opts.Namespaces) is Running and not terminating.
+//   - every pod (in opts.Namespaces) is Running, Ready and not terminating
+//     (or has Succeeded). A DaemonSet's Pending pod made for a Node that no
+//     longer exists is not counted: its controller deletes it.
 //
 // It returns the violations found, sorted by kind and object; an error
 // reading the cluster is returned as such.
@@ -72,7 +74,7 @@ func CheckSettled(ctx context.Context, cl client.Client, instances InstanceListe
 	s.instances(listed, claims.Items)
 	s.nodeClaims(claims.Items, pools.Items, nodes.Items, pods.Items)
 	s.taints(nodes.Items, claims.Items)
-	s.pods(pods.Items, opts.Namespaces)
+	s.pods(pods.Items, nodes.Items, opts.Namespaces)
 	slices.SortStableFunc(s.found, func(a, b Violation) int {
 		if c := strings.Compare(string(a.Kind), string(b.Kind)); c != 0 {
 			return c
@@ -221,20 +223,52 @@ func (s *settleCheck) taints(nodes []corev1.Node, claims []karpv1.NodeClaim) {
 	}
 }
 
-// pods finds pods that are not Running.
-func (s *settleCheck) pods(pods []corev1.Pod, namespaces []string) {
+// pods finds pods that are not Running and Ready.
+func (s *settleCheck) pods(pods []corev1.Pod, nodes []corev1.Node, namespaces []string) {
+	live := map[string]bool{}
+	for _, n := range nodes {
+		live[n.Name] = true
+	}
 	for i := range pods {
 		p := &pods[i]
 		if len(namespaces) > 0 && !slices.Contains(namespaces, p.Namespace) {
 			continue
 		}
 		switch {
+		case p.Status.Phase == corev1.PodSucceeded:
+			// A finished pod kept its promise.
+		case p.Status.Phase == corev1.PodPending && daemonPodForGoneNode(p, live):
+			// The DaemonSet controller deletes it on its next sync: not
+			// a pod anything could run.
 		case p.DeletionTimestamp != nil:
 			s.add(KindPodNotRunning, podKey(p), p.Spec.NodeName, "terminating since %s", p.DeletionTimestamp.UTC().Format(time.RFC3339))
 		case p.Status.Phase != corev1.PodRunning:
 			s.add(KindPodNotRunning, podKey(p), p.Spec.NodeName, "phase %s%s", p.Status.Phase, unschedulable(p))
+		case !healthy(p):
+			s.add(KindPodNotRunning, podKey(p), p.Spec.NodeName, "Running but not Ready")
 		}
 	}
+}
+
+// daemonPodForGoneNode reports whether the pod is a DaemonSet's pod made
+// for one node (required node affinity on metadata.name, as the DaemonSet
+// controller writes it) that no longer exists.
+func daemonPodForGoneNode(p *corev1.Pod, live map[string]bool) bool {
+	if !ownedByDaemonSet(p) || p.Spec.Affinity == nil || p.Spec.Affinity.NodeAffinity == nil {
+		return false
+	}
+	required := p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	if required == nil {
+		return false
+	}
+	for _, term := range required.NodeSelectorTerms {
+		for _, f := range term.MatchFields {
+			if f.Key == "metadata.name" && f.Operator == corev1.NodeSelectorOpIn && len(f.Values) == 1 && !live[f.Values[0]] {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // unschedulable is the scheduler's reason, when it gave one.
@@ -253,10 +287,12 @@ func daemonOrMirror(p *corev1.Pod) bool {
 	if _, mirror := p.Annotations[mirrorAnnotationKey]; mirror {
 		return true
 	}
-	owner := p.OwnerReferences
-	return slices.ContainsFunc(owner, func(o metav1.OwnerReference) bool {
-		return o.Controller != nil && *o.Controller && o.Kind == "DaemonSet"
-	})
+	return ownedByDaemonSet(p)
+}
+
+func ownedByDaemonSet(p *corev1.Pod) bool {
+	owner := metav1.GetControllerOf(p)
+	return owner != nil && owner.Kind == "DaemonSet"
 }
 
 // KWOKInstances lists the kwok provider's instances read-only: every Node

@@ -58,16 +58,30 @@ func TestCheckSettled(t *testing.T) {
 	}
 
 	// 2. Each promise broken once.
-	readyNode(t, p+"-leaked", "kwok://"+p+"-leaked")                             // an instance without a NodeClaim
-	settledClaim(t, p+"-vanished", p, false)                                     // a NodeClaim whose instance is gone
-	settledClaim(t, p+"-empty", p, true)                                         // only a DaemonSet pod left
-	settledClaim(t, p+"-tainted", p, true, karpv1.DisruptedNoScheduleTaint)      // disrupted taint, no disruption
-	settledClaim(t, p+"-held", p+"-keep", true, karpv1.BatchHoldNoScheduleTaint) // batch hold never lifted
-	runningPod(t, podSpec{ns: ns, name: "on-tainted", node: p + "-tainted"})     //
-	runningPod(t, podSpec{ns: ns, name: "on-held", node: p + "-held"})           //
-	runningPod(t, podSpec{ns: ns, name: "pending", pending: true})               // a pod that never ran
+	readyNode(t, p+"-leaked", "kwok://"+p+"-leaked")                              // an instance without a NodeClaim
+	settledClaim(t, p+"-vanished", p, false)                                      // a NodeClaim whose instance is gone
+	settledClaim(t, p+"-empty", p, true)                                          // only a DaemonSet pod left
+	settledClaim(t, p+"-tainted", p, true, karpv1.DisruptedNoScheduleTaint)       // disrupted taint, no disruption
+	settledClaim(t, p+"-held", p+"-keep", true, karpv1.BatchHoldNoScheduleTaint)  // batch hold never lifted
+	runningPod(t, podSpec{ns: ns, name: "on-tainted", node: p + "-tainted"})      // (not empty)
+	runningPod(t, podSpec{ns: ns, name: "on-held", node: p + "-held"})            // (not empty)
+	runningPod(t, podSpec{ns: ns, name: "pending", pending: true})                // a pod that never ran
+	unready := runningPod(t, podSpec{ns: ns, name: "unready", node: p + "-busy"}) // runs, not Ready
+	unready.Status.Conditions[0].Status = corev1.ConditionFalse
+	if err := env.Client.Status().Update(t.Context(), unready); err != nil {
+		t.Fatal(err)
+	}
 	ds := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: "ds-uid", Controller: ptrTrue()}
 	runningPod(t, podSpec{ns: ns, name: "agent", node: p + "-empty", owner: &ds})
+	// DaemonSet pods made for one node: for a gone node it is garbage,
+	// for a live one a pod that does not run.
+	runningPod(t, podSpec{ns: ns, name: "agent-for-gone", owner: &ds, forNode: p + "-gone", pending: true})
+	runningPod(t, podSpec{ns: ns, name: "agent-pending", owner: &ds, forNode: p + "-busy", pending: true})
+	finished := runningPod(t, podSpec{ns: ns, name: "finished", node: p + "-busy"})
+	finished.Status.Phase = corev1.PodSucceeded
+	if err := env.Client.Status().Update(t.Context(), finished); err != nil {
+		t.Fatal(err)
+	}
 	launching := test.MakeNodeClaim(p + "-launching").NodePool(p).Obj() // never launched
 	create(t, launching)
 
@@ -76,7 +90,9 @@ func TestCheckSettled(t *testing.T) {
 		"LeakedInstance kwok://" + p + "-leaked",
 		"MissingInstance " + p + "-vanished",
 		"NodeClaimNotSettled " + p + "-launching",
+		"PodNotRunning " + ns + "/agent-pending",
 		"PodNotRunning " + ns + "/pending",
+		"PodNotRunning " + ns + "/unready",
 		"StuckTaint " + p + "-held",
 		"StuckTaint " + p + "-tainted",
 	}

@@ -73,7 +73,10 @@ type podSpec struct {
 	annotations    map[string]string
 	owner          *metav1.OwnerReference
 	tolerations    []corev1.Toleration
-	pending        bool
+	// forNode, when set, pins the pod to that node by required node
+	// affinity on metadata.name, as the DaemonSet controller does.
+	forNode string
+	pending bool
 }
 
 // runningPod creates the pod and, unless pending, marks it Running and
@@ -84,6 +87,13 @@ func runningPod(t *testing.T, s podSpec) *corev1.Pod {
 	pod := test.MakePod(s.name).Namespace(s.ns).NodeName(s.node).Labels(s.labels).Obj()
 	pod.Annotations = s.annotations
 	pod.Spec.Tolerations = s.tolerations
+	if s.forNode != "" {
+		pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{s.forNode}}},
+			}}},
+		}}
+	}
 	if s.owner != nil {
 		pod.OwnerReferences = []metav1.OwnerReference{*s.owner}
 	}
@@ -137,6 +147,26 @@ func replicaSet(t *testing.T, ns, name string, replicas int32) (*appsv1.ReplicaS
 	}
 	create(t, rs)
 	return rs, metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))
+}
+
+// statefulSet creates a StatefulSet (no controller runs it) and returns
+// a controller reference to it.
+func statefulSet(t *testing.T, ns, name string, replicas int32) (*appsv1.StatefulSet, *metav1.OwnerReference) {
+	t.Helper()
+	labels := map[string]string{"app": name}
+	sts := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause"}}},
+			},
+		},
+	}
+	create(t, sts)
+	return sts, metav1.NewControllerRef(sts, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))
 }
 
 func evict(t *testing.T, pod *corev1.Pod) error {

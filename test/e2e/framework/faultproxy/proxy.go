@@ -156,7 +156,9 @@ func (p *Proxy) relay(client net.Conn) {
 	}
 	l := &link{client: client, server: server}
 	p.mu.Lock()
-	if p.closed {
+	// A drop (or Close) that began while this connection was being dialled
+	// missed it: reset it now.
+	if p.closed || time.Now().Before(p.dropUntil) {
 		p.mu.Unlock()
 		l.reset()
 		return

@@ -1,0 +1,111 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/localcluster"
+	"github.com/karp-autoscaler/karp/pkg/test"
+	"github.com/karp-autoscaler/karp/test/e2e/framework"
+	"github.com/karp-autoscaler/karp/test/e2e/framework/faultproxy"
+)
+
+// The controller talks to the API server through the fault proxy: it
+// provisions with slowed responses, rides out a drop shorter than its
+// renew deadline without losing the lead, and provisions again after.
+func TestControllerThroughAFaultyNetwork(t *testing.T) {
+	const name = "faults-network"
+	f := framework.Current(t)
+	p, err := faultproxy.Start(net.JoinHostPort("127.0.0.1", strconv.Itoa(f.Cluster.Ports.APIServer)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	pool := test.MakeNodePool(name).
+		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand).Obj()
+	framework.CreatePool(t, f.Client, name, pool)
+	k := framework.StartKarp(t, f, "--kubeconfig", framework.KubeconfigVia(t, f, p.Addr()))
+	t.Cleanup(func() { p.Drop(0); p.SetLatency(0); framework.DeletePool(f.Client, name) })
+
+	deploy := framework.Deployment(name, name, name, 2, "1")
+	framework.Create(t, f.Client, deploy)
+	p.SetLatency(300 * time.Millisecond)
+	waitAvailable(t, f, name, 2)
+	p.SetLatency(0)
+
+	leader(t, f, k)
+	p.Drop(3 * time.Second)
+	time.Sleep(3 * time.Second)
+	scale(t, f, deploy, 5)
+	waitAvailable(t, f, name, 5)
+	if k.Exited() {
+		t.Fatalf("karp exited after a 3s drop, shorter than its 10s renew deadline:\n%s", tailLines(k.Log(), 20))
+	}
+	if accepted, refused := p.Stats(); accepted < 2 || refused == 0 {
+		t.Errorf("proxy stats %d accepted, %d refused: want the controller to have reconnected after refused attempts", accepted, refused)
+	}
+}
+
+// The controller rides out restarts of etcd and the API server: it keeps
+// leading, or exits because it lost its Lease (never crashing otherwise)
+// and leads again when started; either way it provisions afterwards.
+func TestControllerRidesOutControlPlaneRestarts(t *testing.T) {
+	const name = "faults-control-plane"
+	f := framework.Current(t)
+	pool := test.MakeNodePool(name).
+		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand).Obj()
+	framework.CreatePool(t, f.Client, name, pool)
+	k := framework.StartKarp(t, f)
+	t.Cleanup(func() { framework.DeletePool(f.Client, name) })
+	deploy := framework.Deployment(name, name, name, 2, "1")
+	framework.Create(t, f.Client, deploy)
+	waitAvailable(t, f, name, 2)
+
+	for _, component := range []string{localcluster.Etcd, localcluster.APIServer} {
+		if err := f.Cluster.Restart(t.Context(), component); err != nil {
+			t.Fatal(err)
+		}
+	}
+	restarted := time.Now()
+	// The elector gives up only after its renew deadline, so wait for a
+	// renewal after the restarts (it still leads) or for its exit.
+	framework.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
+		if k.Exited() {
+			if log := k.Log(); !strings.Contains(log, "leader election lost") {
+				t.Fatalf("karp exited after the control plane restarts without losing its lease:\n%s", tailLines(log, 20))
+			}
+			t.Log("karp lost its lease during the restarts and exited; starting it again")
+			k.Restart(t)
+			return false, "restarted karp"
+		}
+		lease := &coordinationv1.Lease{}
+		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: framework.LeaseNamespace, Name: k.LeaseName}, lease); err != nil {
+			return false, err.Error()
+		}
+		renewed := lease.Spec.RenewTime
+		leading, err := k.Leading(ctx)
+		return err == nil && leading && renewed != nil && renewed.After(restarted),
+			fmt.Sprintf("leading %v (%v), lease renewed %v, control plane restarted %v", leading, err, renewed, restarted)
+	})
+	scale(t, f, deploy, 5)
+	waitAvailable(t, f, name, 5)
+	leader(t, f, k)
+}
+
+func tailLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
