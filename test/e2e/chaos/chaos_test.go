@@ -54,6 +54,9 @@ type run struct {
 	pinned map[string]bool
 	// phases records each phase's duration for the figures.
 	phases []string
+	// expiringEmptied is set once the expiring pool's workload is scaled
+	// to zero.
+	expiringEmptied bool
 	// interrupted are the nodes given a spot interruption notice.
 	interrupted []string
 }
@@ -110,28 +113,38 @@ func TestChaos(t *testing.T) {
 	r.settle()
 }
 
-// wantPods is the workload's pod count at the current replica counts.
-func (r *run) wantPods(ctx context.Context) (int, error) {
+// wantPods is the workload's pod count at the current replica counts,
+// leaving out the Deployments kept to skipPool.
+func (r *run) wantPods(ctx context.Context, skipPool string) (int, error) {
 	var list appsv1.DeploymentList
 	if err := r.cl.List(ctx, &list, client.InNamespace(namespace)); err != nil {
 		return 0, err
 	}
 	n := 0
 	for _, d := range list.Items {
-		n += int(ptr.Deref(d.Spec.Replicas, 1))
+		if skipPool == "" || d.Spec.Template.Spec.NodeSelector[karpv1.NodePoolLabelKey] != skipPool {
+			n += int(ptr.Deref(d.Spec.Replicas, 1))
+		}
 	}
 	return n, nil
 }
 
 // settled is the condition every phase ends on: the cluster settled (see
-// clusterState.unsettled) plus the phase's own condition.
+// clusterState.unsettled) plus the phase's own condition. Until the
+// expiring pool is emptied, its nodes keep expiring and being replaced,
+// so it never settles: the check leaves it out until then.
 func (r *run) settled(extra func(ctx context.Context, s *clusterState) string) func(ctx context.Context) (bool, string) {
 	return func(ctx context.Context) (bool, string) {
 		s, err := readState(ctx, r.cl)
 		if err != nil {
 			return false, err.Error()
 		}
-		want, err := r.wantPods(ctx)
+		skip := ""
+		if !r.expiringEmptied {
+			skip = poolExpiring
+			s = s.without(skip)
+		}
+		want, err := r.wantPods(ctx, skip)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -264,26 +277,36 @@ func (r *run) interrupt() {
 }
 
 // expiry waits until every node of the expiring pool that existed when it
-// started has expired and been replaced. (The daemonset phase then scales
-// its workload to zero, so its last nodes are removed as empty.)
+// started has expired and been replaced, and every pod of the workload
+// runs. It does not wait for a fully settled cluster: the replacements
+// expire in their turn, so the pool never stops changing while it has
+// pods. (The daemonset phase scales its workload to zero, and ends
+// settled, the pool's nodes gone.)
 func (r *run) expiry() {
 	original := map[string]bool{}
 	r.phase("expiry", 6*time.Minute, func() {
 		for _, nc := range framework.PoolNodeClaims(r.t.Context(), r.cl, poolExpiring) {
 			original[nc.Name] = true
 		}
-	}, r.settled(func(ctx context.Context, s *clusterState) string {
-		var left []string
+	}, func(ctx context.Context) (bool, string) {
+		s, err := readState(ctx, r.cl)
+		if err != nil {
+			return false, err.Error()
+		}
+		var left, notRunning []string
 		for _, nc := range s.claims {
 			if original[nc.Name] {
 				left = append(left, nc.Name)
 			}
 		}
-		if len(left) > 0 {
-			return fmt.Sprintf("%d NodeClaims not expired yet (%s)", len(left), sample(left))
+		for i := range s.pods {
+			if !framework.Available(&s.pods[i]) {
+				notRunning = append(notRunning, s.pods[i].Name)
+			}
 		}
-		return ""
-	}))
+		return len(left) == 0 && len(notRunning) == 0,
+			fmt.Sprintf("%d NodeClaims not expired yet (%s); %d pods not Running (%s)", len(left), sample(left), len(notRunning), sample(notRunning))
+	})
 }
 
 // daemonSet adds a DaemonSet that does not fit the tainted pool's full
@@ -292,6 +315,7 @@ func (r *run) expiry() {
 func (r *run) daemonSet() {
 	r.phase("daemonset", 6*time.Minute, func() {
 		r.scale("ephemeral", 0)
+		r.expiringEmptied = true
 		framework.Create(r.t, r.cl, agent())
 	},
 		r.settled(func(ctx context.Context, s *clusterState) string {
