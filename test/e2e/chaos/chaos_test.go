@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -168,9 +167,6 @@ func (r *run) phase(name string, timeout time.Duration, act func(), done func(ct
 	faults := r.inj.during(t.Context(), name, r.faults, r.window)
 	framework.Eventually(t, timeout, done)
 	<-faults
-	if n := r.ctrl.restartExited(); n > 0 {
-		t.Logf("phase %s: restarted %d exited replica(s)", name, n)
-	}
 	framework.Eventually(t, timeout, done)
 	took := time.Since(start).Round(time.Second)
 	r.phases = append(r.phases, fmt.Sprintf("%s=%s", name, took))
@@ -369,7 +365,6 @@ func (r *run) checkBadInput() {
 func (r *run) settle() {
 	t := r.t
 	r.checkBadInput()
-	r.ctrl.restartExited()
 	framework.Eventually(t, 5*time.Minute, r.settled(nil))
 	settledAt := time.Now()
 	lastFault := r.inj.lastEnd()
@@ -434,7 +429,7 @@ func (r *run) settle() {
 	}
 	notRunning := report.Count(invariants.KindPodNotRunning)
 	t.Logf("chaos figures: seed=%d duration=%s phases: %s", seed, time.Since(r.start).Round(time.Second), strings.Join(r.phases, " "))
-	t.Logf("chaos figures: faults %d (%s)", len(r.inj.injected()), r.inj.byKind())
+	t.Logf("chaos figures: faults %d (%s); replicas that exited on their own and were restarted: %d", len(r.inj.injected()), r.inj.byKind(), r.ctrl.restarts())
 	t.Logf("chaos figures: evictions=%d disruptions=%d unobserved=%d pdb-violations=%d do-not-disrupt-disrupted=%d leaked=%d duplicate=%d shared=%d missing=%d stuck-taints=%d empty-nodes=%d pods-not-running=%d excused-on-interrupted=%d",
 		report.Evictions, len(report.Disruptions), report.Unobserved, report.Count(invariants.KindPDBViolation), report.Count(invariants.KindDoNotDisrupt),
 		report.Count(invariants.KindLeakedInstance), report.Count(invariants.KindDuplicateInstance), report.Count(invariants.KindSharedInstance),
@@ -510,19 +505,10 @@ func (r *run) faultKinds() []faultKind {
 			if err != nil {
 				return err
 			}
-			return r.ctrl.kill(k)
+			return r.ctrl.kill(nil, k)
 		}},
 		{name: "kill-both", inject: func(context.Context) error {
-			for _, k := range r.ctrl.replicas {
-				if !k.Exited() {
-					if err := k.Signal(syscall.SIGKILL); err != nil {
-						return err
-					}
-					k.WaitExit(30 * time.Second)
-				}
-			}
-			r.ctrl.restartExited()
-			return nil
+			return r.ctrl.kill(nil, r.ctrl.replicas...)
 		}},
 		{name: "stop-leader", inject: r.stopLeader},
 		{name: "insufficient-capacity", inject: r.insufficientCapacity},
@@ -544,26 +530,13 @@ func (r *run) faultKinds() []faultKind {
 // stopLeader freezes the leader (SIGSTOP) past its 15s Lease, so the
 // standby takes over while the old leader still believes it leads, then
 // resumes it (SIGCONT): it must notice it lost the Lease and stop acting.
-// It exits; it is started again as the new standby.
+// It exits, and the supervisor starts it again as the standby.
 func (r *run) stopLeader(ctx context.Context) error {
 	k, err := r.ctrl.leader(ctx)
 	if err != nil {
 		return err
 	}
-	if err := k.Signal(syscall.SIGSTOP); err != nil {
-		return err
-	}
-	err = sleep(ctx, 25*time.Second)
-	if cerr := k.Signal(syscall.SIGCONT); cerr != nil {
-		return cerr
-	}
-	if err != nil {
-		return err
-	}
-	if k.WaitExit(30 * time.Second) {
-		k.Restart(r.t)
-	}
-	return nil
+	return r.ctrl.freeze(ctx, k, 25*time.Second)
 }
 
 // insufficientCapacity restarts the standby with
@@ -598,10 +571,10 @@ func (r *run) insufficientCapacity(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := r.ctrl.kill(r.ctrl.standby(leader), "--kwok-insufficient-capacity="+strings.Join(offerings, ",")); err != nil {
+	if err := r.ctrl.kill([]string{"--kwok-insufficient-capacity=" + strings.Join(offerings, ",")}, r.ctrl.standby(leader)); err != nil {
 		return err
 	}
-	return r.ctrl.kill(leader)
+	return r.ctrl.kill(nil, leader)
 }
 
 // sleep waits d or until ctx is done.
