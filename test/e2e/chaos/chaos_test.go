@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -54,6 +53,9 @@ type run struct {
 	pinned map[string]bool
 	// phases records each phase's duration for the figures.
 	phases []string
+	// expiringEmptied is set once the expiring pool's workload is scaled
+	// to zero.
+	expiringEmptied bool
 	// interrupted are the nodes given a spot interruption notice.
 	interrupted []string
 }
@@ -110,28 +112,38 @@ func TestChaos(t *testing.T) {
 	r.settle()
 }
 
-// wantPods is the workload's pod count at the current replica counts.
-func (r *run) wantPods(ctx context.Context) (int, error) {
+// wantPods is the workload's pod count at the current replica counts,
+// leaving out the Deployments kept to skipPool.
+func (r *run) wantPods(ctx context.Context, skipPool string) (int, error) {
 	var list appsv1.DeploymentList
 	if err := r.cl.List(ctx, &list, client.InNamespace(namespace)); err != nil {
 		return 0, err
 	}
 	n := 0
 	for _, d := range list.Items {
-		n += int(ptr.Deref(d.Spec.Replicas, 1))
+		if skipPool == "" || d.Spec.Template.Spec.NodeSelector[karpv1.NodePoolLabelKey] != skipPool {
+			n += int(ptr.Deref(d.Spec.Replicas, 1))
+		}
 	}
 	return n, nil
 }
 
 // settled is the condition every phase ends on: the cluster settled (see
-// clusterState.unsettled) plus the phase's own condition.
+// clusterState.unsettled) plus the phase's own condition. Until the
+// expiring pool is emptied, its nodes keep expiring and being replaced,
+// so it never settles: the check leaves it out until then.
 func (r *run) settled(extra func(ctx context.Context, s *clusterState) string) func(ctx context.Context) (bool, string) {
 	return func(ctx context.Context) (bool, string) {
 		s, err := readState(ctx, r.cl)
 		if err != nil {
 			return false, err.Error()
 		}
-		want, err := r.wantPods(ctx)
+		skip := ""
+		if !r.expiringEmptied {
+			skip = poolExpiring
+			s = s.without(skip)
+		}
+		want, err := r.wantPods(ctx, skip)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -155,9 +167,6 @@ func (r *run) phase(name string, timeout time.Duration, act func(), done func(ct
 	faults := r.inj.during(t.Context(), name, r.faults, r.window)
 	framework.Eventually(t, timeout, done)
 	<-faults
-	if n := r.ctrl.restartExited(); n > 0 {
-		t.Logf("phase %s: restarted %d exited replica(s)", name, n)
-	}
 	framework.Eventually(t, timeout, done)
 	took := time.Since(start).Round(time.Second)
 	r.phases = append(r.phases, fmt.Sprintf("%s=%s", name, took))
@@ -264,26 +273,36 @@ func (r *run) interrupt() {
 }
 
 // expiry waits until every node of the expiring pool that existed when it
-// started has expired and been replaced. (The daemonset phase then scales
-// its workload to zero, so its last nodes are removed as empty.)
+// started has expired and been replaced, and every pod of the workload
+// runs. It does not wait for a fully settled cluster: the replacements
+// expire in their turn, so the pool never stops changing while it has
+// pods. (The daemonset phase scales its workload to zero, and ends
+// settled, the pool's nodes gone.)
 func (r *run) expiry() {
 	original := map[string]bool{}
 	r.phase("expiry", 6*time.Minute, func() {
 		for _, nc := range framework.PoolNodeClaims(r.t.Context(), r.cl, poolExpiring) {
 			original[nc.Name] = true
 		}
-	}, r.settled(func(ctx context.Context, s *clusterState) string {
-		var left []string
+	}, func(ctx context.Context) (bool, string) {
+		s, err := readState(ctx, r.cl)
+		if err != nil {
+			return false, err.Error()
+		}
+		var left, notRunning []string
 		for _, nc := range s.claims {
 			if original[nc.Name] {
 				left = append(left, nc.Name)
 			}
 		}
-		if len(left) > 0 {
-			return fmt.Sprintf("%d NodeClaims not expired yet (%s)", len(left), sample(left))
+		for i := range s.pods {
+			if !framework.Available(&s.pods[i]) {
+				notRunning = append(notRunning, s.pods[i].Name)
+			}
 		}
-		return ""
-	}))
+		return len(left) == 0 && len(notRunning) == 0,
+			fmt.Sprintf("%d NodeClaims not expired yet (%s); %d pods not Running (%s)", len(left), sample(left), len(notRunning), sample(notRunning))
+	})
 }
 
 // daemonSet adds a DaemonSet that does not fit the tainted pool's full
@@ -292,6 +311,7 @@ func (r *run) expiry() {
 func (r *run) daemonSet() {
 	r.phase("daemonset", 6*time.Minute, func() {
 		r.scale("ephemeral", 0)
+		r.expiringEmptied = true
 		framework.Create(r.t, r.cl, agent())
 	},
 		r.settled(func(ctx context.Context, s *clusterState) string {
@@ -345,7 +365,6 @@ func (r *run) checkBadInput() {
 func (r *run) settle() {
 	t := r.t
 	r.checkBadInput()
-	r.ctrl.restartExited()
 	framework.Eventually(t, 5*time.Minute, r.settled(nil))
 	settledAt := time.Now()
 	lastFault := r.inj.lastEnd()
@@ -410,7 +429,7 @@ func (r *run) settle() {
 	}
 	notRunning := report.Count(invariants.KindPodNotRunning)
 	t.Logf("chaos figures: seed=%d duration=%s phases: %s", seed, time.Since(r.start).Round(time.Second), strings.Join(r.phases, " "))
-	t.Logf("chaos figures: faults %d (%s)", len(r.inj.injected()), r.inj.byKind())
+	t.Logf("chaos figures: faults %d (%s); replicas that exited on their own and were restarted: %d", len(r.inj.injected()), r.inj.byKind(), r.ctrl.restarts())
 	t.Logf("chaos figures: evictions=%d disruptions=%d unobserved=%d pdb-violations=%d do-not-disrupt-disrupted=%d leaked=%d duplicate=%d shared=%d missing=%d stuck-taints=%d empty-nodes=%d pods-not-running=%d excused-on-interrupted=%d",
 		report.Evictions, len(report.Disruptions), report.Unobserved, report.Count(invariants.KindPDBViolation), report.Count(invariants.KindDoNotDisrupt),
 		report.Count(invariants.KindLeakedInstance), report.Count(invariants.KindDuplicateInstance), report.Count(invariants.KindSharedInstance),
@@ -486,19 +505,10 @@ func (r *run) faultKinds() []faultKind {
 			if err != nil {
 				return err
 			}
-			return r.ctrl.kill(k)
+			return r.ctrl.kill(nil, k)
 		}},
 		{name: "kill-both", inject: func(context.Context) error {
-			for _, k := range r.ctrl.replicas {
-				if !k.Exited() {
-					if err := k.Signal(syscall.SIGKILL); err != nil {
-						return err
-					}
-					k.WaitExit(30 * time.Second)
-				}
-			}
-			r.ctrl.restartExited()
-			return nil
+			return r.ctrl.kill(nil, r.ctrl.replicas...)
 		}},
 		{name: "stop-leader", inject: r.stopLeader},
 		{name: "insufficient-capacity", inject: r.insufficientCapacity},
@@ -520,26 +530,13 @@ func (r *run) faultKinds() []faultKind {
 // stopLeader freezes the leader (SIGSTOP) past its 15s Lease, so the
 // standby takes over while the old leader still believes it leads, then
 // resumes it (SIGCONT): it must notice it lost the Lease and stop acting.
-// It exits; it is started again as the new standby.
+// It exits, and the supervisor starts it again as the standby.
 func (r *run) stopLeader(ctx context.Context) error {
 	k, err := r.ctrl.leader(ctx)
 	if err != nil {
 		return err
 	}
-	if err := k.Signal(syscall.SIGSTOP); err != nil {
-		return err
-	}
-	err = sleep(ctx, 25*time.Second)
-	if cerr := k.Signal(syscall.SIGCONT); cerr != nil {
-		return cerr
-	}
-	if err != nil {
-		return err
-	}
-	if k.WaitExit(30 * time.Second) {
-		k.Restart(r.t)
-	}
-	return nil
+	return r.ctrl.freeze(ctx, k, 25*time.Second)
 }
 
 // insufficientCapacity restarts the standby with
@@ -574,10 +571,10 @@ func (r *run) insufficientCapacity(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := r.ctrl.kill(r.ctrl.standby(leader), "--kwok-insufficient-capacity="+strings.Join(offerings, ",")); err != nil {
+	if err := r.ctrl.kill([]string{"--kwok-insufficient-capacity=" + strings.Join(offerings, ",")}, r.ctrl.standby(leader)); err != nil {
 		return err
 	}
-	return r.ctrl.kill(leader)
+	return r.ctrl.kill(nil, leader)
 }
 
 // sleep waits d or until ctx is done.

@@ -37,6 +37,28 @@ func readState(ctx context.Context, cl client.Client) (*clusterState, error) {
 	return &clusterState{pods: pods.Items, nodes: nodes.Items, claims: claims.Items}, nil
 }
 
+// without is the state without the pool's NodeClaims and Nodes and the
+// pods kept to it (by their karpenter.sh/nodepool node selector).
+func (s *clusterState) without(pool string) *clusterState {
+	out := &clusterState{}
+	for _, p := range s.pods {
+		if p.Spec.NodeSelector[karpv1.NodePoolLabelKey] != pool {
+			out.pods = append(out.pods, p)
+		}
+	}
+	for _, n := range s.nodes {
+		if n.Labels[karpv1.NodePoolLabelKey] != pool {
+			out.nodes = append(out.nodes, n)
+		}
+	}
+	for _, nc := range s.claims {
+		if nc.Labels[karpv1.NodePoolLabelKey] != pool {
+			out.claims = append(out.claims, nc)
+		}
+	}
+	return out
+}
+
 // unsettled lists why the cluster is not settled yet, empty once it is:
 // every pod of the workload Running and Ready (wantPods of them, the
 // DaemonSet's aside), the kwok instances matched one-to-one with live
