@@ -174,7 +174,7 @@ func (r *Recorder) record(ctx context.Context, event *eventsv1.Event) {
 	now := event.EventTime.Time
 	s, ok := r.series[key]
 	if !ok || now.Sub(s.last) >= Window {
-		if ok {
+		if ok && s.dirty {
 			r.writeSeries(ctx, s)
 		}
 		if created := r.create(ctx, event); created != nil {
