@@ -266,10 +266,15 @@ func (r *Recorder) name(event *eventsv1.Event) string {
 	return base + suffix
 }
 
+// keyOf is event's series key. Object references are keyed without their
+// resource version, as core/v1's correlator keys them: a pod whose status
+// changed between two passes that say the same thing gets one event.
 func keyOf(event *eventsv1.Event) seriesKey {
 	key := seriesKey{noteKey: noteKey{eventType: event.Type, reason: event.Reason, action: event.Action, regarding: event.Regarding}, note: event.Note}
+	key.regarding.ResourceVersion = ""
 	if event.Related != nil {
 		key.related = *event.Related
+		key.related.ResourceVersion = ""
 	}
 	return key
 }

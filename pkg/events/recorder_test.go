@@ -158,6 +158,17 @@ func TestSupersededNoteBackIsNewestAtOnce(t *testing.T) {
 	h.eventually("A x3, B x2", 10*time.Second)
 }
 
+func TestRepeatOnANewVersionOfTheObjectIsCounted(t *testing.T) {
+	h := newHarness(t)
+	h.pod.ResourceVersion = "1"
+	h.failedScheduling("A")
+	h.eventually("A x1", 0)
+	h.clock.Step(time.Second)
+	h.pod.ResourceVersion = "2"
+	h.failedScheduling("A")
+	h.eventually("A x2", 0)
+}
+
 func TestNoteAfterTheWindowIsANewEvent(t *testing.T) {
 	h := newHarness(t)
 	h.failedScheduling("A")
