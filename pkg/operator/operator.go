@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -32,6 +33,7 @@ import (
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 	"github.com/karp-autoscaler/karp/pkg/controllers"
+	karpevents "github.com/karp-autoscaler/karp/pkg/events"
 	"github.com/karp-autoscaler/karp/pkg/index"
 	"github.com/karp-autoscaler/karp/pkg/metrics"
 	"github.com/karp-autoscaler/karp/pkg/operator/fence"
@@ -165,12 +167,20 @@ func New(ctx context.Context, restConfig *rest.Config, opts *options.Options, ex
 	if err := metrics.Register(cfg.metricsReg); err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
+	// karp's own recorder, not the manager's: client-go's broadcaster keeps
+	// a series' first note, so a changed reason would not show (see
+	// pkg/events). Event times are wall times users read, so it keeps the
+	// real clock whatever clock the controllers are given.
+	recorder := karpevents.NewRecorder(mgr.GetClient(), mgr.GetScheme(), clock.RealClock{}, log.FromContext(ctx).WithName("events"), Component)
+	if err := mgr.Add(recorder); err != nil {
+		return nil, fmt.Errorf("adding the event recorder: %w", err)
+	}
 	return &Operator{
 		Manager:    mgr,
 		Options:    opts,
 		Clock:      cfg.clock,
 		KubeClient: mgr.GetClient(),
-		Recorder:   mgr.GetEventRecorder(Component),
+		Recorder:   recorder,
 		fence:      writeFence,
 	}, nil
 }

@@ -35,7 +35,7 @@ func TestCandidateIsTaintedBeforeItsReplacementLaunches(t *testing.T) {
 			return c.Create(ctx, obj, opts...)
 		},
 	})
-	h.controller = disruption.NewController(observed, h.provider, h.cluster, h.mgr.GetEventRecorder("karp"),
+	h.controller = disruption.NewController(observed, h.provider, h.cluster, h.base.Recorder,
 		h.clock, h.opts, simulation.Options{PreferencePolicy: simulation.PreferencePolicyRespect, MinValuesPolicy: simulation.MinValuesPolicyStrict})
 	h.readyNodePool(test.MakeNodePool("default").Obj())
 	h.runningNode("big", nodeOpts{it: largeType}, pod("p1", "1"))

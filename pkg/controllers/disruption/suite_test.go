@@ -73,7 +73,7 @@ func (h *harness) started() {
 }
 
 func (h *harness) newController() {
-	h.controller = disruption.NewController(h.mgr.GetClient(), h.provider, h.cluster, h.mgr.GetEventRecorder("karp"),
+	h.controller = disruption.NewController(h.mgr.GetClient(), h.provider, h.cluster, h.base.Recorder,
 		h.clock, h.opts, simulation.Options{PreferencePolicy: simulation.PreferencePolicyRespect, MinValuesPolicy: simulation.MinValuesPolicyStrict})
 }
 

@@ -125,11 +125,8 @@ func (c *Controller) report(obj client.Object, finalizer string) {
 }
 
 // identity copies what an event needs to name the object: its kind (by
-// type), name, namespace and UID. It leaves out the resource version: the
-// events API merges events about the same object version with the same
-// reason into one series (keeping the first note), and an event about the
-// object as last seen would otherwise be merged into the one reported at
-// that version.
+// type), name, namespace and UID. It leaves out the resource version, which
+// the object as last seen no longer has.
 func (c *Controller) identity(obj client.Object) client.Object {
 	out := c.newObject()
 	out.SetName(obj.GetName())

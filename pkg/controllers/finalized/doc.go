@@ -6,8 +6,8 @@
 // Node. A finalizer removed from an object that is then gone (the usual
 // case: the last finalizer goes and the API server deletes the object) is
 // reported on the object as it was last seen. Several finalizers that
-// leave together from an object that is then gone give events the events
-// API merges into one series, which shows the first note.
+// leave together give one event each: karp's recorder (pkg/events) keeps
+// events with different notes apart.
 //
 // The controllers remember, per object, the finalizers they last saw; an
 // object without finalizers is not remembered. What they miss while

@@ -57,7 +57,7 @@ func (h *harness) withSchedulerConfig(path string) {
 	}
 	opts := provisioning.DefaultOptions()
 	opts.DefaultSpread = cfg.Spread
-	h.provisioner = provisioning.NewProvisioner(h.mgr.GetClient(), h.provider, h.cluster, h.mgr.GetEventRecorder("karp"), h.clock, opts)
+	h.provisioner = provisioning.NewProvisioner(h.mgr.GetClient(), h.provider, h.cluster, h.base.Recorder, h.clock, opts)
 }
 
 // zonesOf returns the zone each NodeClaim is pinned to ("" when it may

@@ -19,7 +19,7 @@ func TestSolveTimeBoundDefersWhatItDidNotPlace(t *testing.T) {
 	}
 	bounded := provisioning.DefaultOptions()
 	bounded.SolveTimeout = time.Nanosecond // over before the first pod
-	h.provisioner = provisioning.NewProvisioner(h.mgr.GetClient(), h.provider, h.cluster, h.mgr.GetEventRecorder("karp"), h.clock, bounded)
+	h.provisioner = provisioning.NewProvisioner(h.mgr.GetClient(), h.provider, h.cluster, h.base.Recorder, h.clock, bounded)
 	h.readyNodePool(test.MakeNodePool("default").Obj())
 	h.pendingPods(test.MakePod("a").Requests("cpu", "1").Obj())
 	res := h.schedule()

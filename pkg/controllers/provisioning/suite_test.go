@@ -54,7 +54,7 @@ func newHarness(t *testing.T) *harness {
 // a provisioner over them.
 func (h *harness) started() {
 	h.mgr, h.cluster = h.base.Manager, h.base.Cluster
-	h.provisioner = provisioning.NewProvisioner(h.mgr.GetClient(), h.provider, h.cluster, h.mgr.GetEventRecorder("karp"),
+	h.provisioner = provisioning.NewProvisioner(h.mgr.GetClient(), h.provider, h.cluster, h.base.Recorder,
 		h.clock, provisioning.DefaultOptions())
 }
 

@@ -32,7 +32,7 @@ func TestNothingHappensUntilStateIsSynced(t *testing.T) {
 		cluster.UpdateNodePool(np)
 	}
 	cluster.UpdatePod(withStatus(pod))
-	p := provisioning.NewProvisioner(h.mgr.GetClient(), h.provider, cluster, h.mgr.GetEventRecorder("karp"), h.clock, provisioning.DefaultOptions())
+	p := provisioning.NewProvisioner(h.mgr.GetClient(), h.provider, cluster, h.base.Recorder, h.clock, provisioning.DefaultOptions())
 
 	// The window closes, but state lacks the in-flight NodeClaim: nothing
 	// is created and the pass comes back soon.

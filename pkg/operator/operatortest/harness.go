@@ -24,14 +24,17 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	karpevents "github.com/karp-autoscaler/karp/pkg/events"
 	"github.com/karp-autoscaler/karp/pkg/index"
 	"github.com/karp-autoscaler/karp/pkg/test/environment"
 )
@@ -73,13 +76,18 @@ func Start(ctx context.Context) (*Harness, error) {
 			return nil, errors.Join(fmt.Errorf("starting informer: %w", err), env.Stop())
 		}
 	}
+	// The recorder production uses (see pkg/operator).
+	recorder := karpevents.NewRecorder(mgr.GetClient(), env.Scheme, clock.RealClock{}, log.FromContext(ctx).WithName("events"), "karpenter")
+	if err := mgr.Add(recorder); err != nil {
+		return nil, errors.Join(fmt.Errorf("adding the event recorder: %w", err), env.Stop())
+	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	h := &Harness{
 		Env:       env,
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Clock:     clocktesting.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)),
-		Recorder:  mgr.GetEventRecorder("karpenter"),
+		Recorder:  recorder,
 		cancel:    cancel,
 		done:      make(chan error, 1),
 	}

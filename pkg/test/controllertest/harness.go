@@ -10,16 +10,19 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/fake"
+	karpevents "github.com/karp-autoscaler/karp/pkg/events"
 	"github.com/karp-autoscaler/karp/pkg/state"
 	"github.com/karp-autoscaler/karp/pkg/test/environment"
 )
@@ -44,9 +47,12 @@ type Harness struct {
 	Client   client.Client
 	Clock    *clocktesting.FakeClock
 	Provider *fake.CloudProvider
-	// Manager and Cluster are replaced by Restart.
+	// Manager, Cluster and Recorder are replaced by Restart.
 	Manager manager.Manager
 	Cluster *state.Cluster
+	// Recorder is the event recorder production uses (pkg/events), run by
+	// Manager.
+	Recorder *karpevents.Recorder
 
 	env           *environment.Environment
 	registerState RegisterStateFunc
@@ -88,6 +94,10 @@ func (h *Harness) start(ctx context.Context) {
 	if err := h.registerState(ctx, mgr, cluster); err != nil {
 		h.T.Fatalf("registering state controllers: %v", err)
 	}
+	recorder := karpevents.NewRecorder(mgr.GetClient(), h.env.Scheme, clock.RealClock{}, log.FromContext(ctx), "karpenter")
+	if err := mgr.Add(recorder); err != nil {
+		h.T.Fatalf("adding the event recorder: %v", err)
+	}
 	go func() {
 		if err := mgr.Start(ctx); err != nil {
 			h.T.Errorf("manager stopped: %v", err)
@@ -96,7 +106,7 @@ func (h *Harness) start(ctx context.Context) {
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
 		h.T.Fatal("cache did not sync")
 	}
-	h.Manager, h.Cluster = mgr, cluster
+	h.Manager, h.Cluster, h.Recorder = mgr, cluster, recorder
 }
 
 // namespaced are the kinds of namespaced objects the tests create.

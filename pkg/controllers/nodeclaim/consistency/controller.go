@@ -105,9 +105,8 @@ func (c *Controller) Reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 		issues = append(issues, terminationIssues(nodeClaim, pods, pdbs)...)
 	}
 	// 2. Report, and record the outcome. Upstream records one event per
-	// issue; the events API karp writes to merges events about the same
-	// object version with the same reason into one series that keeps the
-	// first note, so the issues of one check share one event instead.
+	// issue; karp joins the issues of one check into one event, so they
+	// are read together.
 	for _, issue := range issues {
 		log.FromContext(ctx).Error(errors.New(issue), "consistency error")
 	}

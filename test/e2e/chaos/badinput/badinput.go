@@ -127,7 +127,6 @@ func apply(ctx context.Context, cl client.Client, namespace string, c Case) Resu
 			}
 			res.Created = append(res.Created, obj)
 		}
-		waitReady(ctx, cl, res.Created)
 	}
 	obj, err := toUnstructured(c.Object(namespace))
 	if err != nil {
@@ -148,34 +147,6 @@ func apply(ctx context.Context, cl client.Client, namespace string, c Case) Resu
 		res.Err = fmt.Errorf("creating %s %s: %w", kindOf(res.Object), res.Object.GetName(), err)
 	}
 	return res
-}
-
-// setupReadyTimeout bounds how long a case waits for its setup NodePools
-// to turn Ready before it applies its bad object.
-const setupReadyTimeout = 30 * time.Second
-
-// waitReady waits (up to setupReadyTimeout) until every NodePool among
-// objs is Ready, so a case's pod is weighed against its NodePool from
-// karp's first pass on. karp records FailedScheduling through the
-// events.k8s.io API, whose recorder folds later events of the same pod and
-// reason into a series that keeps the first note: a note written before
-// the NodePool was Ready would stay. Past the timeout the case goes on, and
-// Verify reports what karp said.
-func waitReady(ctx context.Context, cl client.Client, objs []client.Object) {
-	ctx, cancel := context.WithTimeout(ctx, setupReadyTimeout)
-	defer cancel()
-	_ = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		for _, obj := range objs {
-			if kindOf(obj) != "NodePool" {
-				continue
-			}
-			var np karpv1.NodePool
-			if err := cl.Get(ctx, client.ObjectKeyFromObject(obj), &np); err != nil || !np.StatusConditions().IsTrue(karpv1.ConditionTypeReady) {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
 }
 
 // check says what is wrong with the answer to a create that should have

@@ -1,0 +1,185 @@
+package events_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/karp-autoscaler/karp/pkg/events"
+)
+
+// harness runs a Recorder against the test API server with a fake clock.
+type harness struct {
+	t        *testing.T
+	recorder *events.Recorder
+	clock    *clocktesting.FakeClock
+	pod      *corev1.Pod
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	clk := clocktesting.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	h := &harness{
+		t:        t,
+		recorder: events.NewRecorder(env.Client, env.Scheme, clk, testr.New(t), "karpenter"),
+		clock:    clk,
+		// The regarding object need not exist: events name it by reference.
+		// Each test's pod has its own name, so the events of tests that
+		// start at the same fake instant have different names.
+		pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: strings.ToLower(t.Name()), Namespace: "default",
+			UID: types.UID("uid-" + strings.ToLower(t.Name()))}},
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- h.recorder.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("recorder: %v", err)
+		}
+	})
+	return h
+}
+
+func (h *harness) failedScheduling(note string) {
+	h.recorder.Eventf(h.pod, nil, corev1.EventTypeWarning, "FailedScheduling", "Provisioning", "%s", note)
+}
+
+// events lists the pod's events, oldest first by last occurrence.
+func (h *harness) events() []eventsv1.Event {
+	h.t.Helper()
+	var list eventsv1.EventList
+	if err := env.Client.List(h.t.Context(), &list, client.InNamespace(h.pod.Namespace)); err != nil {
+		h.t.Fatalf("listing events: %v", err)
+	}
+	var got []eventsv1.Event
+	for _, ev := range list.Items {
+		if ev.Regarding.UID == h.pod.UID {
+			got = append(got, ev)
+		}
+	}
+	sort.SliceStable(got, func(i, j int) bool { return lastSeen(got[i]).Before(lastSeen(got[j])) })
+	return got
+}
+
+func lastSeen(ev eventsv1.Event) time.Time {
+	if ev.Series != nil {
+		return ev.Series.LastObservedTime.Time
+	}
+	return ev.EventTime.Time
+}
+
+// summary is what a user reads: each event's note and count.
+func summary(evs []eventsv1.Event) string {
+	var parts []string
+	for _, ev := range evs {
+		count := int32(1)
+		if ev.Series != nil {
+			count = ev.Series.Count
+		}
+		parts = append(parts, fmt.Sprintf("%s x%d", ev.Note, count))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// eventually waits until the pod's events read want, stepping the fake
+// clock by step (which may be zero) between looks.
+func (h *harness) eventually(want string, step time.Duration) {
+	h.t.Helper()
+	var got string
+	err := wait.PollUntilContextTimeout(h.t.Context(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		got = summary(h.events())
+		if got == want {
+			return true, nil
+		}
+		h.clock.Step(step)
+		return false, nil
+	})
+	if err != nil {
+		h.t.Fatalf("events of the pod: got %q, want %q", got, want)
+	}
+}
+
+func TestChangedNoteIsWrittenAtOnce(t *testing.T) {
+	h := newHarness(t)
+	h.failedScheduling(`NodePool "a" not Ready`)
+	h.eventually(`NodePool "a" not Ready x1`, 0)
+	h.clock.Step(time.Second)
+	h.failedScheduling(`NodePool "a" requirements leave no instance type`)
+	h.eventually(`NodePool "a" not Ready x1, NodePool "a" requirements leave no instance type x1`, 0)
+	// Another event of a different reason stays its own.
+	h.clock.Step(time.Second)
+	h.recorder.Eventf(h.pod, nil, corev1.EventTypeNormal, "Nominated", "Provisioning", "Pod should schedule on: %s", "nodeclaim/x")
+	h.eventually(`NodePool "a" not Ready x1, NodePool "a" requirements leave no instance type x1, Pod should schedule on: nodeclaim/x x1`, 0)
+}
+
+func TestRepeatedNoteIsOneEventWithACount(t *testing.T) {
+	h := newHarness(t)
+	h.failedScheduling("no NodePool fits")
+	h.eventually("no NodePool fits x1", 0)
+	h.clock.Step(time.Second)
+	h.failedScheduling("no NodePool fits")
+	h.eventually("no NodePool fits x2", 0)
+	// A third repeat is counted at the next flush.
+	h.clock.Step(time.Second)
+	h.failedScheduling("no NodePool fits")
+	h.eventually("no NodePool fits x3", 10*time.Second)
+}
+
+func TestSupersededNoteBackIsNewestAtOnce(t *testing.T) {
+	h := newHarness(t)
+	h.failedScheduling("A")
+	h.eventually("A x1", 0)
+	h.clock.Step(time.Second)
+	h.failedScheduling("B")
+	h.eventually("A x1, B x1", 0)
+	h.clock.Step(time.Second)
+	h.failedScheduling("A")
+	h.eventually("B x1, A x2", 0)
+	h.clock.Step(time.Second)
+	// A repeat of the newest note waits for the flush; the older note
+	// back is written at once.
+	h.failedScheduling("A")
+	h.clock.Step(time.Second)
+	h.failedScheduling("B")
+	h.eventually("A x2, B x2", 0)
+	h.eventually("A x3, B x2", 10*time.Second)
+}
+
+func TestRepeatOnANewVersionOfTheObjectIsCounted(t *testing.T) {
+	h := newHarness(t)
+	h.pod.ResourceVersion = "1"
+	h.failedScheduling("A")
+	h.eventually("A x1", 0)
+	h.clock.Step(time.Second)
+	h.pod.ResourceVersion = "2"
+	h.failedScheduling("A")
+	h.eventually("A x2", 0)
+}
+
+func TestNoteAfterTheWindowIsANewEvent(t *testing.T) {
+	h := newHarness(t)
+	h.failedScheduling("A")
+	h.eventually("A x1", 0)
+	h.clock.Step(events.Window)
+	h.failedScheduling("A")
+	h.eventually("A x1, A x1", 0)
+}
+
+func TestLongNoteIsTruncated(t *testing.T) {
+	h := newHarness(t)
+	h.failedScheduling(strings.Repeat("é", 1000))
+	h.eventually(strings.Repeat("é", 510)+"... x1", 0)
+}
