@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/test"
@@ -46,7 +48,13 @@ func TestQueueRollsBackWhenReplacementIsDeleted(t *testing.T) {
 	if err := h.client.Delete(h.ctx, &repl[0]); err != nil {
 		t.Fatal(err)
 	}
-	h.eventually("replacement gone", func() bool { return h.gone(repl[0].Name) })
+	// The controller reads NodeClaims through the manager's cache: wait
+	// until it, not only the API server, has seen the deletion.
+	h.eventually("replacement gone from the controller's view", func() bool {
+		nc := &karpv1.NodeClaim{}
+		err := h.mgr.GetClient().Get(h.ctx, types.NamespacedName{Name: repl[0].Name}, nc)
+		return apierrors.IsNotFound(err) || (err == nil && nc.DeletionTimestamp != nil)
+	})
 	h.pass()
 	if h.gone("big") || h.tainted("big") {
 		t.Fatal("candidate not restored after its replacement was deleted")
