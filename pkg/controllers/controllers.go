@@ -141,7 +141,7 @@ func NewControllers(deps Deps) []Controller {
 		// Deletes or replaces empty, drifted and underutilized nodes
 		// within budgets (singleton), and says why the others stay.
 		disruption.NewController(deps.KubeClient, deps.CloudProvider, cluster, deps.Recorder, deps.Clock,
-			disruptionOptions(deps.Options), solverOptions(provisioningOptions(deps.Options))),
+			disruptionOptions(deps.Options), solverOptions(provisioningOptions(deps.Options))).WithAPIReader(deps.APIReader),
 	}
 	// Records a Finalized event for each finalizer that leaves a NodeClaim,
 	// a Node or a NodePool.

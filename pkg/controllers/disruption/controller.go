@@ -27,7 +27,11 @@ import (
 
 // Controller is the singleton disruption loop.
 type Controller struct {
-	kubeClient    client.Client
+	kubeClient client.Client
+	// apiReader reads straight from the API server: a replacement the
+	// cache does not hold yet may just have been created, so its absence
+	// is confirmed there before the command is rolled back.
+	apiReader     client.Reader
 	cloudProvider cloudprovider.CloudProvider
 	cluster       *state.Cluster
 	clock         clock.Clock
@@ -57,11 +61,20 @@ const memoTTL = 5 * time.Minute
 // NewController builds the disruption controller.
 func NewController(kubeClient client.Client, cloudProvider cloudprovider.CloudProvider, cluster *state.Cluster,
 	recorder EventRecorder, clk clock.Clock, opts Options, solverOpts simulation.Options) *Controller {
-	c := &Controller{kubeClient: kubeClient, cloudProvider: cloudProvider, cluster: cluster, clock: clk,
+	c := &Controller{kubeClient: kubeClient, apiReader: kubeClient, cloudProvider: cloudProvider, cluster: cluster, clock: clk,
 		events: newRecorder(recorder), opts: opts, deleted: map[string]time.Time{},
 		failed:    map[string]failure{},
 		simulator: &passSimulator{kubeClient: kubeClient, opts: solverOpts, defaultSpread: opts.DefaultSpread}}
 	c.methods = NewMethods(opts, kubeClient, cluster, c.events)
+	return c
+}
+
+// WithAPIReader sets the uncached reader that confirms a replacement is
+// really gone (default: the controller's client).
+func (c *Controller) WithAPIReader(r client.Reader) *Controller {
+	if r != nil {
+		c.apiReader = r
+	}
 	return c
 }
 

@@ -127,6 +127,12 @@ func (c *Controller) advanceOne(ctx context.Context, q *queued) (bool, error) {
 	for _, name := range q.replacements {
 		nc := &karpv1.NodeClaim{}
 		err := c.kubeClient.Get(ctx, types.NamespacedName{Name: name}, nc)
+		if apierrors.IsNotFound(err) {
+			// The cache may not hold a NodeClaim created a moment ago:
+			// taking that for a deletion would roll the command back and
+			// launch a second replacement for the same pods.
+			err = c.apiReader.Get(ctx, types.NamespacedName{Name: name}, nc)
+		}
 		if apierrors.IsNotFound(err) || (err == nil && nc.DeletionTimestamp != nil) {
 			return true, c.fail(ctx, q, "replacement nodeclaim "+name+" was deleted", false)
 		}
