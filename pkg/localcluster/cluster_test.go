@@ -20,19 +20,7 @@ import (
 // test.
 func startCluster(t *testing.T) *localcluster.Cluster {
 	t.Helper()
-	binDir, err := environment.EnsureBinaries()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := localcluster.Start(t.Context(), localcluster.Options{Dir: t.TempDir(), BinDir: binDir, Timeout: 3 * time.Minute})
-	if err != nil {
-		t.Fatalf("starting local cluster: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			t.Errorf("stopping: %v", err)
-		}
-	})
+	c, _ := environment.StartLocalCluster(t)
 	return c
 }
 

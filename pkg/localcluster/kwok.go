@@ -61,11 +61,21 @@ const KWOKPodDeleteDelayAnnotationKey = "pod-delete.stage.kwok.x-k8s.io/delay"
 //   - pod-running: a Pending Pod bound to a managed Node becomes Running and
 //     Ready with an IP.
 //   - pod-not-ready: a Running Pod annotated karp.sh/kwok-ready=false
-//     reports Ready=False (reason KWOKNotReady), so a PodDisruptionBudget
-//     counts it unhealthy; pod-ready-again makes it Ready once the
-//     annotation is gone (see KWOKReadyAnnotationKey). Pods made not
-//     Ready by anything else (the node lifecycle controller, for the pods
-//     of a not-ready Node) are left as they are.
+//     reports Ready=False (reason KWOKNotReady, ContainersReady=False too),
+//     so a PodDisruptionBudget counts it unhealthy (see
+//     KWOKReadyAnnotationKey).
+//   - pod-ready-again: a Running Pod not so annotated whose Ready
+//     condition is False is made Ready again within ten seconds or so. That
+//     covers the annotation being removed, and what the node lifecycle
+//     controller leaves when it marks the pods of a node not ready (their
+//     node's lease went stale, say across a kwok or kube-apiserver
+//     restart: Ready=False, ContainersReady left True). A kubelet's status
+//     manager finds the stored status differs from its own and writes its
+//     own back on its next sync (every ten seconds), so the pods of a node
+//     whose kubelet runs are Ready again; kwok is that kubelet here, and
+//     resyncs as long as it runs, whether or not the Node is annotated
+//     karp.sh/kwok-ready=false (a kubelet reporting its node not Ready
+//     still runs).
 //   - pod-succeeded: a Running Pod owned by a Job completes.
 //   - pod-remove: a Pod being deleted is removed, as a kubelet would: at
 //     once, or when its deletion timestamp (the end of its grace period)
@@ -330,9 +340,9 @@ spec:
     - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
       operator: In
       values: ['False']
-    - key: '.status.conditions.[] | select( .type == "Ready" ) | .reason'
-      operator: In
-      values: [KWOKNotReady]
+  delay:
+    durationMilliseconds: 1000
+    jitterDurationMilliseconds: 10000
   next:
     statusTemplate: |
       {{ $now := Now }}

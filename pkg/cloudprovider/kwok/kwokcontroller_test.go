@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
-	"github.com/karp-autoscaler/karp/pkg/localcluster"
 	"github.com/karp-autoscaler/karp/pkg/test"
 	"github.com/karp-autoscaler/karp/pkg/test/environment"
 )
@@ -21,23 +20,7 @@ import (
 // kwok controller of a local cluster: kwok must adopt the Node (it turns
 // Ready) and run a pod the scheduler binds to it.
 func TestKWOKRunsTheLaunchedNode(t *testing.T) {
-	binDir, err := environment.EnsureBinaries()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cluster, err := localcluster.Start(t.Context(), localcluster.Options{Dir: t.TempDir(), BinDir: binDir})
-	if err != nil {
-		t.Fatalf("starting local cluster: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := cluster.Stop(); err != nil {
-			t.Errorf("stopping local cluster: %v", err)
-		}
-	})
-	cl, err := client.New(cluster.Config, client.Options{Scheme: environment.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, cl := environment.StartLocalCluster(t)
 	ctx := t.Context()
 
 	nodeClass := test.MakeKWOKNodeClass("default").Ready(true, stamp).Obj()

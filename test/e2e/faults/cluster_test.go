@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	"syscall"
 	"testing"
 	"time"
 
@@ -76,4 +77,58 @@ func TestKWOKRestartKeepsNodesReady(t *testing.T) {
 		t.Fatalf("the deliberate kwok restart was reported as a death: %v", err)
 	default:
 	}
+}
+
+// A kwok paused past its Nodes' lease is a kubelet that stopped
+// reporting: the node lifecycle controller marks the Node's Ready
+// condition Unknown and its pods not Ready (Ready=False, ContainersReady
+// left True). Resumed, kwok renews the lease, reports the Node Ready and,
+// as a kubelet's status sync does, makes the pod Ready again.
+func TestKWOKPausedPastItsLeaseMakesItsPodsReadyAgain(t *testing.T) {
+	f := framework.Current(t)
+	cl := f.Client
+	ctx := t.Context()
+	const name = "faults-kwok-pause"
+	t.Cleanup(func() {
+		_ = f.Cluster.Signal(localcluster.KWOK, syscall.SIGCONT)
+		_ = cl.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	})
+	node, pod := framework.ExpectNodeReadyAndPodRuns(t, cl, name)
+	t.Cleanup(func() { _ = cl.Delete(context.Background(), pod) })
+
+	if err := f.Cluster.Signal(localcluster.KWOK, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	// The controller's grace period is 50s after the last renewal.
+	framework.Eventually(t, 3*time.Minute, func(ctx context.Context) (bool, string) {
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return false, err.Error()
+		}
+		return framework.PodCondition(pod, corev1.PodReady) == corev1.ConditionFalse,
+			fmt.Sprintf("pod conditions %v while kwok is paused", pod.Status.Conditions)
+	})
+	if got := framework.PodCondition(pod, corev1.ContainersReady); got != corev1.ConditionTrue {
+		t.Fatalf("ContainersReady=%s on the pod marked not Ready, want True (only Ready is the controller's)", got)
+	}
+	if err := cl.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
+		t.Fatal(err)
+	}
+	if framework.ReadyStatus(node) == corev1.ConditionTrue {
+		t.Fatalf("node %s still Ready with kwok paused: %v", name, node.Status.Conditions)
+	}
+
+	if err := f.Cluster.Signal(localcluster.KWOK, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
+			return false, err.Error()
+		}
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return false, err.Error()
+		}
+		return framework.NodeReady(node) && framework.PodRunning(pod),
+			fmt.Sprintf("after kwok resumed: node Ready=%s taints %v; pod conditions %v",
+				framework.ReadyStatus(node), node.Spec.Taints, pod.Status.Conditions)
+	})
 }

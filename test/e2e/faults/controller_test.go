@@ -10,12 +10,9 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/localcluster"
-	"github.com/karp-autoscaler/karp/pkg/test"
 	"github.com/karp-autoscaler/karp/test/e2e/framework"
 	"github.com/karp-autoscaler/karp/test/e2e/framework/faultproxy"
 )
@@ -31,9 +28,7 @@ func TestControllerThroughAFaultyNetwork(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
-	pool := test.MakeNodePool(name).
-		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand).Obj()
-	framework.CreatePool(t, f.Client, name, pool)
+	framework.CreatePool(t, f.Client, name, onDemandPool(name))
 	k := framework.StartKarp(t, f, "--kubeconfig", framework.KubeconfigVia(t, f, p.Addr()))
 	t.Cleanup(func() { p.Drop(0); p.SetLatency(0); framework.DeletePool(f.Client, name) })
 
@@ -62,14 +57,10 @@ func TestControllerThroughAFaultyNetwork(t *testing.T) {
 func TestControllerRidesOutControlPlaneRestarts(t *testing.T) {
 	const name = "faults-control-plane"
 	f := framework.Current(t)
-	pool := test.MakeNodePool(name).
-		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand).Obj()
-	framework.CreatePool(t, f.Client, name, pool)
+	framework.CreatePool(t, f.Client, name, onDemandPool(name))
 	k := framework.StartKarp(t, f)
 	t.Cleanup(func() { framework.DeletePool(f.Client, name) })
-	deploy := framework.Deployment(name, name, name, 2, "1")
-	framework.Create(t, f.Client, deploy)
-	waitAvailable(t, f, name, 2)
+	deploy := provision(t, f, name, 2)
 
 	for _, component := range []string{localcluster.Etcd, localcluster.APIServer} {
 		if err := f.Cluster.Restart(t.Context(), component); err != nil {

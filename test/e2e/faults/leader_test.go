@@ -32,6 +32,32 @@ func replicas(t *testing.T, f *framework.Framework, name string, n int) ([]*fram
 	return ks, users
 }
 
+// replicasOnPool creates an on-demand NodePool named name, deleted when
+// the test ends, and starts n replicas of the controller for it.
+func replicasOnPool(t *testing.T, f *framework.Framework, name string, n int) ([]*framework.Karp, map[*framework.Karp]string) {
+	t.Helper()
+	framework.CreatePool(t, f.Client, name, onDemandPool(name))
+	ks, users := replicas(t, f, name, n)
+	t.Cleanup(func() { framework.DeletePool(f.Client, name) })
+	return ks, users
+}
+
+// onDemandPool is a NodePool of on-demand nodes.
+func onDemandPool(name string) *karpv1.NodePool {
+	return test.MakeNodePool(name).
+		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand).Obj()
+}
+
+// provision creates a Deployment of n one-CPU pods named name on the pool
+// name, waits until they are all available and returns it.
+func provision(t *testing.T, f *framework.Framework, name string, n int32) *appsv1.Deployment {
+	t.Helper()
+	deploy := framework.Deployment(name, name, name, n, "1")
+	framework.Create(t, f.Client, deploy)
+	waitAvailable(t, f, name, int(n))
+	return deploy
+}
+
 // leader waits until exactly one replica leads and returns it.
 func leader(t *testing.T, f *framework.Framework, ks ...*framework.Karp) *framework.Karp {
 	t.Helper()
@@ -77,15 +103,9 @@ func waitAvailable(t *testing.T, f *framework.Framework, namespace string, n int
 func TestPausedLeaderHandsOverAndStopsActing(t *testing.T) {
 	const name = "faults-leader"
 	f := framework.Current(t)
-	pool := test.MakeNodePool(name).
-		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand).Obj()
-	framework.CreatePool(t, f.Client, name, pool)
-	ks, users := replicas(t, f, name, 2)
-	t.Cleanup(func() { framework.DeletePool(f.Client, name) })
+	ks, users := replicasOnPool(t, f, name, 2)
 
-	deploy := framework.Deployment(name, name, name, 2, "1")
-	framework.Create(t, f.Client, deploy)
-	waitAvailable(t, f, name, 2)
+	deploy := provision(t, f, name, 2)
 	old := leader(t, f, ks...)
 	next := other(ks, old)
 	t.Logf("leader pid %d (%s), standby pid %d (%s)", old.PID(), users[old], next.PID(), users[next])
@@ -128,11 +148,7 @@ func TestPausedLeaderHandsOverAndStopsActing(t *testing.T) {
 func TestBothReplicasKilledAndRestarted(t *testing.T) {
 	const name = "faults-kill-both"
 	f := framework.Current(t)
-	pool := test.MakeNodePool(name).
-		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand).Obj()
-	framework.CreatePool(t, f.Client, name, pool)
-	ks, _ := replicas(t, f, name, 2)
-	t.Cleanup(func() { framework.DeletePool(f.Client, name) })
+	ks, _ := replicasOnPool(t, f, name, 2)
 	first := leader(t, f, ks...)
 	firstPID := first.PID()
 
@@ -162,9 +178,7 @@ func TestBothReplicasKilledAndRestarted(t *testing.T) {
 	got := leader(t, f, ks...)
 	t.Logf("leader before the kill pid %d, after pid %d", firstPID, got.PID())
 
-	deploy := framework.Deployment(name, name, name, 3, "1")
-	framework.Create(t, f.Client, deploy)
-	waitAvailable(t, f, name, 3)
+	provision(t, f, name, 3)
 }
 
 // The leader killed (SIGKILL, so it releases nothing): the standby takes
@@ -173,11 +187,7 @@ func TestBothReplicasKilledAndRestarted(t *testing.T) {
 func TestKilledLeaderHandsOver(t *testing.T) {
 	const name = "faults-kill-leader"
 	f := framework.Current(t)
-	pool := test.MakeNodePool(name).
-		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand).Obj()
-	framework.CreatePool(t, f.Client, name, pool)
-	ks, _ := replicas(t, f, name, 2)
-	t.Cleanup(func() { framework.DeletePool(f.Client, name) })
+	ks, _ := replicasOnPool(t, f, name, 2)
 	old := leader(t, f, ks...)
 	next := other(ks, old)
 
@@ -190,9 +200,7 @@ func TestKilledLeaderHandsOver(t *testing.T) {
 	if got := leader(t, f, ks...); got != next {
 		t.Fatalf("pid %d leads after the leader's death, want the standby %d", got.PID(), next.PID())
 	}
-	deploy := framework.Deployment(name, name, name, 3, "1")
-	framework.Create(t, f.Client, deploy)
-	waitAvailable(t, f, name, 3)
+	provision(t, f, name, 3)
 
 	old.Restart(t)
 	framework.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
@@ -210,12 +218,8 @@ func TestKilledLeaderHandsOver(t *testing.T) {
 func TestPausedLoneLeaderResumes(t *testing.T) {
 	const name = "faults-lone-leader"
 	f := framework.Current(t)
-	pool := test.MakeNodePool(name).
-		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand).Obj()
-	framework.CreatePool(t, f.Client, name, pool)
-	ks, _ := replicas(t, f, name, 1)
+	ks, _ := replicasOnPool(t, f, name, 1)
 	k := ks[0]
-	t.Cleanup(func() { framework.DeletePool(f.Client, name) })
 	leader(t, f, k)
 
 	if err := k.Signal(syscall.SIGSTOP); err != nil {

@@ -86,6 +86,17 @@ func PodRunning(pod *corev1.Pod) bool {
 	return false
 }
 
+// PodCondition is the status of the pod's condition of that type ("" when
+// it has none).
+func PodCondition(pod *corev1.Pod, kind corev1.PodConditionType) corev1.ConditionStatus {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == kind {
+			return c.Status
+		}
+	}
+	return ""
+}
+
 // Eventually polls cond every 250ms until it returns true or timeout
 // passes, then fails the test with the last description cond gave.
 func Eventually(t testing.TB, timeout time.Duration, cond func(ctx context.Context) (bool, string)) {
