@@ -47,6 +47,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/subnet"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/version"
 	"github.com/karp-autoscaler/karp/pkg/controllers"
+	"github.com/karp-autoscaler/karp/pkg/operator/awsfence"
 	"github.com/karp-autoscaler/karp/pkg/operator/options"
 )
 
@@ -133,6 +134,12 @@ func newAWSProvider(ctx context.Context, opts *options.Options, op *Operator, re
 	}
 	if cfg.Region == "" {
 		return nil, errors.New("no AWS region: set AWS_REGION (or the region of the AWS profile in use)")
+	}
+	if op.fence != nil {
+		// A replica that may have lost its Lease changes nothing in AWS:
+		// not only launches and terminations (the fenced cloud provider)
+		// but the provider's own loops' clean-ups, tags and queue reads.
+		cfg.APIOptions = append(cfg.APIOptions, awsfence.APIOption(op.fence))
 	}
 	return NewAWSProvider(ctx, opts, op, restConfig, AWSClients{
 		Region:  cfg.Region,
