@@ -202,6 +202,7 @@ var supported = map[schema.GroupVersionKind]bool{
 	batchv1.SchemeGroupVersion.WithKind("Job"):                  true,
 	policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget"): true,
 	schedulingv1.SchemeGroupVersion.WithKind("PriorityClass"):   true,
+	corev1.SchemeGroupVersion.WithKind("Service"):               true,
 }
 
 // withTypeMeta sets apiVersion and kind on a JSON object.
@@ -347,6 +348,8 @@ func kindOf(obj runtime.Object) string {
 		return "Pod"
 	case *corev1.Node:
 		return "Node"
+	case *corev1.Service:
+		return "Service"
 	case *corev1.Namespace:
 		return "Namespace"
 	case *corev1.LimitRange:
@@ -398,5 +401,7 @@ func (s *Set) file(obj runtime.Object) {
 		s.PDBs = append(s.PDBs, o)
 	case *schedulingv1.PriorityClass:
 		s.PriorityClasses = append(s.PriorityClasses, o)
+	case *corev1.Service:
+		s.Services = append(s.Services, o)
 	}
 }

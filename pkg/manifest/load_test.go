@@ -182,7 +182,7 @@ func TestLoadRejectsBadInput(t *testing.T) {
 	}
 }
 
-func TestLoadWarnsAboutUnknownKinds(t *testing.T) {
+func TestLoadWarnsAboutUnknownKindsAndKeepsServices(t *testing.T) {
 	dir := writeFiles(t, map[string]string{"all.yaml": deployment + `---
 apiVersion: v1
 kind: Service
@@ -201,7 +201,6 @@ metadata: {name: w}
 	}
 	file := filepath.Join(dir, "all.yaml")
 	want := []string{
-		file + ": document 2: skipped v1 Service: kind not used by karp",
 		file + ": document 3: skipped example.com/v1 Widget: kind not used by karp",
 	}
 	if diff := cmp.Diff(want, set.Warnings); diff != "" {
@@ -209,6 +208,9 @@ metadata: {name: w}
 	}
 	if len(set.Deployments) != 1 {
 		t.Errorf("read %d Deployments, want 1", len(set.Deployments))
+	}
+	if len(set.Services) != 1 || set.Services[0].Namespace != "default" || set.Services[0].Spec.Selector["app"] != "web" {
+		t.Errorf("Services %v, want default/web selecting app=web", set.Services)
 	}
 }
 

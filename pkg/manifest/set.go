@@ -27,6 +27,9 @@ type Set struct {
 	Jobs            []*batchv1.Job
 	PDBs            []*policyv1.PodDisruptionBudget
 	PriorityClasses []*schedulingv1.PriorityClass
+	// Services count only for their selectors: kube-scheduler's default
+	// topology spread selects a pod's peers by the Services selecting it.
+	Services []*corev1.Service
 	// Warnings list what was read but not used (unknown kinds), one line
 	// each, naming the source.
 	Warnings []string
@@ -49,6 +52,6 @@ func (s *Set) Counts() map[string]int {
 		"Node": len(s.Nodes), "Namespace": len(s.Namespaces), "LimitRange": len(s.LimitRanges),
 		"Deployment": len(s.Deployments), "ReplicaSet": len(s.ReplicaSets), "StatefulSet": len(s.StatefulSets),
 		"DaemonSet": len(s.DaemonSets), "Job": len(s.Jobs), "PodDisruptionBudget": len(s.PDBs),
-		"PriorityClass": len(s.PriorityClasses),
+		"PriorityClass": len(s.PriorityClasses), "Service": len(s.Services),
 	}
 }

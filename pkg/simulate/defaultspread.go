@@ -17,8 +17,8 @@ import (
 // their owner among the manifests as kube-scheduler deduces it: a
 // ReplicaSet's or StatefulSet's selector; for the pods of a Deployment
 // expanded here, the selector its ReplicaSet would have (the Deployment's
-// plus the pod-template-hash). The manifest reader keeps no Services, so
-// a Service's selector never adds to it.
+// plus the pod-template-hash), joined by the selectors of the Services
+// among the manifests that select the pod.
 func defaultSpread(set *manifest.Set, pods []*corev1.Pod, defaults scheduling.SpreadDefaults) map[types.UID][]corev1.TopologySpreadConstraint {
 	if len(defaults) == 0 {
 		return nil
@@ -29,7 +29,7 @@ func defaultSpread(set *manifest.Set, pods []*corev1.Pod, defaults scheduling.Sp
 		if len(constraints) == 0 {
 			continue
 		}
-		selector := scheduling.DefaultSpreadSelector(pod, nil, ownerSelector(set, pod))
+		selector := scheduling.DefaultSpreadSelector(pod, set.Services, ownerSelector(set, pod))
 		if tscs := scheduling.DefaultSpreadConstraints(constraints, selector); tscs != nil {
 			out[pod.UID] = tscs
 		}
