@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -49,9 +50,18 @@ type Options struct {
 	// eks:DescribeCluster reports: the local API server.
 	ClusterEndpoint string
 	CABundle        string
-	// Clock stamps launches, AMI releases and spot prices (default real).
+	// Clock stamps launches, AMI releases and spot prices (default real),
+	// and times spot reclaims.
 	Clock clock.Clock
+	// SpotReclaimDelay is how long after a spot interruption warning
+	// (SendInterruption) EC2 reclaims the instance if it still runs:
+	// default two minutes, as EC2; negative, never.
+	SpotReclaimDelay time.Duration
 }
+
+// DefaultSpotReclaimDelay is the notice EC2 gives before it reclaims a
+// spot instance.
+const DefaultSpotReclaimDelay = 2 * time.Minute
 
 // Sim is a simulated AWS account for one EKS cluster: the stateful fakes
 // seeded as a real account looks to the getting-started manifests (the
@@ -85,6 +95,10 @@ type Sim struct {
 	router *Router
 	url    string
 	stop   func()
+
+	// reclaims are the pending spot reclaims, stopped by Close.
+	mu       sync.Mutex
+	reclaims []func() bool
 }
 
 // New builds a seeded Sim. It is not served yet: call Serve.
@@ -97,6 +111,9 @@ func New(ctx context.Context, opts Options) (*Sim, error) {
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
+	}
+	if opts.SpotReclaimDelay == 0 {
+		opts.SpotReclaimDelay = DefaultSpotReclaimDelay
 	}
 	if opts.KubernetesVersion == "" {
 		return nil, errors.New("awssim: the cluster's Kubernetes version is required (its AMIs are published for it)")

@@ -29,8 +29,15 @@ func (s *Sim) Serve() (string, error) {
 	return url, nil
 }
 
-// Close stops serving; calls held by HoldAfter are released.
+// Close stops serving and the pending spot reclaims; calls held by
+// HoldAfter are released.
 func (s *Sim) Close() {
+	s.mu.Lock()
+	for _, stop := range s.reclaims {
+		stop()
+	}
+	s.reclaims = nil
+	s.mu.Unlock()
 	if s.stop != nil {
 		s.stop()
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/utils/clock"
 
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
 )
@@ -84,13 +86,52 @@ func (s *Sim) InterruptionMessage(kind InterruptionKind, instanceID string) (str
 }
 
 // SendInterruption puts kind's EventBridge message about instanceID into
-// the interruption queue.
+// the interruption queue. After a spot interruption warning EC2 reclaims
+// the instance when Options.SpotReclaimDelay has passed, if it still runs
+// then (reclaimSpot).
 func (s *Sim) SendInterruption(ctx context.Context, kind InterruptionKind, instanceID string) error {
 	body, err := s.InterruptionMessage(kind, instanceID)
 	if err != nil {
 		return err
 	}
-	return s.SendMessage(ctx, body)
+	if err := s.SendMessage(ctx, body); err != nil {
+		return err
+	}
+	if kind == SpotInterruption && s.opts.SpotReclaimDelay > 0 {
+		// The reclaim outlives the call that warned of it.
+		reclaimCtx := context.WithoutCancel(ctx)
+		s.after(s.opts.SpotReclaimDelay, func() { s.reclaimSpot(reclaimCtx, instanceID) })
+	}
+	return nil
+}
+
+// reclaimSpot is EC2 taking the spot instance back: a pending or running
+// instance turns shutting-down (then terminated), and the state-change
+// notification "shutting-down" goes to the interruption queue, as the
+// getting-started EventBridge rule delivers it. An instance already
+// terminating is left alone.
+func (s *Sim) reclaimSpot(ctx context.Context, instanceID string) {
+	if !s.EC2.Reclaim(instanceID) {
+		return
+	}
+	body, err := s.InterruptionMessage(StateShuttingDown, instanceID)
+	if err == nil {
+		_ = s.SendMessage(ctx, body) // fails only once the queue was deleted: nobody is listening then
+	}
+}
+
+// after runs f on its own goroutine once d has passed on the Sim's clock,
+// unless Close comes first (f reads the clock: a fake clock runs the
+// callback holding its lock). A clock that cannot run a function later
+// (the real and the fake one both can) counts real time.
+func (s *Sim) after(d time.Duration, f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if delayed, ok := s.opts.Clock.(clock.WithDelayedExecution); ok {
+		s.reclaims = append(s.reclaims, delayed.AfterFunc(d, func() { go f() }).Stop)
+		return
+	}
+	s.reclaims = append(s.reclaims, time.AfterFunc(d, f).Stop)
 }
 
 // SendMessage puts any body into the interruption queue (malformed or
