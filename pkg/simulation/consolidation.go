@@ -248,9 +248,10 @@ func withCandidatesMarked(nodes []*Node, names map[string]bool) []*Node {
 // narrowed returns a copy of the NodeClaim pinned to its offering's
 // capacity type and, when cheaper is required, listing only the instance
 // types whose dearest offering on that capacity type (in any zone the
-// requirements allow) stays below budget: whichever of them the provider
-// launches, the move stays cheaper. It returns nil when cheaper is required
-// and no type (or, with minValues, not enough types) stays below budget.
+// requirements allow) stays below budget, by more than priceTolerance:
+// whichever of them the provider launches, the move stays cheaper. It
+// returns nil when cheaper is required and no type (or, with minValues, not
+// enough types) stays below budget.
 func narrowed(nc *NodeClaim, budget float64, cheaper bool) *NodeClaim {
 	cp := *nc
 	if nc.Offering == nil {
@@ -265,7 +266,10 @@ func narrowed(nc *NodeClaim, budget float64, cheaper bool) *NodeClaim {
 	reqs := cp.Requirements
 	cp.InstanceTypes = slices.DeleteFunc(slices.Clone(nc.InstanceTypes), func(it *scheduling.InstanceType) bool {
 		p, ok := typeWorstPrice(it, reqs)
-		return !ok || p >= budget
+		// A type priced at the budget (within priceTolerance: the
+		// budget is a difference of sums, 0.612-(0.459-0.153) is
+		// 0.30600000000000005) leaves the move no cheaper.
+		return !ok || noDearer(budget, p)
 	})
 	if len(cp.InstanceTypes) == 0 {
 		return nil

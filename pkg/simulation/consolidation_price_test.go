@@ -84,3 +84,32 @@ func replacementWorstPrice(r *NodeClaim) float64 {
 	}
 	return worst
 }
+
+// TestConsolidationSplitsAtProportionalPrices: on a price list where twice
+// the size costs twice as much (EC2's c6a.xlarge, 2xlarge and 4xlarge),
+// three 3-cpu pods on a 16-cpu node fit an 8-cpu node plus a 4-cpu one for
+// 3/4 of the price. The 4-cpu replacement's budget is the node's price
+// less the 8-cpu one's, 0.612-(0.459-0.153) = 0.30600000000000005 in
+// floating point: the 8-cpu type, priced exactly at it, must not stay on
+// the 4-cpu replacement's list, or the move may cost as much as the node
+// and is refused.
+func TestConsolidationSplitsAtProportionalPrices(t *testing.T) {
+	all := func(p float64) map[string]float64 { return map[string]float64{zoneA: p, zoneB: p, zoneC: p} }
+	xlarge := zonalType("c6a.xlarge", all(0.153), "cpu", "3920m", "memory", "6584Mi", "pods", "58")
+	x2large := zonalType("c6a.2xlarge", all(0.306), "cpu", "7910m", "memory", "14162Mi", "pods", "58")
+	x4large := zonalType("c6a.4xlarge", all(0.612), "cpu", "15890m", "memory", "27381Mi", "pods", "234")
+	pool := withTypes(test.MakeNodePool("default").Obj(), xlarge, x2large, x4large)
+	in := Input{Nodes: []*Node{poolNode("a", x4large, cpuPod("p1", "3"), cpuPod("p2", "3"), cpuPod("p3", "3"))}, NodePools: []*NodePool{pool}}
+	got := Consolidate(t.Context(), in, []ConsolidationCandidate{{Name: "a", Price: 0.612, CapacityType: karpv1.CapacityTypeOnDemand}},
+		ConsolidationOptions{RequireCheaper: true})
+	if got.Decision != ConsolidationReplace || len(got.Replacements) != 2 {
+		t.Fatalf("decision = %s with %d replacements (%s), want a replacement by 2 nodes", got.Decision, len(got.Replacements), got.Reason)
+	}
+	worst := 0.0
+	for _, r := range got.Replacements {
+		worst += replacementWorstPrice(r)
+	}
+	if math.Abs(worst-0.459) > 1e-9 || math.Abs(got.Savings-0.153) > 1e-9 {
+		t.Errorf("replacements may cost $%v/h with savings $%v/h, want $0.459 and $0.153", worst, got.Savings)
+	}
+}

@@ -19,9 +19,10 @@
 // weight) that can hold it when that is cheaper. Every NodeClaim always
 // carries the cheapest instance type its pods fit on, so "shrinking" is
 // continuous. Once every pod is placed, the new NodeClaims are compacted
-// (merge.go, empty.go): pairs merge into one NodeClaim whose cheapest type
-// costs no more than both while every constraint still holds, then the
-// cheapest NodeClaims are emptied into room the others have, so on price
+// (merge.go, empty.go, shrink.go): pairs merge into one NodeClaim whose
+// cheapest type costs no more than both while every constraint still holds,
+// then the cheapest NodeClaims are emptied into room the others have, and
+// those whose pods partly fit elsewhere shrink to a cheaper type, so on price
 // lists where a node twice the size costs twice as much the batch ends in
 // fewer, fuller nodes instead of one small node per pod. Capacity
 // reservations are handed out in NodeClaim order while they have room; a

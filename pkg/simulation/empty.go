@@ -39,18 +39,8 @@ type move struct {
 func (s *solver) emptyClaims(live []*target) {
 	s.claimsByFree = append(s.claimsByFree[:0], live...)
 	sort.SliceStable(s.claimsByFree, func(i, j int) bool { return freeLess(s.claimsByFree[i], s.claimsByFree[j]) })
-	order := slices.Clone(live)
-	slices.SortStableFunc(order, func(a, b *target) int {
-		switch {
-		case a.price() < b.price():
-			return -1
-		case a.price() > b.price():
-			return 1
-		}
-		return a.id - b.id
-	})
 	var moves []move
-	for _, t := range order {
+	for _, t := range cheapestFirst(live) {
 		if !movable(t) {
 			continue
 		}
@@ -74,11 +64,25 @@ func (s *solver) emptyClaims(live []*target) {
 	}
 }
 
+// cheapestFirst returns the NodeClaims by price, then by id.
+func cheapestFirst(claims []*target) []*target {
+	order := slices.Clone(claims)
+	slices.SortStableFunc(order, func(a, b *target) int {
+		switch {
+		case a.price() < b.price():
+			return -1
+		case a.price() > b.price():
+			return 1
+		}
+		return a.id - b.id
+	})
+	return order
+}
+
 // movable reports whether every pod of t is free of topology ties.
 func movable(t *target) bool {
 	for _, pi := range t.pods {
-		c := pi.class
-		if len(pi.variant.constraints) > 0 || len(c.counts) > 0 || len(c.owns) > 0 || len(c.inverse) > 0 {
+		if !podMovable(pi) {
 			return false
 		}
 	}

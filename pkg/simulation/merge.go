@@ -65,8 +65,8 @@ type merger struct {
 }
 
 // compact reduces the new NodeClaims once every pod is placed: merge them
-// pairwise, then empty the cheapest into the room left on others. Neither
-// step raises the cost. The solver's placement indexes (eligibility lists,
+// pairwise, empty the cheapest into the room left on others, then shrink
+// those whose pods partly fit elsewhere. No step raises the cost. The solver's placement indexes (eligibility lists,
 // pins) are not maintained past this point.
 func (s *solver) compact() {
 	live := make([]*target, 0, len(s.claims))
@@ -80,6 +80,7 @@ func (s *solver) compact() {
 	}
 	live = s.mergeClaims(live)
 	s.emptyClaims(live)
+	s.shrinkClaims(live)
 }
 
 // mergeClaims folds the live NodeClaims pairwise while that costs no more
