@@ -31,7 +31,11 @@ type Cluster struct {
 	pdbs        *store[types.NamespacedName, *policyv1.PodDisruptionBudget]
 	nominations map[types.NamespacedName]nomination
 	marked      map[string]bool // StateNode IDs marked for deletion
-	started     map[types.UID]bool
+	// starting are StateNode IDs whose disruption is being started (see
+	// HoldDisruptionStart): their karpenter.sh/disrupted taint alone does
+	// not mark them for deletion yet.
+	starting map[string]int
+	started  map[types.UID]bool
 	// decided is when the provisioner first placed each pending pod (its
 	// first nomination), for the pod provisioning-time metrics.
 	decided map[types.UID]time.Time
@@ -54,6 +58,7 @@ func NewCluster(clk clock.Clock, kubeClient client.Reader) *Cluster {
 		podsByNode:  map[string]map[types.NamespacedName]*corev1.Pod{},
 		nominations: map[types.NamespacedName]nomination{},
 		marked:      map[string]bool{},
+		starting:    map[string]int{},
 		started:     map[types.UID]bool{},
 		decided:     map[types.UID]time.Time{},
 		acks:        map[types.NamespacedName]schedulingAck{},
@@ -215,6 +220,33 @@ func (c *Cluster) MarkForDeletion(ids ...string) {
 	defer c.mu.Unlock()
 	for _, id := range ids {
 		c.marked[id] = true
+	}
+}
+
+// HoldDisruptionStart tells the view that the disruption controller is
+// about to taint these StateNodes karpenter.sh/disrupted and launch their
+// replacements. Until ReleaseDisruptionStart, the taint alone does not
+// mark them for deletion: otherwise the provisioner, seeing the taint
+// before the replacements exist and the pods are nominated to them,
+// would launch capacity for the same pods a second time. The controller
+// marks them itself (MarkForDeletion) once the replacements are there,
+// and releases the hold after that, or after the start failed.
+func (c *Cluster) HoldDisruptionStart(ids ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ids {
+		c.starting[id]++
+	}
+}
+
+// ReleaseDisruptionStart ends a HoldDisruptionStart.
+func (c *Cluster) ReleaseDisruptionStart(ids ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ids {
+		if c.starting[id]--; c.starting[id] <= 0 {
+			delete(c.starting, id)
+		}
 	}
 }
 

@@ -175,7 +175,7 @@ func (c *Cluster) fill(sn *StateNode, nominated map[string][]*corev1.Pod) *State
 	sn.MarkedForDeletion = c.marked[sn.ID()] ||
 		(sn.NodeClaim != nil && sn.NodeClaim.DeletionTimestamp != nil) ||
 		(sn.Node != nil && sn.Node.DeletionTimestamp != nil) ||
-		(sn.Node != nil && hasTaint(sn.Node.Spec.Taints, karpv1.DisruptedTaintKey))
+		(sn.Node != nil && hasTaint(sn.Node.Spec.Taints, karpv1.DisruptedTaintKey) && c.starting[sn.ID()] == 0)
 	return sn
 }
 

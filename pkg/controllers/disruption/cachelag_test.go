@@ -10,8 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
-	"github.com/karp-autoscaler/karp/pkg/controllers/disruption"
-	"github.com/karp-autoscaler/karp/pkg/simulation"
 	"github.com/karp-autoscaler/karp/pkg/test"
 )
 
@@ -26,7 +24,7 @@ func TestReplacementTheCacheHasNotSeenIsNotTakenForDeleted(t *testing.T) {
 	// cache that has not caught up would; its API reader sees them.
 	var mu sync.Mutex
 	created := map[string]bool{}
-	lagging := interceptor.NewClient(noWatch{h.mgr.GetClient()}, interceptor.Funcs{
+	lagging := h.intercepted(interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			if err := c.Create(ctx, obj, opts...); err != nil {
 				return err
@@ -48,9 +46,8 @@ func TestReplacementTheCacheHasNotSeenIsNotTakenForDeleted(t *testing.T) {
 			return c.Get(ctx, key, obj, opts...)
 		},
 	})
-	h.controller = disruption.NewController(lagging, h.provider, h.cluster, h.base.Recorder,
-		h.clock, h.opts, simulation.Options{PreferencePolicy: simulation.PreferencePolicyRespect, MinValuesPolicy: simulation.MinValuesPolicyStrict}).
-		WithAPIReader(h.client)
+	h.newControllerOver(lagging)
+	h.controller = h.controller.WithAPIReader(h.client)
 	h.readyNodePool(test.MakeNodePool("default").Obj())
 	h.runningNode("big", nodeOpts{it: largeType}, pod("p1", "1"))
 	h.decide()

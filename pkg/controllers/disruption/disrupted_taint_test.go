@@ -12,8 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
-	"github.com/karp-autoscaler/karp/pkg/controllers/disruption"
-	"github.com/karp-autoscaler/karp/pkg/simulation"
 	"github.com/karp-autoscaler/karp/pkg/test"
 )
 
@@ -25,7 +23,7 @@ func TestCandidateIsTaintedBeforeItsReplacementLaunches(t *testing.T) {
 	h := newHarness(t)
 	var mu sync.Mutex
 	var taintedAtCreate []bool
-	observed := interceptor.NewClient(noWatch{h.mgr.GetClient()}, interceptor.Funcs{
+	observed := h.intercepted(interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			if _, ok := obj.(*karpv1.NodeClaim); ok {
 				mu.Lock()
@@ -35,8 +33,7 @@ func TestCandidateIsTaintedBeforeItsReplacementLaunches(t *testing.T) {
 			return c.Create(ctx, obj, opts...)
 		},
 	})
-	h.controller = disruption.NewController(observed, h.provider, h.cluster, h.base.Recorder,
-		h.clock, h.opts, simulation.Options{PreferencePolicy: simulation.PreferencePolicyRespect, MinValuesPolicy: simulation.MinValuesPolicyStrict})
+	h.newControllerOver(observed)
 	h.readyNodePool(test.MakeNodePool("default").Obj())
 	h.runningNode("big", nodeOpts{it: largeType}, pod("p1", "1"))
 	h.decide()

@@ -57,6 +57,10 @@ func (c *Controller) queuedIDs() map[string]bool {
 // what was done, deleting the replacements created so far.
 func (c *Controller) start(ctx context.Context, cmd Command) error {
 	q := &queued{cmd: cmd, started: c.clock.Now()}
+	// The provisioner must not take the taint for a deletion whose pods
+	// need capacity before the replacements exist and hold them.
+	c.cluster.HoldDisruptionStart(q.ids()...)
+	defer c.cluster.ReleaseDisruptionStart(q.ids()...)
 	for _, cand := range cmd.Candidates {
 		if err := c.setDisrupted(ctx, cand.Name(), true); err != nil {
 			return errors.Join(err, c.abort(ctx, q))

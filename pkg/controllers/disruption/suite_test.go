@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
@@ -72,9 +73,17 @@ func (h *harness) started() {
 	h.newController()
 }
 
-func (h *harness) newController() {
-	h.controller = disruption.NewController(h.mgr.GetClient(), h.provider, h.cluster, h.base.Recorder,
+func (h *harness) newController() { h.newControllerOver(h.mgr.GetClient()) }
+
+// newControllerOver builds the controller over kubeClient.
+func (h *harness) newControllerOver(kubeClient client.Client) {
+	h.controller = disruption.NewController(kubeClient, h.provider, h.cluster, h.base.Recorder,
 		h.clock, h.opts, simulation.Options{PreferencePolicy: simulation.PreferencePolicyRespect, MinValuesPolicy: simulation.MinValuesPolicyStrict})
+}
+
+// intercepted wraps the manager's client with funcs (interceptor.NewClient).
+func (h *harness) intercepted(funcs interceptor.Funcs) client.Client {
+	return interceptor.NewClient(noWatch{h.mgr.GetClient()}, funcs)
 }
 
 // restart simulates a controller restart: a new manager, state and
