@@ -6,21 +6,18 @@
 #
 #   e2e          packages under test/e2e: the full local control plane
 #                (kube-apiserver, etcd, kube-scheduler,
-#                kube-controller-manager, kwok) and karp's controller.
+#                kube-controller-manager, kwok) and karp's controller,
+#                the seeded chaos suite (test/e2e/chaos) among them.
 #   integration  packages whose tests start an API server: their test files
 #                import one of the starters below (or the package is one);
 #                and the packages in BUILDERS, whose tests build karp's
 #                binaries (minutes on a loaded machine, not seconds).
 #   unit         everything else: pure tests, no process started, seconds.
-#   chaos        test/e2e/chaos alone: the seeded chaos run (about ten
-#                minutes on two cores; `make chaos`). It is not part of
-#                `make test`: a run that fails is a finding to replay with
-#                its seed (docs/reliability.md), not a gate on every change.
 #
 # A unit test that starts an API server anyway fails: `make test-unit` sets
 # KARP_TEST_TIER=unit, and pkg/test/environment refuses to start under it.
 #
-# Usage: hack/test-tiers.sh unit|integration|e2e|chaos|all
+# Usage: hack/test-tiers.sh unit|integration|e2e|all
 #   all   prints "<tier> <package>" for every package.
 set -euo pipefail
 
@@ -48,9 +45,7 @@ classify() {
   go list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... |
     while read -r pkg imports; do
       local tier=unit imp
-      if [[ "${pkg}" == "${MODULE}/test/e2e/chaos" ]]; then
-        tier=chaos
-      elif [[ "${pkg}" == "${MODULE}/test/e2e" || "${pkg}" == "${MODULE}/test/e2e/"* ]]; then
+      if [[ "${pkg}" == "${MODULE}/test/e2e" || "${pkg}" == "${MODULE}/test/e2e/"* ]]; then
         tier=e2e
       elif [[ "${builders}" == *" ${pkg} "* ]]; then
         tier=integration
@@ -67,14 +62,14 @@ classify() {
 }
 
 case "${1:-}" in
-  unit | integration | e2e | chaos)
+  unit | integration | e2e)
     classify | awk -v tier="$1" '$1 == tier { print $2 }'
     ;;
   all)
     classify
     ;;
   *)
-    echo "usage: $0 unit|integration|e2e|chaos|all" >&2
+    echo "usage: $0 unit|integration|e2e|all" >&2
     exit 2
     ;;
 esac

@@ -99,7 +99,7 @@ func TestChaos(t *testing.T) {
 	}
 	for round := 1; round <= rounds; round++ {
 		r.scaleOut(round)
-		r.scaleDown()
+		r.scaleDown(round)
 		r.drift(round)
 		r.interrupt()
 		if round == 1 {
@@ -179,8 +179,10 @@ func (r *run) scaleOut(round int) {
 		for _, a := range apps() {
 			if round > 1 {
 				// The expiring pool stays empty after the first round,
-				// so the final settle is not racing its nodes' expiry.
-				if a.pool != poolExpiring {
+				// so the final settle is not racing its nodes' expiry;
+				// the split pool keeps its scaled-down workload (its
+				// 1→N move is the first round's).
+				if a.pool != poolExpiring && a.pool != poolSplit {
 					r.scale(a.name, a.replicas)
 				}
 				continue
@@ -190,22 +192,41 @@ func (r *run) scaleOut(round int) {
 				framework.Create(r.t, r.cl, pdb)
 			}
 		}
-	}, r.settled(nil))
+	}, r.settled(func(ctx context.Context, s *clusterState) string {
+		if round > 1 {
+			return ""
+		}
+		return oneSplitNode(ctx, s)
+	}))
 	if r.pinned == nil {
 		r.pinned = r.podNames("pinned")
 	}
 }
 
 // scaleDown shrinks the big Deployments: consolidation deletes and
-// replaces nodes.
-func (r *run) scaleDown() {
-	r.phase("scale-down", 5*time.Minute, func() {
+// replaces nodes. In the first round it also takes the split pool from
+// five pods to three: the only cheaper placement of those is on two
+// smaller nodes, and karp must replace its one node by them (1→N).
+func (r *run) scaleDown(round int) {
+	var split *splitMove
+	if round == 1 {
+		split = newSplitMove(r.t, r.cl)
+	}
+	r.phase(fmt.Sprintf("scale-down-%d", round), 5*time.Minute, func() {
 		for _, a := range apps() {
 			if a.scaledDown != a.replicas {
 				r.scale(a.name, a.scaledDown)
 			}
 		}
-	}, r.settled(nil))
+	}, r.settled(func(ctx context.Context, s *clusterState) string {
+		if split == nil {
+			return ""
+		}
+		return split.observe(ctx, s)
+	}))
+	if split != nil {
+		split.verify(r.t, r.cl)
+	}
 }
 
 // drift changes the on-demand pool's template: every node of it not
@@ -340,6 +361,14 @@ const badNamespace = "chaos-bad"
 // applyBadInput applies every bad-input case while the cluster drifts.
 func (r *run) applyBadInput() {
 	framework.Create(r.t, r.cl, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: badNamespace}})
+	// The API server refuses a pod before kube-controller-manager has
+	// made its namespace's default ServiceAccount ("error looking up
+	// service account"), which would hide the rejection a bad pod is
+	// there to get.
+	framework.Eventually(r.t, time.Minute, func(ctx context.Context) (bool, string) {
+		err := r.cl.Get(ctx, types.NamespacedName{Namespace: badNamespace, Name: "default"}, &corev1.ServiceAccount{})
+		return err == nil, fmt.Sprintf("ServiceAccount %s/default: %v", badNamespace, err)
+	})
 	r.bad = badinput.Run(r.t.Context(), r.cl, badNamespace)
 }
 
@@ -407,16 +436,20 @@ func (r *run) settle() {
 		t.Errorf("do-not-disrupt pods were replaced: %s are new", sample(replaced))
 	}
 
-	live, err := pricePerHour(s.claims)
+	liveByPool, err := pricePerHourByPool(s.claims)
 	if err != nil {
 		t.Fatal(err)
 	}
-	simulated, pending := simulatePricePerHour(t, r.finalWorkload())
-	if pending > 0 {
-		t.Errorf("karp simulate cannot place %d pods of the final workload", pending)
+	live := 0.0
+	for _, p := range liveByPool {
+		live += p
 	}
-	if live > costFactor*simulated {
-		t.Errorf("the cluster ends at $%.4f/hour, more than %.1f × karp simulate's $%.4f/hour", live, costFactor, simulated)
+	sim := simulatePricePerHour(t, r.finalWorkload())
+	if sim.pending > 0 {
+		t.Errorf("karp simulate cannot place %d pods of the final workload", sim.pending)
+	}
+	if live > costFactor*sim.total {
+		t.Errorf("the cluster ends at $%.4f/hour, more than %.1f × karp simulate's $%.4f/hour", live, costFactor, sim.total)
 	}
 	var failed []string
 	for _, f := range r.inj.injected() {
@@ -436,7 +469,8 @@ func (r *run) settle() {
 		report.Count(invariants.KindMissingInstance), report.Count(invariants.KindStuckTaint), report.Count(invariants.KindEmptyNode), notRunning, len(report.Excused))
 	t.Logf("chaos figures: settled %s after the last fault; nodeclaims %d; pods %d; interrupted %v; bad-input cases %d",
 		settledAt.Sub(lastFault).Round(time.Second), len(s.claims), len(s.pods), r.interrupted, len(r.bad))
-	t.Logf("chaos figures: $/hour %.4f, karp simulate %.4f (ratio %.2f, allowed %.1f)", live, simulated, live/simulated, costFactor)
+	t.Logf("chaos figures: $/hour %.4f, karp simulate %.4f (ratio %.2f, allowed %.1f)", live, sim.total, live/sim.total, costFactor)
+	t.Logf("chaos figures: $/hour by NodePool, karp/simulate (ratio, gap): %s", costByPool(liveByPool, sim.byPool))
 }
 
 // finalWorkload is what `karp simulate` is given: the NodePools as they

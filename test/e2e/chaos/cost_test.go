@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,9 +31,20 @@ const costFactor = 1.5
 // pricePerHour sums the price of each NodeClaim's offering (instance type,
 // zone, capacity type) in the catalog the kwok provider uses.
 func pricePerHour(claims []karpv1.NodeClaim) (float64, error) {
+	byPool, err := pricePerHourByPool(claims)
+	total := 0.0
+	for _, p := range byPool {
+		total += p
+	}
+	return total, err
+}
+
+// pricePerHourByPool is pricePerHour per NodePool (the NodeClaims'
+// karpenter.sh/nodepool label).
+func pricePerHourByPool(claims []karpv1.NodeClaim) (map[string]float64, error) {
 	types, err := kwok.LoadInstanceTypes("", nil)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	prices := map[string]float64{}
 	for _, it := range types {
@@ -39,22 +52,31 @@ func pricePerHour(claims []karpv1.NodeClaim) (float64, error) {
 			prices[it.Name+"/"+o.Zone+"/"+o.CapacityType] = o.Price
 		}
 	}
-	total := 0.0
+	byPool := map[string]float64{}
 	for _, nc := range claims {
 		key := nc.Labels[corev1.LabelInstanceTypeStable] + "/" + nc.Labels[corev1.LabelTopologyZone] + "/" + nc.Labels[karpv1.CapacityTypeLabelKey]
 		price, ok := prices[key]
 		if !ok {
-			return 0, fmt.Errorf("NodeClaim %s: no price for offering %s", nc.Name, key)
+			return nil, fmt.Errorf("NodeClaim %s: no price for offering %s", nc.Name, key)
 		}
-		total += price
+		byPool[nc.Labels[karpv1.NodePoolLabelKey]] += price
 	}
-	return total, nil
+	return byPool, nil
+}
+
+// simulated is what `karp simulate` answers for the final workload.
+type simulated struct {
+	// total is its $/hour; byPool the same per NodePool.
+	total  float64
+	byPool map[string]float64
+	// pending is how many pods it could not place.
+	pending int
 }
 
 // simulatePricePerHour writes objects to a manifest file, runs `karp
-// simulate -o json` on it and returns its total $/hour and how many pods it
-// could not place.
-func simulatePricePerHour(t *testing.T, objects []runtime.Object) (float64, int) {
+// simulate -o json` on it and returns its $/hour, in total and per
+// NodePool, and how many pods it could not place.
+func simulatePricePerHour(t *testing.T, objects []runtime.Object) simulated {
 	t.Helper()
 	var manifest bytes.Buffer
 	for _, obj := range objects {
@@ -78,6 +100,10 @@ func simulatePricePerHour(t *testing.T, objects []runtime.Object) (float64, int)
 		t.Fatalf("karp simulate: %v\n%s", err, stderr.String())
 	}
 	var rep struct {
+		NodeClaims []struct {
+			NodePool     string  `json:"nodePool"`
+			PricePerHour float64 `json:"pricePerHour"`
+		} `json:"nodeClaims"`
 		TotalPricePerHour float64           `json:"totalPricePerHour"`
 		Unschedulable     []json.RawMessage `json:"unschedulable"`
 	}
@@ -88,5 +114,35 @@ func simulatePricePerHour(t *testing.T, objects []runtime.Object) (float64, int)
 		table, _ := exec.Command(framework.KarpBinary(t), "simulate", "-f", path).CombinedOutput()
 		t.Logf("karp simulate on the final workload:\n%s\nmanifest:\n%s", table, manifest.String())
 	}
-	return rep.TotalPricePerHour, len(rep.Unschedulable)
+	out := simulated{total: rep.TotalPricePerHour, byPool: map[string]float64{}, pending: len(rep.Unschedulable)}
+	for _, nc := range rep.NodeClaims {
+		out.byPool[nc.NodePool] += nc.PricePerHour
+	}
+	return out
+}
+
+// costByPool is the per-NodePool line of the figures: each pool's $/hour
+// against karp simulate's, with their ratio, pools in name order.
+func costByPool(live, sim map[string]float64) string {
+	names := map[string]bool{}
+	for p := range live {
+		names[p] = true
+	}
+	for p := range sim {
+		names[p] = true
+	}
+	sorted := make([]string, 0, len(names))
+	for p := range names {
+		sorted = append(sorted, p)
+	}
+	sort.Strings(sorted)
+	var parts []string
+	for _, p := range sorted {
+		ratio := "-"
+		if sim[p] > 0 {
+			ratio = fmt.Sprintf("%.2f", live[p]/sim[p])
+		}
+		parts = append(parts, fmt.Sprintf("%s %.4f/%.4f (%s, +%.4f)", p, live[p], sim[p], ratio, live[p]-sim[p]))
+	}
+	return strings.Join(parts, "; ")
 }

@@ -33,7 +33,18 @@ const (
 	// poolExpiring's nodes expire a few minutes after launch; its workload
 	// is scaled to zero once they have.
 	poolExpiring = "chaos-expiring"
+	// poolSplit launches one c6a type of three sizes, priced in proportion
+	// to their size: its workload fills one 16-cpu node, and once scaled
+	// down fits only an 8-cpu node plus a 4-cpu one, the one cheaper move
+	// (a 1→2 replacement).
+	poolSplit = "chaos-split"
 )
+
+// splitTypes are poolSplit's instance types: 4, 8 and 16 cpu at $0.153,
+// $0.306 and $0.612 an hour (3.92, 7.91 and 15.89 cpu allocatable). Five
+// 3-cpu pods fit only the 16-cpu type ($0.612 against $0.765 for
+// 8+8+4); three fit no cheaper single node, but fit 8+4 ($0.459).
+var splitTypes = []string{"c6a.xlarge", "c6a.2xlarge", "c6a.4xlarge"}
 
 // The run's taint, label and limit.
 const (
@@ -47,7 +58,8 @@ const (
 // tainted one and one whose nodes expire. Every pool consolidates
 // (WhenEmptyOrUnderutilized after 10s) with a 20% budget (50% for the
 // on-demand pool and 100% for the expiring one, so its drift and the
-// emptied pool's removal fit the run), on 2 to 16 cpu instance types.
+// emptied pool's removal fit the run, and for the split pool, whose one
+// node must be free to go), on 2 to 16 cpu instance types.
 func pools() []*karpv1.NodePool {
 	base := func(name, capacityType string) *test.NodePoolWrapper {
 		return test.MakeNodePool(name).
@@ -66,6 +78,9 @@ func pools() []*karpv1.NodePool {
 			Taint(corev1.Taint{Key: dedicatedTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}).Obj(),
 		base(poolExpiring, karpv1.CapacityTypeOnDemand).ExpireAfter(karpv1.MustParseNillableDuration(expireAfter)).
 			Budgets(karpv1.Budget{Nodes: "100%"}).Obj(),
+		base(poolSplit, karpv1.CapacityTypeOnDemand).
+			Requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, splitTypes...).
+			Budgets(karpv1.Budget{Nodes: "100%"}).Obj(),
 	}
 }
 
@@ -80,7 +95,7 @@ type app struct {
 	doNotDisrupt bool
 }
 
-// apps are the workload: 284 pods at full scale.
+// apps are the workload: 289 pods at full scale.
 func apps() []app {
 	return []app{
 		{name: "web", pool: poolOnDemand, cpu: "250m", replicas: 100, scaledDown: 40, pdb: "10%"},
@@ -89,6 +104,7 @@ func apps() []app {
 		{name: "capped", pool: poolLimited, cpu: "1", replicas: 24, scaledDown: 24, pdb: "2"},
 		{name: "edge", pool: poolTainted, cpu: "500m", replicas: 30, scaledDown: 30, pdb: "3"},
 		{name: "ephemeral", pool: poolExpiring, cpu: "500m", replicas: 20, scaledDown: 20, pdb: "2"},
+		{name: "split", pool: poolSplit, cpu: "3", replicas: 5, scaledDown: 3, pdb: "1"},
 	}
 }
 

@@ -173,9 +173,9 @@ func repairWaitNotReady(t *testing.T, cl client.Client, nodeName string) {
 // repairWaitReplaced waits until the unhealthy node's NodeClaim and Node
 // are gone, the pool has five NodeClaims again and the app's five pods are
 // Running elsewhere; the node must stay not Ready until it goes (kwok must
-// not heal it). Pods count by phase: the node lifecycle controller marked
-// the pods of the other unhealthy nodes not ready, and nothing marks them
-// ready again on kwok.
+// not heal it). Pods count by phase, not readiness: the pods of the other
+// unhealthy nodes may be marked not ready for a while by the node
+// lifecycle controller.
 func repairWaitReplaced(t *testing.T, cl client.Client, pool, nodeName string, nodeClaim *karpv1.NodeClaim) {
 	t.Helper()
 	framework.Eventually(t, repairToleration+2*time.Minute, func(ctx context.Context) (bool, string) {
