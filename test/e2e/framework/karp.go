@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -63,6 +64,10 @@ type Karp struct {
 	// --leader-election-namespace says otherwise).
 	LeaseNamespace, LeaseName string
 
+	// failedAt is the log's length when the failed test's clean-up
+	// began: what the controller did before its teardown.
+	failedAt atomic.Int64
+
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	exited chan struct{}
@@ -95,6 +100,13 @@ func (k *Karp) exitedChan() chan struct{} {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.exited
+}
+
+// noteFailure records the log's length at a failure, once.
+func (k *Karp) noteFailure() {
+	if st, err := os.Stat(k.log); err == nil {
+		k.failedAt.CompareAndSwap(0, st.Size())
+	}
 }
 
 // StartKarp builds karp-controller once per test binary and runs it
@@ -137,6 +149,12 @@ func StartKarpEnv(t testing.TB, f *Framework, env []string, extraArgs ...string)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		// On a failure, the cluster's state and the controller's log up
+		// to now: what it did before the test gave up, not its shutdown.
+		if t.Failed() {
+			DumpCluster(t, f.Client)
+			k.noteFailure()
+		}
 		k.Stop(os.Interrupt)
 		if os.Getenv("KARP_E2E_KEEP_LOGS") != "" {
 			t.Logf("karp controller log kept in %s", k.log)
@@ -146,9 +164,11 @@ func StartKarpEnv(t testing.TB, f *Framework, env []string, extraArgs ...string)
 			_ = os.Remove(k.log)
 			return
 		}
-		if out, err := os.ReadFile(k.log); err == nil {
-			t.Logf("karp controller log kept in %s; last 6000 bytes:\n%s", k.log, tail(out, 6000))
+		out, _ := os.ReadFile(k.log)
+		if n := k.failedAt.Load(); n > 0 && n <= int64(len(out)) {
+			out = out[:n]
 		}
+		t.Logf("karp controller log kept in %s; its last 12000 bytes when the test failed:\n%s", k.log, tail(out, 12000))
 	})
 	return k
 }

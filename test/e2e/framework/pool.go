@@ -48,7 +48,13 @@ func RunPool(t testing.TB, name string, pool *karpv1.NodePool, extraArgs ...stri
 	f := Current(t)
 	CreatePool(t, f.Client, name, pool)
 	k := StartKarp(t, f, extraArgs...)
-	t.Cleanup(func() { DeletePool(f.Client, name) })
+	t.Cleanup(func() {
+		if t.Failed() {
+			DumpCluster(t, f.Client)
+			k.noteFailure()
+		}
+		DeletePool(f.Client, name)
+	})
 	return f, k
 }
 
