@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -79,7 +80,7 @@ type loader struct {
 func newLoader() (*loader, error) {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme,
-		policyv1.AddToScheme, schedulingv1.AddToScheme} {
+		policyv1.AddToScheme, schedulingv1.AddToScheme, storagev1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return nil, fmt.Errorf("building the scheme: %w", err)
 		}
@@ -203,6 +204,10 @@ var supported = map[schema.GroupVersionKind]bool{
 	policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget"): true,
 	schedulingv1.SchemeGroupVersion.WithKind("PriorityClass"):   true,
 	corev1.SchemeGroupVersion.WithKind("Service"):               true,
+	corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"): true,
+	corev1.SchemeGroupVersion.WithKind("PersistentVolume"):      true,
+	storagev1.SchemeGroupVersion.WithKind("CSINode"):            true,
+	storagev1.SchemeGroupVersion.WithKind("StorageClass"):       true,
 }
 
 // withTypeMeta sets apiVersion and kind on a JSON object.
@@ -332,7 +337,7 @@ func objectKey(kind, namespace, name string) string {
 
 func namespaced(kind string) bool {
 	switch kind {
-	case "Node", "Namespace", "PriorityClass", "NodePool", "KWOKNodeClass":
+	case "Node", "Namespace", "PriorityClass", "NodePool", "KWOKNodeClass", "CSINode", "PersistentVolume", "StorageClass":
 		return false
 	}
 	return true
@@ -368,6 +373,14 @@ func kindOf(obj runtime.Object) string {
 		return "PodDisruptionBudget"
 	case *schedulingv1.PriorityClass:
 		return "PriorityClass"
+	case *corev1.PersistentVolumeClaim:
+		return "PersistentVolumeClaim"
+	case *corev1.PersistentVolume:
+		return "PersistentVolume"
+	case *storagev1.CSINode:
+		return "CSINode"
+	case *storagev1.StorageClass:
+		return "StorageClass"
 	}
 	return fmt.Sprintf("%T", obj)
 }
@@ -403,5 +416,13 @@ func (s *Set) file(obj runtime.Object) {
 		s.PriorityClasses = append(s.PriorityClasses, o)
 	case *corev1.Service:
 		s.Services = append(s.Services, o)
+	case *corev1.PersistentVolumeClaim:
+		s.Claims = append(s.Claims, o)
+	case *corev1.PersistentVolume:
+		s.Volumes = append(s.Volumes, o)
+	case *storagev1.CSINode:
+		s.CSINodes = append(s.CSINodes, o)
+	case *storagev1.StorageClass:
+		s.StorageClasses = append(s.StorageClasses, o)
 	}
 }

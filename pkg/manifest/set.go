@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 
 	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
@@ -30,6 +31,14 @@ type Set struct {
 	// Services count only for their selectors: kube-scheduler's default
 	// topology spread selects a pod's peers by the Services selecting it.
 	Services []*corev1.Service
+	// CSINodes, PersistentVolumeClaims, PersistentVolumes and
+	// StorageClasses count only for CSI volume limits: an existing node
+	// attaches at most its CSINode's count of each driver's volumes, and a
+	// claim's driver is its volume's or its class's.
+	CSINodes       []*storagev1.CSINode
+	Claims         []*corev1.PersistentVolumeClaim
+	Volumes        []*corev1.PersistentVolume
+	StorageClasses []*storagev1.StorageClass
 	// Warnings list what was read but not used (unknown kinds), one line
 	// each, naming the source.
 	Warnings []string
@@ -52,6 +61,7 @@ func (s *Set) Counts() map[string]int {
 		"Node": len(s.Nodes), "Namespace": len(s.Namespaces), "LimitRange": len(s.LimitRanges),
 		"Deployment": len(s.Deployments), "ReplicaSet": len(s.ReplicaSets), "StatefulSet": len(s.StatefulSets),
 		"DaemonSet": len(s.DaemonSets), "Job": len(s.Jobs), "PodDisruptionBudget": len(s.PDBs),
-		"PriorityClass": len(s.PriorityClasses), "Service": len(s.Services),
+		"PriorityClass": len(s.PriorityClasses), "Service": len(s.Services), "CSINode": len(s.CSINodes),
+		"PersistentVolumeClaim": len(s.Claims), "PersistentVolume": len(s.Volumes), "StorageClass": len(s.StorageClasses),
 	}
 }

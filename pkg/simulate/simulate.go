@@ -55,6 +55,11 @@ func simulate(ctx context.Context, set *manifest.Set, types []*scheduling.Instan
 		return nil, err
 	}
 	in, warnings := buildInput(set, cluster, types)
+	volumeWarnings, err := applyVolumeLimits(ctx, set, &in)
+	if err != nil {
+		return nil, err
+	}
+	warnings = append(warnings, volumeWarnings...)
 	in.DefaultSpread = defaultSpread(set, in.Pods, defaults)
 	res := simulation.Solve(ctx, in)
 	// The provisioner admits what it solved against the NodePools' limits

@@ -23,6 +23,18 @@ spec:
         - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
 `
 
+// existingNodeYAML is an m5.xlarge of the default NodePool with 3920m CPU
+// allocatable.
+const existingNodeYAML = `apiVersion: v1
+kind: Node
+metadata:
+  name: existing-1
+  labels: {kubernetes.io/hostname: existing-1, node.kubernetes.io/instance-type: m5.xlarge, karpenter.sh/nodepool: default}
+status:
+  capacity: {cpu: "4", memory: 16Gi, pods: "58"}
+  allocatable: {cpu: "3920m", memory: 14Gi, pods: "58"}
+`
+
 func writeManifest(t *testing.T, content string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "manifests.yaml")
@@ -33,16 +45,7 @@ func writeManifest(t *testing.T, content string) string {
 }
 
 func TestExistingNodesTakePodsFirst(t *testing.T) {
-	path := writeManifest(t, defaultPool+`---
-apiVersion: v1
-kind: Node
-metadata:
-  name: existing-1
-  labels: {kubernetes.io/hostname: existing-1, node.kubernetes.io/instance-type: m5.xlarge, karpenter.sh/nodepool: default}
-status:
-  capacity: {cpu: "4", memory: 16Gi, pods: "58"}
-  allocatable: {cpu: "3920m", memory: 14Gi, pods: "58"}
----
+	path := writeManifest(t, defaultPool+"---\n"+existingNodeYAML+`---
 apiVersion: v1
 kind: Pod
 metadata: {name: running, namespace: app}

@@ -10,18 +10,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/karp-autoscaler/karp/pkg/scheduling"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
 )
 
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=csinodes;storageclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims;persistentvolumes,verbs=get;list;watch
 
-// Fill sets the VolumeLimits of the registered nodes in in.Nodes from their
-// CSINodes and, when some node has limits, in.PodVolumes for in.Pods and
-// the pods of every node (those bound or nominated there, and those a
-// consolidation would move). When no node reports a limit it reads no claim
-// at all: nothing would be checked.
+// Fill is Apply with the CSINodes, claims, volumes and classes read
+// through kubeClient.
 func Fill(ctx context.Context, kubeClient client.Reader, in *simulation.Input) error {
 	var csiNodes storagev1.CSINodeList
 	// Every read here only reads: with the manager's cache, the objects
@@ -30,141 +26,55 @@ func Fill(ctx context.Context, kubeClient client.Reader, in *simulation.Input) e
 	if err := kubeClient.List(ctx, &csiNodes, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing csinodes: %w", err)
 	}
-	limits := make(map[string]scheduling.VolumeLimits, len(csiNodes.Items))
+	nodes := make([]*storagev1.CSINode, len(csiNodes.Items))
 	for i := range csiNodes.Items {
-		if l := scheduling.CSINodeLimits(&csiNodes.Items[i]); l != nil {
-			limits[csiNodes.Items[i].Name] = l
-		}
+		nodes[i] = &csiNodes.Items[i]
 	}
-	limited := false
-	for _, n := range in.Nodes {
-		// An in-flight NodeClaim (Requirements set) has no Node and so no
-		// CSINode yet; it is not limited.
-		if n.Requirements != nil {
-			continue
-		}
-		if l, ok := limits[n.Name]; ok {
-			n.VolumeLimits = l
-			limited = true
-		}
-	}
-	if !limited {
-		return nil
-	}
-	r := &resolver{kubeClient: kubeClient, drivers: map[types.NamespacedName]string{}, classes: map[string]*storagev1.StorageClass{}}
-	in.PodVolumes = map[types.UID]scheduling.Volumes{}
-	add := func(pod *corev1.Pod) error {
-		if _, done := in.PodVolumes[pod.UID]; done {
-			return nil
-		}
-		vols, err := r.podVolumes(ctx, pod)
-		if err != nil {
-			return err
-		}
-		if len(vols) > 0 {
-			in.PodVolumes[pod.UID] = vols
-		}
-		return nil
-	}
-	for _, pod := range in.Pods {
-		if err := add(pod); err != nil {
-			return err
-		}
-	}
-	for _, n := range in.Nodes {
-		for _, pod := range n.Pods {
-			if err := add(pod); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return Apply(ctx, in, nodes, apiObjects{kubeClient: kubeClient})
 }
 
-// resolver remembers, within one pass, each claim's driver and each
-// StorageClass, so claims and classes many pods share are read once.
-type resolver struct {
+// apiObjects reads claims, volumes and classes through the API.
+type apiObjects struct {
 	kubeClient client.Reader
-	drivers    map[types.NamespacedName]string
-	classes    map[string]*storagev1.StorageClass
 }
 
-// podVolumes returns the pod's claims by CSI driver; nil when none has a
-// known driver.
-func (r *resolver) podVolumes(ctx context.Context, pod *corev1.Pod) (scheduling.Volumes, error) {
-	var out scheduling.Volumes
-	for i := range pod.Spec.Volumes {
-		vol := &pod.Spec.Volumes[i]
-		name := simulation.VolumeClaimName(pod, *vol)
-		if name == "" {
-			continue
-		}
-		key := types.NamespacedName{Namespace: pod.Namespace, Name: name}
-		driver, ok := r.drivers[key]
-		if !ok {
-			var err error
-			if driver, err = r.claimDriver(ctx, key, vol); err != nil {
-				return nil, err
-			}
-			r.drivers[key] = driver
-		}
-		if driver == "" {
-			continue
-		}
-		if out == nil {
-			out = scheduling.Volumes{}
-		}
-		out.Add(driver, scheduling.ClaimKey(key.Namespace, key.Name))
-	}
-	return out, nil
-}
-
-// claimDriver reads the claim and what names its driver. A generic
-// ephemeral volume whose claim is not created yet counts with the claim
-// its template describes.
-func (r *resolver) claimDriver(ctx context.Context, key types.NamespacedName, vol *corev1.Volume) (string, error) {
+func (a apiObjects) Claim(ctx context.Context, key types.NamespacedName) (*corev1.PersistentVolumeClaim, error) {
 	pvc := &corev1.PersistentVolumeClaim{}
-	if err := r.kubeClient.Get(ctx, key, pvc, client.UnsafeDisableDeepCopy); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return "", fmt.Errorf("getting persistentvolumeclaim %s: %w", key, err)
-		}
-		if vol.Ephemeral == nil || vol.Ephemeral.VolumeClaimTemplate == nil {
-			return "", nil
-		}
-		pvc = &corev1.PersistentVolumeClaim{Spec: vol.Ephemeral.VolumeClaimTemplate.Spec}
+	if found, err := a.get(ctx, key, pvc, "persistentvolumeclaim"); !found {
+		return nil, err
 	}
-	if pvc.Spec.VolumeName != "" {
-		pv := &corev1.PersistentVolume{}
-		if err := r.kubeClient.Get(ctx, types.NamespacedName{Name: pvc.Spec.VolumeName}, pv, client.UnsafeDisableDeepCopy); err != nil {
-			if !apierrors.IsNotFound(err) {
-				return "", fmt.Errorf("getting persistentvolume %s: %w", pvc.Spec.VolumeName, err)
-			}
-			pv = nil
-		}
-		return scheduling.ClaimDriver(pvc, pv, nil), nil
-	}
-	if pvc.Spec.StorageClassName == nil || *pvc.Spec.StorageClassName == "" {
-		return "", nil
-	}
-	sc, err := r.class(ctx, *pvc.Spec.StorageClassName)
-	if err != nil {
-		return "", err
-	}
-	return scheduling.ClaimDriver(pvc, nil, sc), nil
+	return pvc, nil
 }
 
-// class reads a StorageClass once per pass; nil when it is gone.
-func (r *resolver) class(ctx context.Context, name string) (*storagev1.StorageClass, error) {
-	if sc, ok := r.classes[name]; ok {
-		return sc, nil
+func (a apiObjects) Volume(ctx context.Context, name string) (*corev1.PersistentVolume, error) {
+	pv := &corev1.PersistentVolume{}
+	if found, err := a.get(ctx, types.NamespacedName{Name: name}, pv, "persistentvolume"); !found {
+		return nil, err
 	}
+	return pv, nil
+}
+
+func (a apiObjects) Class(ctx context.Context, name string) (*storagev1.StorageClass, error) {
 	sc := &storagev1.StorageClass{}
-	if err := r.kubeClient.Get(ctx, types.NamespacedName{Name: name}, sc, client.UnsafeDisableDeepCopy); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("getting storageclass %s: %w", name, err)
-		}
-		sc = nil
+	if found, err := a.get(ctx, types.NamespacedName{Name: name}, sc, "storageclass"); !found {
+		return nil, err
 	}
-	r.classes[name] = sc
 	return sc, nil
+}
+
+// get reads one object into obj; found is false, without an error, when
+// it does not exist.
+func (a apiObjects) get(ctx context.Context, key types.NamespacedName, obj client.Object, resource string) (found bool, err error) {
+	err = a.kubeClient.Get(ctx, key, obj, client.UnsafeDisableDeepCopy)
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err):
+		return false, nil
+	}
+	name := key.Name
+	if key.Namespace != "" {
+		name = key.String()
+	}
+	return false, fmt.Errorf("getting %s %s: %w", resource, name, err)
 }
