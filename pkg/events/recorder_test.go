@@ -112,26 +112,30 @@ func (h *harness) eventually(want string, step time.Duration) {
 	}
 }
 
+// note moves the fake clock by after, records note as a FailedScheduling
+// warning and waits until the pod's events read want, written at once.
+func (h *harness) note(after time.Duration, note, want string) {
+	h.t.Helper()
+	h.clock.Step(after)
+	h.failedScheduling(note)
+	h.eventually(want, 0)
+}
+
 func TestChangedNoteIsWrittenAtOnce(t *testing.T) {
+	const notReady, noType = `NodePool "a" not Ready`, `NodePool "a" requirements leave no instance type`
 	h := newHarness(t)
-	h.failedScheduling(`NodePool "a" not Ready`)
-	h.eventually(`NodePool "a" not Ready x1`, 0)
-	h.clock.Step(time.Second)
-	h.failedScheduling(`NodePool "a" requirements leave no instance type`)
-	h.eventually(`NodePool "a" not Ready x1, NodePool "a" requirements leave no instance type x1`, 0)
+	h.note(0, notReady, notReady+" x1")
+	h.note(time.Second, noType, notReady+" x1, "+noType+" x1")
 	// Another event of a different reason stays its own.
 	h.clock.Step(time.Second)
 	h.recorder.Eventf(h.pod, nil, corev1.EventTypeNormal, "Nominated", "Provisioning", "Pod should schedule on: %s", "nodeclaim/x")
-	h.eventually(`NodePool "a" not Ready x1, NodePool "a" requirements leave no instance type x1, Pod should schedule on: nodeclaim/x x1`, 0)
+	h.eventually(notReady+" x1, "+noType+" x1, Pod should schedule on: nodeclaim/x x1", 0)
 }
 
 func TestRepeatedNoteIsOneEventWithACount(t *testing.T) {
 	h := newHarness(t)
-	h.failedScheduling("no NodePool fits")
-	h.eventually("no NodePool fits x1", 0)
-	h.clock.Step(time.Second)
-	h.failedScheduling("no NodePool fits")
-	h.eventually("no NodePool fits x2", 0)
+	h.note(0, "no NodePool fits", "no NodePool fits x1")
+	h.note(time.Second, "no NodePool fits", "no NodePool fits x2")
 	// A third repeat is counted at the next flush.
 	h.clock.Step(time.Second)
 	h.failedScheduling("no NodePool fits")
@@ -140,46 +144,32 @@ func TestRepeatedNoteIsOneEventWithACount(t *testing.T) {
 
 func TestSupersededNoteBackIsNewestAtOnce(t *testing.T) {
 	h := newHarness(t)
-	h.failedScheduling("A")
-	h.eventually("A x1", 0)
-	h.clock.Step(time.Second)
-	h.failedScheduling("B")
-	h.eventually("A x1, B x1", 0)
-	h.clock.Step(time.Second)
-	h.failedScheduling("A")
-	h.eventually("B x1, A x2", 0)
-	h.clock.Step(time.Second)
+	h.note(0, "A", "A x1")
+	h.note(time.Second, "B", "A x1, B x1")
+	h.note(time.Second, "A", "B x1, A x2")
 	// A repeat of the newest note waits for the flush; the older note
 	// back is written at once.
-	h.failedScheduling("A")
 	h.clock.Step(time.Second)
-	h.failedScheduling("B")
-	h.eventually("A x2, B x2", 0)
+	h.failedScheduling("A")
+	h.note(time.Second, "B", "A x2, B x2")
 	h.eventually("A x3, B x2", 10*time.Second)
 }
 
 func TestRepeatOnANewVersionOfTheObjectIsCounted(t *testing.T) {
 	h := newHarness(t)
 	h.pod.ResourceVersion = "1"
-	h.failedScheduling("A")
-	h.eventually("A x1", 0)
-	h.clock.Step(time.Second)
+	h.note(0, "A", "A x1")
 	h.pod.ResourceVersion = "2"
-	h.failedScheduling("A")
-	h.eventually("A x2", 0)
+	h.note(time.Second, "A", "A x2")
 }
 
 func TestNoteAfterTheWindowIsANewEvent(t *testing.T) {
 	h := newHarness(t)
-	h.failedScheduling("A")
-	h.eventually("A x1", 0)
-	h.clock.Step(events.Window)
-	h.failedScheduling("A")
-	h.eventually("A x1, A x1", 0)
+	h.note(0, "A", "A x1")
+	h.note(events.Window, "A", "A x1, A x1")
 }
 
 func TestLongNoteIsTruncated(t *testing.T) {
 	h := newHarness(t)
-	h.failedScheduling(strings.Repeat("é", 1000))
-	h.eventually(strings.Repeat("é", 510)+"... x1", 0)
+	h.note(0, strings.Repeat("é", 1000), strings.Repeat("é", 510)+"... x1")
 }

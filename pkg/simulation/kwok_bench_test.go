@@ -73,15 +73,7 @@ func TestKwokBasicWorkload(t *testing.T) {
 // kwok workload (upstream: 79 nodes, $57.12/hour).
 func BenchmarkSolveKwokBasic(b *testing.B) {
 	in := kwokBasicInput(b)
-	b.ReportAllocs()
-	b.ResetTimer()
-	var res *Result
-	cpu := processCPU()
-	for i := 0; i < b.N; i++ {
-		res = Solve(b.Context(), in)
-	}
-	b.StopTimer()
-	b.ReportMetric(float64((processCPU()-cpu).Milliseconds())/float64(b.N), "cpu-ms/op")
+	res := solveBench(b, func() *Result { return Solve(b.Context(), in) })
 	if len(res.PodErrors) > 0 {
 		b.Fatalf("%d pods unplaced", len(res.PodErrors))
 	}

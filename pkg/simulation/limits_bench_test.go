@@ -31,15 +31,7 @@ func BenchmarkSolveBindingLimit(b *testing.B) {
 			{"with-retry", func(b *testing.B) *Result { return Solve(b.Context(), in) }},
 		} {
 			b.Run(n+"/"+variant.name, func(b *testing.B) {
-				b.ReportAllocs()
-				b.ResetTimer()
-				var res *Result
-				cpu := processCPU()
-				for i := 0; i < b.N; i++ {
-					res = variant.solve(b)
-				}
-				b.StopTimer()
-				b.ReportMetric(float64((processCPU()-cpu).Milliseconds())/float64(b.N), "cpu-ms/op")
+				res := solveBench(b, func() *Result { return variant.solve(b) })
 				b.ReportMetric(float64(len(res.PodErrors)), "pending")
 				b.ReportMetric(float64(len(res.NodeClaims)), "nodes")
 				b.ReportMetric(res.Cost(), "usd/hour")

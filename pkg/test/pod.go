@@ -260,3 +260,19 @@ func (w *PodWrapper) HostPort(port int32) *PodWrapper {
 	w.Spec.Containers[0].Ports = append(w.Spec.Containers[0].Ports, corev1.ContainerPort{ContainerPort: port, HostPort: port, Protocol: corev1.ProtocolTCP})
 	return w
 }
+
+// Volume appends a volume.
+func (w *PodWrapper) Volume(v corev1.Volume) *PodWrapper {
+	w.Spec.Volumes = append(w.Spec.Volumes, v)
+	return w
+}
+
+// ClaimVolumes appends, per claim, a volume of that name mounting the
+// PersistentVolumeClaim.
+func (w *PodWrapper) ClaimVolumes(claims ...string) *PodWrapper {
+	for _, c := range claims {
+		w.Volume(corev1.Volume{Name: c,
+			VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c}}})
+	}
+	return w
+}

@@ -1,18 +1,15 @@
 package volumelimits_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
@@ -30,16 +27,6 @@ const (
 	ebs = "ebs.csi.aws.com"
 )
 
-func create(t *testing.T, ctx context.Context, objs ...client.Object) {
-	t.Helper()
-	for _, obj := range objs {
-		if err := env.Client.Create(ctx, obj); err != nil {
-			t.Fatalf("creating %s: %v", obj.GetName(), err)
-		}
-		t.Cleanup(func() { _ = env.Client.Delete(context.WithoutCancel(ctx), obj) })
-	}
-}
-
 func csiNode(name string, drivers ...storagev1.CSINodeDriver) *storagev1.CSINode {
 	return &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: storagev1.CSINodeSpec{Drivers: drivers}}
 }
@@ -52,68 +39,37 @@ func driver(name string, count *int32) storagev1.CSINodeDriver {
 	return d
 }
 
-func claim(name, class, volume string) *corev1.PersistentVolumeClaim {
-	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: corev1.PersistentVolumeClaimSpec{VolumeName: volume,
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
-	if class != "" {
-		pvc.Spec.StorageClassName = ptr.To(class)
-	}
-	return pvc
-}
-
-func volume(name string, src corev1.PersistentVolumeSource) *corev1.PersistentVolume {
-	return &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PersistentVolumeSpec{
-		Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
-		AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-		PersistentVolumeSource: src}}
-}
-
-// withClaims adds a volume per claim name; names prefixed "ephemeral:"
-// become generic ephemeral volumes of the class gp3.
-func withClaims(pod *corev1.Pod, claims ...string) *corev1.Pod {
-	for _, c := range claims {
-		if len(c) > len("ephemeral:") && c[:len("ephemeral:")] == "ephemeral:" {
-			name := c[len("ephemeral:"):]
-			pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
-				Ephemeral: &corev1.EphemeralVolumeSource{VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{
-					Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("vl-gp3")}}}}})
-			continue
-		}
-		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: c,
-			VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c}}})
-	}
-	return pod
-}
-
 // TestFill reads limits and claims from a real API server: CSINodes with
 // and without allocatable counts, claims bound to CSI and in-tree volumes,
 // claims of CSI and in-tree classes, a generic ephemeral volume, and
 // claims whose volume or class is gone.
 func TestFill(t *testing.T) {
 	ctx := t.Context()
-	create(t, ctx,
+	claim, volume := test.MakePersistentVolumeClaim, test.MakePersistentVolume
+	env.Create(t,
 		csiNode("vl-limited", driver(ebs, ptr.To[int32](25)), driver("efs.csi.aws.com", nil)),
 		csiNode("vl-unlimited", driver(ebs, nil)),
 		csiNode("vl-inflight", driver(ebs, ptr.To[int32](1))),
 		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "vl-gp3"}, Provisioner: ebs},
 		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "vl-intree"}, Provisioner: "kubernetes.io/aws-ebs"},
-		volume("vl-csi", corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "other.csi.example.com", VolumeHandle: "h"}}),
-		volume("vl-intree", corev1.PersistentVolumeSource{AWSElasticBlockStore: &corev1.AWSElasticBlockStoreVolumeSource{VolumeID: "vol-1"}}),
-		volume("vl-nfs", corev1.PersistentVolumeSource{NFS: &corev1.NFSVolumeSource{Server: "nfs", Path: "/"}}),
-		claim("bound-csi", "vl-gp3", "vl-csi"),
-		claim("bound-intree", "", "vl-intree"),
-		claim("bound-nfs", "vl-gp3", "vl-nfs"),
-		claim("unbound-gp3", "vl-gp3", ""),
-		claim("unbound-intree", "vl-intree", ""),
-		claim("lost-volume", "vl-gp3", "vl-gone"),
-		claim("lost-class", "vl-gone", ""),
-		claim("no-class", "", ""),
+		volume("vl-csi").Source(corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "other.csi.example.com", VolumeHandle: "h"}}).Obj(),
+		volume("vl-intree").Source(corev1.PersistentVolumeSource{AWSElasticBlockStore: &corev1.AWSElasticBlockStoreVolumeSource{VolumeID: "vol-1"}}).Obj(),
+		volume("vl-nfs").Source(corev1.PersistentVolumeSource{NFS: &corev1.NFSVolumeSource{Server: "nfs", Path: "/"}}).Obj(),
+		claim("bound-csi").StorageClass("vl-gp3").VolumeName("vl-csi").Obj(),
+		claim("bound-intree").VolumeName("vl-intree").Obj(),
+		claim("bound-nfs").StorageClass("vl-gp3").VolumeName("vl-nfs").Obj(),
+		claim("unbound-gp3").StorageClass("vl-gp3").Obj(),
+		claim("unbound-intree").StorageClass("vl-intree").Obj(),
+		claim("lost-volume").StorageClass("vl-gp3").VolumeName("vl-gone").Obj(),
+		claim("lost-class").StorageClass("vl-gone").Obj(),
+		claim("no-class").Obj(),
 	)
-	pending := withClaims(test.MakePod("pending").Obj(), "unbound-gp3", "unbound-intree", "bound-nfs", "no-class")
-	bound := withClaims(test.MakePod("bound").Obj(), "bound-csi", "bound-intree", "lost-volume", "lost-class", "missing")
-	ephemeral := withClaims(test.MakePod("web-0").Obj(), "ephemeral:scratch")
+	pending := test.MakePod("pending").ClaimVolumes("unbound-gp3", "unbound-intree", "bound-nfs", "no-class").Obj()
+	bound := test.MakePod("bound").ClaimVolumes("bound-csi", "bound-intree", "lost-volume", "lost-class", "missing").Obj()
+	// A generic ephemeral volume of the class vl-gp3.
+	ephemeral := test.MakePod("web-0").Volume(corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{
+		Ephemeral: &corev1.EphemeralVolumeSource{VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{
+			Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("vl-gp3")}}}}}).Obj()
 	plain := test.MakePod("plain").Obj()
 	in := &simulation.Input{Pods: []*corev1.Pod{pending},
 		Nodes: []*simulation.Node{
@@ -156,8 +112,8 @@ func TestFill(t *testing.T) {
 // Without any limited node, no claim is read: there is nothing to check.
 func TestFillReadsNoClaimWithoutLimits(t *testing.T) {
 	ctx := t.Context()
-	create(t, ctx, csiNode("vl-plain", driver(ebs, nil)))
-	in := &simulation.Input{Pods: []*corev1.Pod{withClaims(test.MakePod("p").Obj(), "does-not-exist")},
+	env.Create(t, csiNode("vl-plain", driver(ebs, nil)))
+	in := &simulation.Input{Pods: []*corev1.Pod{test.MakePod("p").ClaimVolumes("does-not-exist").Obj()},
 		Nodes: []*simulation.Node{{Name: "vl-plain"}}}
 	if err := volumelimits.Fill(ctx, env.Client, in); err != nil {
 		t.Fatal(err)

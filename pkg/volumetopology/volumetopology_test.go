@@ -1,7 +1,6 @@
 package volumetopology_test
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -9,11 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/karp-autoscaler/karp/pkg/test"
 	"github.com/karp-autoscaler/karp/pkg/test/environment"
 	"github.com/karp-autoscaler/karp/pkg/volumetopology"
 )
@@ -22,13 +19,11 @@ var env *environment.Environment
 
 func TestMain(m *testing.M) { environment.Main(m, &env) }
 
-const ns = "default"
-
 // world creates, in the API server, a volume pinned to zone a or b, a
 // claim bound to it, a claim of a WaitForFirstConsumer class allowed only
 // in zone b, a claim of an Immediate class, and claims whose volume or
 // class does not exist.
-func world(t *testing.T, ctx context.Context) {
+func world(t *testing.T) {
 	t.Helper()
 	zoneTerm := func(zones ...string) corev1.NodeSelectorTerm {
 		return corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
@@ -39,61 +34,40 @@ func world(t *testing.T, ctx context.Context) {
 			AllowedTopologies: []corev1.TopologySelectorTerm{{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{
 				{Key: corev1.LabelTopologyZone, Values: []string{"zone-b"}}}}}}
 	}
-	objs := []client.Object{
-		&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "vt-pinned"}, Spec: corev1.PersistentVolumeSpec{
-			Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
-			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "csi.example.com", VolumeHandle: "vol-1"}},
-			NodeAffinity:           &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{zoneTerm("zone-a"), zoneTerm("zone-b")}}}}},
+	claim := test.MakePersistentVolumeClaim
+	env.Create(t,
+		test.MakePersistentVolume("vt-pinned").
+			Source(corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "csi.example.com", VolumeHandle: "vol-1"}}).
+			NodeAffinity(zoneTerm("zone-a"), zoneTerm("zone-b")).Obj(),
 		class("vt-wait", storagev1.VolumeBindingWaitForFirstConsumer),
 		class("vt-immediate", storagev1.VolumeBindingImmediate),
-		claim("bound", "", "vt-pinned"),
-		claim("waiting", "vt-wait", ""),
-		claim("immediate", "vt-immediate", ""),
-		claim("web-0-scratch", "vt-wait", ""),
-		claim("lost-volume", "", "vt-gone"),
-		claim("lost-class", "vt-gone", ""),
-	}
-	for _, obj := range objs {
-		if err := env.Client.Create(ctx, obj); err != nil {
-			t.Fatalf("creating %s: %v", obj.GetName(), err)
-		}
-		t.Cleanup(func() { _ = env.Client.Delete(context.WithoutCancel(ctx), obj) })
-	}
-}
-
-func claim(name, class, volume string) *corev1.PersistentVolumeClaim {
-	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: corev1.PersistentVolumeClaimSpec{VolumeName: volume,
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
-	if class != "" {
-		pvc.Spec.StorageClassName = ptr.To(class)
-	}
-	return pvc
+		claim("bound").VolumeName("vt-pinned").Obj(),
+		claim("waiting").StorageClass("vt-wait").Obj(),
+		claim("immediate").StorageClass("vt-immediate").Obj(),
+		claim("web-0-scratch").StorageClass("vt-wait").Obj(),
+		claim("lost-volume").VolumeName("vt-gone").Obj(),
+		claim("lost-class").StorageClass("vt-gone").Obj(),
+	)
 }
 
 // pod mounts the named claims, and a generic ephemeral volume for each
 // name prefixed with "ephemeral:".
 func pod(claims ...string) *corev1.Pod {
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: ns}}
-	p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "config",
+	p := test.MakePod("web-0").Volume(corev1.Volume{Name: "config",
 		VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}})
 	for _, c := range claims {
 		if vol, ok := strings.CutPrefix(c, "ephemeral:"); ok {
-			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: vol,
-				VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}})
-			continue
+			p.Volume(corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}})
+		} else {
+			p.ClaimVolumes(c)
 		}
-		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: c,
-			VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c}}})
 	}
-	return p
+	return p.Obj()
 }
 
 func TestPodTerms(t *testing.T) {
 	ctx := t.Context()
-	world(t, ctx)
+	world(t)
 	cases := map[string]struct {
 		pod      *corev1.Pod
 		want     [][]string // zones allowed by each alternative

@@ -2,6 +2,8 @@ package disruption_test
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -84,6 +87,44 @@ func (h *harness) newControllerOver(kubeClient client.Client) {
 // intercepted wraps the manager's client with funcs (interceptor.NewClient).
 func (h *harness) intercepted(funcs interceptor.Funcs) client.Client {
 	return interceptor.NewClient(noWatch{h.mgr.GetClient()}, funcs)
+}
+
+// noWatch lets interceptor.NewClient wrap a client.Client.
+type noWatch struct{ client.Client }
+
+func (noWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
+	return nil, errors.New("watch is not supported")
+}
+
+// replacedOnce builds the controller over a client that calls atCreate
+// just before each NodeClaim it creates, readies the "default" pool, runs
+// the node name (large, one pod) and decides; the node must get exactly
+// one replacement. It returns what atCreate saw, one value per NodeClaim
+// created.
+func replacedOnce[T any](h *harness, name string, atCreate func() T) []T {
+	h.t.Helper()
+	var mu sync.Mutex
+	var seen []T
+	h.newControllerOver(h.intercepted(interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if _, ok := obj.(*karpv1.NodeClaim); ok {
+				v := atCreate()
+				mu.Lock()
+				seen = append(seen, v)
+				mu.Unlock()
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+	}))
+	h.readyNodePool(test.MakeNodePool("default").Obj())
+	h.runningNode(name, nodeOpts{it: largeType}, pod("p1", "1"))
+	h.decide()
+	if len(h.replacements(name)) != 1 {
+		h.t.Fatalf("node not replaced (DisruptionBlocked = %+v)", h.blocked(name))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return append([]T(nil), seen...)
 }
 
 // restart simulates a controller restart: a new manager, state and

@@ -32,6 +32,8 @@
 // env.Client is a controller-runtime client whose scheme knows the built-in
 // Kubernetes types, karpenter.sh/v1 and karpenter.kwok.sh/v1alpha1;
 // env.Config is the admin rest.Config for building other clients.
+// env.Create(t, objs...) creates objects that are deleted when the test
+// ends.
 //
 // The binaries come from $KARP_BIN_DIR/k8s, else bin/k8s under the
 // repository root (found by walking up to go.mod). When they are missing or

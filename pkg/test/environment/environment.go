@@ -122,6 +122,19 @@ func New(t testing.TB) *Environment {
 	return e
 }
 
+// Create creates objs in the API server, failing the test on an error, and
+// deletes them (best effort) when the test ends, so tests sharing one
+// Environment start from the same world.
+func (e *Environment) Create(t testing.TB, objs ...client.Object) {
+	t.Helper()
+	for _, obj := range objs {
+		if err := e.Client.Create(t.Context(), obj); err != nil {
+			t.Fatalf("creating %s: %v", obj.GetName(), err)
+		}
+		t.Cleanup(func() { _ = e.Client.Delete(context.WithoutCancel(t.Context()), obj) })
+	}
+}
+
 // Stop terminates kube-apiserver and etcd and removes etcd's data.
 func (e *Environment) Stop() error {
 	err := e.env.Stop()

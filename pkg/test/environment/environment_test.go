@@ -54,6 +54,24 @@ func TestEnvironmentServesKarpAPIs(t *testing.T) {
 	}
 }
 
+// Create makes the objects in the API server and deletes them when the
+// (sub)test that asked for them ends.
+func TestCreateDeletesWhenTheTestEnds(t *testing.T) {
+	env := environment.New(t)
+	ctx := t.Context()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "created", Namespace: "default"}}
+	key := types.NamespacedName{Namespace: "default", Name: "created"}
+	t.Run("creates", func(t *testing.T) {
+		env.Create(t, cm)
+		if err := env.Client.Get(ctx, key, &corev1.ConfigMap{}); err != nil {
+			t.Fatalf("getting the created ConfigMap: %v", err)
+		}
+	})
+	if err := env.Client.Get(ctx, key, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Errorf("getting the ConfigMap after its test ended: %v, want NotFound", err)
+	}
+}
+
 func TestRepoRootFindsKarpModule(t *testing.T) {
 	root, err := repo.Root()
 	if err != nil {
