@@ -28,7 +28,8 @@ type Options struct {
 	Timeout time.Duration
 	// Progress receives one line per start-up step; nil discards them.
 	Progress io.Writer
-	// Clock dates the generated certificates. Default the real clock.
+	// Clock dates the generated certificates and times the kwok resync.
+	// Default the real clock.
 	Clock clock.PassiveClock
 }
 
@@ -61,6 +62,8 @@ type Cluster struct {
 
 	// restartMu serialises Restart calls.
 	restartMu sync.Mutex
+	// stopResync ends the kwok resync (startKWOKResync); nil until it runs.
+	stopResync func()
 
 	mu       sync.Mutex
 	procs    []*process
@@ -121,6 +124,9 @@ func start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	if err := c.startAll(ctx); err != nil {
+		return nil, errors.Join(err, c.Stop())
+	}
+	if err := c.startKWOKResync(ctx); err != nil {
 		return nil, errors.Join(err, c.Stop())
 	}
 	c.mu.Lock()
@@ -284,6 +290,9 @@ func (c *Cluster) Died() <-chan error { return c.died }
 // after a grace period) and removes the state file. It is idempotent.
 func (c *Cluster) Stop() error {
 	c.stopOnce.Do(func() {
+		if c.stopResync != nil {
+			c.stopResync()
+		}
 		c.mu.Lock()
 		c.stopping = true
 		procs := append([]*process(nil), c.procs...)

@@ -82,6 +82,11 @@ const KWOKPodDeleteDelayAnnotationKey = "pod-delete.stage.kwok.x-k8s.io/delay"
 //     comes if it has a preStop hook, or after the delay its
 //     pod-delete.stage.kwok.x-k8s.io/delay annotation gives (see
 //     KWOKPodDeleteDelayAnnotationKey).
+//
+// kwok plays a stage only on a watch event and gives up on a write the API
+// server refuses with an error it does not take for transient; the
+// cluster's resync (kwokresync.go) touches what it left behind, as a
+// kubelet's periodic sync would.
 const kwokStages = `apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata:

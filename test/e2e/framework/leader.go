@@ -11,6 +11,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -176,4 +178,57 @@ func stringFlag(args []string, name string) string {
 func intFlag(args []string, name string) int {
 	n, _ := strconv.Atoi(stringFlag(args, name))
 	return n
+}
+
+// leaseLost is what karp-controller prints when it exits because its
+// leader-election Lease could not be renewed in time.
+const leaseLost = "leader election lost"
+
+// SuperviseLeaseLoss does for the controller what its Deployment does in a
+// cluster, for a test whose faults may cost it its Lease (a restart of the
+// API server or etcd that outlasts the renew deadline on a loaded
+// machine): when the process exits because it lost its Lease, it is
+// started again within a second. Any other exit fails the test: karp does
+// not crash on a control plane fault. It returns how many times the
+// controller was restarted so far. Supervision ends when the test does,
+// before the controller is stopped.
+func (k *Karp) SuperviseLeaseLoss(t testing.TB) func() int {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
+	done := make(chan struct{})
+	var restarts atomic.Int64
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			if !k.Exited() {
+				continue
+			}
+			if log := k.Log(); !strings.Contains(tailString(log, 2000), leaseLost) {
+				t.Errorf("karp exited, not because it lost its Lease:\n%s", tailString(log, 4000))
+				return
+			}
+			t.Logf("karp lost its Lease and exited; starting it again, as its Deployment would")
+			if err := k.start(k.args); err != nil {
+				t.Errorf("restarting karp after it lost its Lease: %v", err)
+				return
+			}
+			restarts.Add(1)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return func() int { return int(restarts.Load()) }
+}
+
+func tailString(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
 }

@@ -32,7 +32,7 @@ func TestMain(m *testing.M) { framework.Main(m) }
 // settled cluster afterwards.
 func TestMonitorsStayQuietOnADriftWithinTheBudget(t *testing.T) {
 	const name = "inv-live"
-	f, original := poolOfThree(t, name)
+	f, _, original := poolOfThree(t, name)
 	cl := f.Client
 	ctx := t.Context()
 
@@ -100,8 +100,8 @@ func TestMonitorsStayQuietOnADriftWithinTheBudget(t *testing.T) {
 // poolOfThree starts karp on a pool whose template can drift (label
 // rollout=v1), one node disrupted at a time, and runs a Deployment of
 // three pods, one per node, under a budget of one unavailable pod. It
-// returns the NodeClaims the pods run on.
-func poolOfThree(t *testing.T, name string) (*framework.Framework, map[string]bool) {
+// returns the controller and the NodeClaims the pods run on.
+func poolOfThree(t *testing.T, name string) (*framework.Framework, *framework.Karp, map[string]bool) {
 	t.Helper()
 	pool := test.MakeNodePool(name).
 		Labels(map[string]string{"rollout": "v1"}).
@@ -110,7 +110,7 @@ func poolOfThree(t *testing.T, name string) (*framework.Framework, map[string]bo
 		ConsolidateAfter(karpv1.MustParseNillableDuration(karpv1.Never)).
 		Budgets(karpv1.Budget{Nodes: "1"}).
 		Obj()
-	f, _ := framework.RunPool(t, name, pool, framework.FastDisruptionArgs...)
+	f, k := framework.RunPool(t, name, pool, framework.FastDisruptionArgs...)
 	cl := f.Client
 	framework.Create(t, cl, framework.SpreadOverHosts(framework.Deployment(name, name, name, 3, "500m")))
 	framework.Create(t, cl, &policyv1.PodDisruptionBudget{
@@ -126,7 +126,7 @@ func poolOfThree(t *testing.T, name string) (*framework.Framework, map[string]bo
 	for _, nc := range framework.PoolNodeClaims(t.Context(), cl, name) {
 		original[nc.Name] = true
 	}
-	return f, original
+	return f, k, original
 }
 
 // drift changes the pool's template label: every node of it drifts.
