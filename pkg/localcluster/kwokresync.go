@@ -38,7 +38,7 @@ const (
 	resyncInterval = 5 * time.Second
 	// resyncAfter is how long an object may wait on a stage before it is
 	// touched: longer than any stage's own delay but pod-remove's, which
-	// kwokOverdue accounts for.
+	// removalDue accounts for.
 	resyncAfter = 15 * time.Second
 )
 
