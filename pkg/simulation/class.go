@@ -31,6 +31,14 @@ type class struct {
 	// defaultSpread is set when the spread constraints are the scheduler's
 	// defaults (Input.DefaultSpread), not the pod's own.
 	defaultSpread bool
+	// pools counts the NodePools some variant of the class can use, and
+	// onlyPool is the one when there is exactly one (binding.go); both
+	// are valid once poolsKnown.
+	pools      int
+	onlyPool   int
+	poolsKnown bool
+	// waiting counts the class's pods not placed yet.
+	waiting int
 }
 
 // variant is one relaxation level of a class: its node requirements and the

@@ -170,4 +170,5 @@ func (s *solver) drop(t *target, moves []move) {
 	pos := s.freePos(t)
 	s.claimsByFree = slices.Delete(s.claimsByFree, pos, pos+1)
 	t.pods, t.ports = nil, nil
+	t.dropped = true
 }

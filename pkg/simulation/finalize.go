@@ -13,6 +13,7 @@ import (
 func (s *solver) finish(failed []*podInfo) *Result {
 	res := &Result{}
 	claimIndex := map[*target]int{}
+	s.shareSlack()
 	for _, t := range s.claims {
 		if len(t.pods) == 0 {
 			continue
@@ -58,11 +59,12 @@ func (s *solver) nodeClaim(t *target) *NodeClaim {
 	var types []*scheduling.InstanceType
 	var positions []int
 	var cts []string
+	var most scheduling.Vector
 	for pos, i := range e.order {
 		if len(types) >= s.maxInstanceTypes {
 			break
 		}
-		if !s.fitsAt(e, i, t.used, zero) || !s.limitsAllow(p, p.types[i].capacity, curCap) {
+		if !s.fitsAt(e, i, t.used, zero) || !p.withinSlack(p.types[i].capacity, curCap) {
 			continue
 		}
 		if pinned {
@@ -72,12 +74,14 @@ func (s *solver) nodeClaim(t *target) *NodeClaim {
 		}
 		types = append(types, p.types[i].it)
 		positions = append(positions, pos)
+		most = maxVector(most, p.types[i].capacity)
 		for _, ct := range s.capacityTypes(e, i) {
 			if !slices.Contains(cts, ct) && (!pinned || ct == offering.CapacityType) {
 				cts = append(cts, ct)
 			}
 		}
 	}
+	p.takeSlack(most, curCap)
 	reqs.Add(s.typeRequirement(e, positions, types))
 	reqs.Add(scheduling.NewRequirement(scheduling.LabelCapacityType, corev1.NodeSelectorOpIn, cts...))
 	over := s.overhead(e, t.cur)
@@ -89,6 +93,68 @@ func (s *solver) nodeClaim(t *target) *NodeClaim {
 		nc.Pods = append(nc.Pods, pi.pod)
 	}
 	return nc
+}
+
+// shareSlack sets, per NodePool with limits, the room its new NodeClaims
+// may list larger instance types in (the provider may launch any listed
+// type): what the limits leave over the chosen types, or none when a limit
+// refused a pod in the last placement pass, so the usage that pod was told
+// is what the NodeClaims hold.
+func (s *solver) shareSlack() {
+	for _, p := range s.pools {
+		if !p.hasLimits {
+			continue
+		}
+		p.slack = make(scheduling.Vector, len(p.limits))
+		if p.refused {
+			continue
+		}
+		for k, l := range p.limits {
+			if l >= 0 {
+				p.slack[k] = max(l-p.used[k], 0)
+			}
+		}
+	}
+}
+
+// withinSlack reports whether a NodeClaim on a type of capacity cur may
+// also list one of capacity next.
+func (p *pool) withinSlack(next, cur scheduling.Vector) bool {
+	if !p.hasLimits {
+		return true
+	}
+	for k, l := range p.limits {
+		if l >= 0 && next[k]-cur[k] > p.slack[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// takeSlack counts what listing types takes beyond the chosen capacity cur
+// against the slack and the pool's usage, so the usage is what the largest
+// listed types (most) would hold.
+func (p *pool) takeSlack(most, cur scheduling.Vector) {
+	if !p.hasLimits || most == nil {
+		return
+	}
+	for k, l := range p.limits {
+		if extra := most[k] - cur[k]; l >= 0 && extra > 0 {
+			p.slack[k] -= extra
+			p.used[k] += extra
+		}
+	}
+}
+
+// maxVector raises most to x element-wise (a copy of x when most is nil).
+func maxVector(most, x scheduling.Vector) scheduling.Vector {
+	if most == nil {
+		return x.Clone()
+	}
+	for k, v := range x {
+		most[k] = max(most[k], v)
+	}
+	return most
 }
 
 // capacityTypes lists the capacity types of type i's available offerings

@@ -134,7 +134,12 @@ func (s *solver) newClaimFit(e *entry, v *variant) (cur int, reason string, reso
 	if m, ok := s.newFitMemos[key]; memo && ok && m.nodesUsed == p.nodesUsed && slices.Equal(m.used, p.used) {
 		return -1, m.reason, m.resolvable
 	}
-	if cur = s.cheapestFit(e, nil, v); cur >= 0 {
+	if p.binding {
+		cur = s.efficientFit(e, v)
+	} else {
+		cur = s.cheapestFit(e, nil, v)
+	}
+	if cur >= 0 {
 		return cur, "", false
 	}
 	reason, resolvable = s.fitReason(e, v)

@@ -75,12 +75,12 @@ func (s *solver) compact() {
 			live = append(live, t)
 		}
 	}
-	if len(live) < 2 {
-		return
+	if len(live) >= 2 {
+		live = s.mergeClaims(live)
+		s.emptyClaims(live)
+		s.shrinkClaims(live)
 	}
-	live = s.mergeClaims(live)
-	s.emptyClaims(live)
-	s.shrinkClaims(live)
+	s.refit(live)
 }
 
 // mergeClaims folds the live NodeClaims pairwise while that costs no more
@@ -218,6 +218,9 @@ func (m *merger) cheapestType(e *entry, a, b *target) int {
 		if !s.fitsAt(e, i, m.sum, s.zero()) || !s.limitsAllow(p, p.types[i].capacity, m.oldCap) {
 			continue
 		}
+		if p.binding && !m.withinOld(p, i) {
+			continue // a binding pool's room goes to pending pods
+		}
 		if e.ports[i] != nil {
 			if _, conflict := scheduling.HostPortConflict(e.ports[i], a.ports); conflict {
 				continue
@@ -232,6 +235,17 @@ func (m *merger) cheapestType(e *entry, a, b *target) int {
 		return i
 	}
 	return -1
+}
+
+// withinOld reports whether type i takes no more of p's limited resources
+// than the two NodeClaims it replaces (m.oldCap).
+func (m *merger) withinOld(p *pool, i int) bool {
+	for k, l := range p.limits {
+		if l >= 0 && p.types[i].capacity[k] > m.oldCap[k] {
+			return false
+		}
+	}
+	return true
 }
 
 // hostnameOK reports whether the pods of from keep their hostname topology

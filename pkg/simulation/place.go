@@ -37,6 +37,9 @@ func (s *solver) run(ctx context.Context, pods []*podInfo) []*podInfo {
 	queue := pods
 	for len(queue) > 0 {
 		var next []*podInfo
+		for _, pl := range s.pools {
+			pl.refused = false
+		}
 		for i, p := range queue {
 			if ctx.Err() != nil {
 				for _, q := range queue[i:] {
@@ -217,7 +220,7 @@ func (s *solver) bestOf(v *variant, ts []*target) *option {
 		if found >= 2*zeroProbe {
 			break
 		}
-		if !v.class.requests.Fits(t.free) {
+		if t.gone() || !v.class.requests.Fits(t.free) {
 			continue
 		}
 		if o, ok := s.zeroDelta(v, t); ok {
@@ -232,6 +235,9 @@ func (s *solver) bestOf(v *variant, ts []*target) *option {
 	for _, t := range ts {
 		if found >= growProbe {
 			break
+		}
+		if t.gone() {
+			continue
 		}
 		if o, ok := s.grown(v, t); ok {
 			if found++; found == 1 || better(&o, &best) {
@@ -311,6 +317,7 @@ func (s *solver) tryNew(v *variant) (*option, *scheduling.Status) {
 		e, reason := s.topoCheck(v, fresh, pc.entry, true)
 		if reason == "" && p.nodeLimit >= 0 && p.nodesUsed >= p.nodeLimit {
 			reason = s.limitReason(p, make(scheduling.Vector, s.resources.Len()))
+			p.refuse()
 		}
 		if reason != "" {
 			code = scheduling.Unschedulable
@@ -321,6 +328,7 @@ func (s *solver) tryNew(v *variant) (*option, *scheduling.Status) {
 		if cur < 0 {
 			if resolvable {
 				code = scheduling.Unschedulable
+				p.refuse()
 			}
 			reasons = append(reasons, fmt.Sprintf("NodePool %s: %s", p.name, reason))
 			continue
@@ -424,6 +432,7 @@ func (s *solver) commitExisting(p *podInfo, t *target) {
 
 func (s *solver) record(p *podInfo, t *target) {
 	p.at = t
+	p.class.waiting--
 	t.ports = append(t.ports, p.class.ports...)
 	t.pods = append(t.pods, p)
 	for _, g := range p.class.counts {

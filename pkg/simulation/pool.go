@@ -32,6 +32,18 @@ type pool struct {
 	// limits leave no room to grow (see limitExcludes).
 	bounds    []capBound
 	overFloor scheduling.Vector
+	// binding is set when the pool is solved limit-efficiently: its new
+	// NodeClaims take the instance type that holds the most pods per unit
+	// of its limits (binding.go). constrained lists, in placement order,
+	// the classes whose pods only this pool can take.
+	binding     bool
+	constrained []*class
+	// refused is set when a limit kept a pod out in the current placement
+	// pass; everRefused when one did at any point of the solve.
+	refused, everRefused bool
+	// slack is the room left under each limit that finish lets NodeClaims
+	// list larger types in.
+	slack scheduling.Vector
 }
 
 // itype is an instance type with its vectors.

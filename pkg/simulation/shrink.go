@@ -101,7 +101,7 @@ func (s *solver) cheaperFit(t *target, used scheduling.Vector, pods []*podInfo) 
 		if noDearer(t.price(), e.price[i]) {
 			break // not cheaper, and order is by price: neither are the rest
 		}
-		if !s.fitsAt(e, i, used, zero) {
+		if !s.fitsAt(e, i, used, zero) || !s.limitsAllow(e.pool, e.pool.types[i].capacity, e.pool.types[t.cur].capacity) {
 			continue
 		}
 		s.overhead(e, i)

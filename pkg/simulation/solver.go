@@ -93,60 +93,90 @@ func Solve(ctx context.Context, in Input) *Result {
 // NodeClaims where that costs no more (tests compare against the result
 // without it).
 //
-// When pods stay pending and some NodePool has limits, it solves again
-// placing the least flexible pods first (those with the fewest NodePools
-// to go to), and keeps that result when it leaves fewer pods pending, or
-// as many at a lower price: placing by size alone lets pods that fit
-// elsewhere take a limited NodePool's room from pods that fit nowhere
-// else (upstream has the same weakness).
+// When pods stay pending because some NodePool's limit refused them, the
+// limit binds, and placing by size alone lets pods that fit elsewhere, and
+// instance types that strand part of their capacity, take the limited
+// NodePool's room (upstream has the same weakness). It then solves again
+// with the strategies of binding.go, and keeps the result that leaves the
+// fewest pods pending, then the cheapest.
 func solve(ctx context.Context, in Input, compact bool) *Result {
-	res := solveOrdered(ctx, in, compact, func(_ *solver, pods []*podInfo) { sortPods(pods) })
+	res, bound := solveWith(ctx, in, compact, strategy{order: bySize})
 	if len(res.PodErrors) == 0 || !anyLimits(in.NodePools) || ctx.Err() != nil {
 		return res
 	}
-	alt := solveOrdered(ctx, in, compact, (*solver).sortLeastFlexibleFirst)
-	if ctx.Err() != nil {
-		return res
-	}
-	if len(alt.PodErrors) < len(res.PodErrors) ||
-		len(alt.PodErrors) == len(res.PodErrors) && totalPrice(alt) < totalPrice(res) {
-		return alt
+	for _, st := range bindingStrategies(bound) {
+		alt, _ := solveWith(ctx, in, compact, st)
+		if ctx.Err() != nil {
+			return res
+		}
+		if fewerPending(alt, res) {
+			res = alt
+		}
 	}
 	return res
 }
 
-// solveOrdered places the pods in the order order gives them.
+// fewerPending reports whether a leaves fewer pods pending than b, or as
+// many at a lower price.
+func fewerPending(a, b *Result) bool {
+	return len(a.PodErrors) < len(b.PodErrors) ||
+		len(a.PodErrors) == len(b.PodErrors) && totalPrice(a) < totalPrice(b)
+}
+
+// solveOrdered places the pods in the order order gives them, without
+// limit-efficient NodePools.
 func solveOrdered(ctx context.Context, in Input, compact bool, order func(*solver, []*podInfo)) *Result {
+	res, _ := solveWith(ctx, in, compact, strategy{order: order})
+	return res
+}
+
+// solveWith solves under one strategy. It also returns the NodePools whose
+// limits refused a pod at some point of the solve.
+func solveWith(ctx context.Context, in Input, compact bool, st strategy) (*Result, map[string]bool) {
 	s := newSolver(&in)
+	s.setBinding(st.binding)
 	pods, rejected := splitDRA(s.pendingPods())
-	order(s, pods)
+	st.order(s, pods)
+	s.queue(pods)
 	failed := s.run(ctx, pods)
 	if compact {
-		s.compact()
+		failed = s.compactAndRetry(ctx, failed)
 	}
-	return s.finish(append(failed, rejected...))
+	res := s.finish(append(failed, rejected...))
+	return res, s.boundPools()
 }
+
+// compactAndRetry compacts the new NodeClaims, and while that releases
+// room under some NodePool's limits (a NodeClaim merged, emptied or shrunk
+// to a type of smaller capacity), places the pods still pending again, so
+// the room a solve reserved and then gave back is used in the same solve.
+// The pods left pending carry the reason their last attempt found, against
+// the usage that stands.
+func (s *solver) compactAndRetry(ctx context.Context, failed []*podInfo) []*podInfo {
+	for round := 0; ; round++ {
+		before := s.limitUsage()
+		s.compact()
+		if len(failed) == 0 || round >= retryRounds || ctx.Err() != nil || !s.released(before) {
+			return failed
+		}
+		n := len(failed)
+		if failed = s.run(ctx, failed); len(failed) == n {
+			return failed
+		}
+	}
+}
+
+// retryRounds bounds how often compactAndRetry places pending pods again.
+const retryRounds = 4
+
+// bySize is the usual order: largest first (sortPods).
+func bySize(_ *solver, pods []*podInfo) { sortPods(pods) }
 
 // sortLeastFlexibleFirst orders pods by how many NodePools could take
 // them (fewest first), then as sortPods does.
 func (s *solver) sortLeastFlexibleFirst(pods []*podInfo) {
 	sortPods(pods)
-	pools := map[*class]int{}
-	for _, p := range pods {
-		if _, ok := pools[p.class]; ok {
-			continue
-		}
-		pools[p.class] = 0
-		for i := range s.pools {
-			for _, v := range p.class.variants {
-				if s.poolFor(v, i).verdict == compatible {
-					pools[p.class]++
-					break
-				}
-			}
-		}
-	}
-	sort.SliceStable(pods, func(a, b int) bool { return pools[pods[a].class] < pools[pods[b].class] })
+	sort.SliceStable(pods, func(a, b int) bool { return s.poolsOf(pods[a].class) < s.poolsOf(pods[b].class) })
 }
 
 func anyLimits(pools []*NodePool) bool {

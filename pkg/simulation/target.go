@@ -24,7 +24,11 @@ type target struct {
 	relaxed bool
 	claim   int     // index in solver.claims
 	into    *target // set when merged into another NodeClaim (see merge.go)
+	dropped bool    // set when emptied into others (see empty.go)
 }
+
+// gone reports whether compaction merged or emptied the NodeClaim away.
+func (t *target) gone() bool { return t.into != nil || t.dropped }
 
 // taints are the taints pods must tolerate on the target.
 func (t *target) taints() scheduling.Taints {

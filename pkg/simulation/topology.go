@@ -329,7 +329,7 @@ func (s *solver) eligible(g *group, threshold int32) *eligList {
 	}
 	l := &eligList{threshold: threshold}
 	for _, t := range s.claims {
-		if g.count(t, noDom) <= threshold {
+		if !t.gone() && g.count(t, noDom) <= threshold {
 			l.ts = append(l.ts, t)
 		}
 	}
