@@ -6,7 +6,10 @@
 # charts/karp-crd/files), and the RBAC rules the karp chart binds
 # (charts/karp/rbac/role.yaml, from every +kubebuilder:rbac marker under
 # pkg/: cluster-scoped markers make the ClusterRole, markers naming a
-# namespace the Role in the release namespace).
+# namespace the Role in the release namespace), and the depguard rules in
+# .golangci.yml that keep one controller from importing another, one per
+# controller under pkg/controllers and pkg/cloudprovider/aws/controllers
+# (hack/importrules).
 #
 # Usage: hack/generate.sh [crd-output-dir [rbac-output-dir]]
 #   With output dirs, only the CRDs (and the RBAC rules) are written there
@@ -41,4 +44,7 @@ if [[ $# -eq 0 ]]; then
     rm -f "${dir}"/*.yaml
     cp pkg/apis/crds/*.yaml "${dir}/"
   done
+fi
+if [[ $# -eq 0 ]]; then
+  go run ./hack/importrules -write
 fi

@@ -2,7 +2,8 @@
 # hack/verify.sh fails when the generated files are stale: it regenerates
 # the deepcopy functions, the CRDs and the chart's RBAC rules into a
 # temporary directory and diffs them against the committed ones (and the
-# charts' CRD copies against pkg/apis/crds). It never writes into
+# charts' CRD copies against pkg/apis/crds), and checks the controller
+# import rules in .golangci.yml against the package list (hack/importrules). It never writes into
 # the working tree, so it is safe to run while others edit.
 set -euo pipefail
 
@@ -46,6 +47,11 @@ for dir in charts/karp/crds charts/karp-crd/files; do
     status=1
   fi
 done
+
+# The depguard rules that keep controllers apart, one per controller.
+if ! go run ./hack/importrules; then
+  status=1
+fi
 
 if [[ ${status} -ne 0 ]]; then
   echo "generated files are stale: run 'make generate' and commit the result" >&2
