@@ -83,8 +83,12 @@ func buildInput(set *manifest.Set, cluster *manifest.Cluster, types []*schedulin
 		classes[nc.Name] = true
 	}
 	for _, np := range set.NodePools {
-		if np.Spec.Replicas != nil {
-			warnings = append(warnings, fmt.Sprintf("NodePool %s: static (replicas %d); it keeps its own node count and takes no pending pods", np.Name, *np.Spec.Replicas))
+		if !simulation.LaunchesNodes(np) {
+			if np.Spec.Replicas != nil {
+				warnings = append(warnings, fmt.Sprintf("NodePool %s: static (replicas %d); it keeps its own node count and takes no pending pods", np.Name, *np.Spec.Replicas))
+			} else {
+				warnings = append(warnings, fmt.Sprintf("NodePool %s: being deleted; it launches nothing", np.Name))
+			}
 			continue
 		}
 		if w := nodeClassWarning(np, classes); w != "" {

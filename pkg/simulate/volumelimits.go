@@ -10,7 +10,7 @@ import (
 
 	"github.com/karp-autoscaler/karp/pkg/manifest"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
-	"github.com/karp-autoscaler/karp/pkg/volumelimits"
+	"github.com/karp-autoscaler/karp/pkg/solverinput"
 )
 
 // applyVolumeLimits gives the existing nodes the CSI volume limits of
@@ -28,7 +28,7 @@ func applyVolumeLimits(ctx context.Context, set *manifest.Set, in *simulation.In
 			warnings = append(warnings, fmt.Sprintf("CSINode %s: node %q is not among the manifests; ignored", csiNode.Name, csiNode.Name))
 		}
 	}
-	return warnings, volumelimits.Apply(ctx, in, set.CSINodes, newManifestObjects(set))
+	return warnings, solverinput.ApplyVolumeLimits(ctx, in, set.CSINodes, newManifestObjects(set))
 }
 
 // manifestObjects are the claims, volumes and classes of the manifests;
@@ -39,7 +39,7 @@ type manifestObjects struct {
 	classes map[string]*storagev1.StorageClass
 }
 
-var _ volumelimits.Objects = (*manifestObjects)(nil)
+var _ solverinput.VolumeObjects = (*manifestObjects)(nil)
 
 func newManifestObjects(set *manifest.Set) *manifestObjects {
 	o := &manifestObjects{

@@ -330,9 +330,7 @@ func (s *solver) buildPools() {
 		return nps[i].NodePool.Name > nps[j].NodePool.Name
 	})
 	for _, np := range nps {
-		// Static NodePools (replicas) keep a fixed node count and deleting
-		// NodePools launch nothing: neither takes part in scheduling.
-		if np.NodePool.Spec.Replicas != nil || np.NodePool.DeletionTimestamp != nil {
+		if !LaunchesNodes(np.NodePool) {
 			continue
 		}
 		p := s.newPool(np)
@@ -354,6 +352,15 @@ func (s *solver) buildPools() {
 			s.anyPreferNoSchedule = true
 		}
 	}
+}
+
+// LaunchesNodes reports whether the solver launches nodes for the
+// NodePool: static NodePools (replicas) keep a fixed node count and
+// deleting NodePools launch nothing, so neither takes part in scheduling.
+// The controllers also require the NodePool to be Ready
+// (solverinput.Launchable).
+func LaunchesNodes(np *karpv1.NodePool) bool {
+	return np.Spec.Replicas == nil && np.DeletionTimestamp == nil
 }
 
 func weight(np *karpv1.NodePool) int32 {

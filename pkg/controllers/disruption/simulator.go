@@ -2,17 +2,13 @@ package disruption
 
 import (
 	"context"
-	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
-	"github.com/karp-autoscaler/karp/pkg/defaultspread"
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
+	"github.com/karp-autoscaler/karp/pkg/solverinput"
 	"github.com/karp-autoscaler/karp/pkg/state"
-	"github.com/karp-autoscaler/karp/pkg/volumelimits"
 )
 
 // passSimulator answers what-ifs over the input gathered at the start of a
@@ -40,27 +36,17 @@ func (s *passSimulator) refresh(ctx context.Context, c *Controller, w *world) er
 	in := simulation.Input{Nodes: nodes, Pods: c.cluster.ProvisionablePods(), DaemonSets: c.cluster.DaemonSets(), Options: s.opts}
 	for _, name := range w.poolNames {
 		np, its := w.nodePools[name], w.typeList[name]
-		if its == nil || np.DeletionTimestamp != nil || np.Spec.Replicas != nil ||
-			!np.StatusConditions().IsTrue(karpv1.ConditionTypeReady) {
+		if its == nil || !solverinput.Launchable(np) {
 			continue
 		}
 		in.NodePools = append(in.NodePools, &simulation.NodePool{NodePool: np, InstanceTypes: its})
 	}
-	var limitRanges corev1.LimitRangeList
-	if err := s.kubeClient.List(ctx, &limitRanges); err != nil {
-		return fmt.Errorf("listing limitranges: %w", err)
-	}
-	in.LimitRanges = limitRanges.Items
-	var namespaces corev1.NamespaceList
-	if err := s.kubeClient.List(ctx, &namespaces); err != nil {
-		return fmt.Errorf("listing namespaces: %w", err)
-	}
-	for i := range namespaces.Items {
-		in.Namespaces = append(in.Namespaces, &namespaces.Items[i])
+	if err := solverinput.Cluster(ctx, s.kubeClient, &in); err != nil {
+		return err
 	}
 	// A pod moves only onto a node whose CSI volume limits leave room for
-	// its claims, pending pods' claims counted (see pkg/volumelimits).
-	if err := volumelimits.Fill(ctx, s.kubeClient, &in); err != nil {
+	// its claims, pending pods' claims counted (see pkg/solverinput).
+	if err := solverinput.FillVolumeLimits(ctx, s.kubeClient, &in); err != nil {
 		return err
 	}
 	volumes, err := s.volumeTopology(ctx, w)
@@ -68,7 +54,7 @@ func (s *passSimulator) refresh(ctx context.Context, c *Controller, w *world) er
 		return err
 	}
 	in.VolumeRequirements = volumes
-	in.DefaultSpread = defaultspread.Gather(ctx, s.kubeClient, s.defaultSpread, movablePods(in))
+	in.DefaultSpread = solverinput.DefaultSpread(ctx, s.kubeClient, s.defaultSpread, movablePods(in))
 	s.in = in
 	return nil
 }

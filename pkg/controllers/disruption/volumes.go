@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
-	"github.com/karp-autoscaler/karp/pkg/volumetopology"
+	"github.com/karp-autoscaler/karp/pkg/solverinput"
 )
 
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims;persistentvolumes,verbs=get;list;watch
@@ -39,7 +39,7 @@ func (s *passSimulator) volumeTopology(ctx context.Context, w *world) (map[types
 // and reports whether every pod's volumes could be resolved.
 func (s *passSimulator) candidateVolumes(ctx context.Context, w *world, cand *Candidate, out map[types.UID][]scheduling.Requirements) (bool, error) {
 	for _, pod := range cand.ReschedulablePods {
-		alternatives, err := volumetopology.PodTerms(ctx, s.kubeClient, pod)
+		alternatives, err := solverinput.VolumeTerms(ctx, s.kubeClient, pod)
 		if apierrors.IsNotFound(err) {
 			w.block(cand.Name(), BlockedVolumeTopology, "pod %s/%s: %v", pod.Namespace, pod.Name, err)
 			return false, nil

@@ -2,18 +2,15 @@ package provisioning
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
-	"github.com/karp-autoscaler/karp/pkg/defaultspread"
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
+	"github.com/karp-autoscaler/karp/pkg/solverinput"
 	"github.com/karp-autoscaler/karp/pkg/state"
-	"github.com/karp-autoscaler/karp/pkg/volumelimits"
 )
 
 // gather builds the solver input. Pods whose volumes cannot be resolved
@@ -26,17 +23,8 @@ func (p *Provisioner) gather(ctx context.Context, pods []*corev1.Pod, nodes []*s
 	fillInFlight(nodes, stateNodes, typesByPool)
 	in := &simulation.Input{Nodes: nodes, NodePools: pools, DaemonSets: p.cluster.DaemonSets(),
 		Options: simulation.Options{PreferencePolicy: p.opts.PreferencePolicy, MinValuesPolicy: p.opts.MinValuesPolicy}}
-	var limitRanges corev1.LimitRangeList
-	if err := p.kubeClient.List(ctx, &limitRanges); err != nil {
-		return nil, nil, fmt.Errorf("listing limitranges: %w", err)
-	}
-	in.LimitRanges = limitRanges.Items
-	var namespaces corev1.NamespaceList
-	if err := p.kubeClient.List(ctx, &namespaces); err != nil {
-		return nil, nil, fmt.Errorf("listing namespaces: %w", err)
-	}
-	for i := range namespaces.Items {
-		in.Namespaces = append(in.Namespaces, &namespaces.Items[i])
+	if err := solverinput.Cluster(ctx, p.kubeClient, in); err != nil {
+		return nil, nil, err
 	}
 	// Pods karp does not provision for (invalid node constraints, or
 	// asking for no karp node) are left out before anything else.
@@ -51,13 +39,13 @@ func (p *Provisioner) gather(ctx context.Context, pods []*corev1.Pod, nodes []*s
 			in.Pods = append(in.Pods, pod)
 		}
 	}
-	in.DefaultSpread = defaultspread.Gather(ctx, p.kubeClient, p.opts.DefaultSpread, append(slices.Clone(in.Pods), reschedulablePods(nodes)...))
+	in.DefaultSpread = solverinput.DefaultSpread(ctx, p.kubeClient, p.opts.DefaultSpread, append(slices.Clone(in.Pods), reschedulablePods(nodes)...))
 	for _, pe := range ignored {
 		errs = append(errs, pe)
 	}
 	// Nodes whose CSINodes limit how many volumes they attach take no pod
-	// that would go over (existing nodes only: see pkg/volumelimits).
-	if err := volumelimits.Fill(ctx, p.kubeClient, in); err != nil {
+	// that would go over (existing nodes only: see pkg/solverinput).
+	if err := solverinput.FillVolumeLimits(ctx, p.kubeClient, in); err != nil {
 		return nil, nil, err
 	}
 	return in, errs, nil
@@ -73,7 +61,7 @@ func (p *Provisioner) nodePools(ctx context.Context) ([]*simulation.NodePool, ma
 	typesByPool := map[string][]*scheduling.InstanceType{}
 	p.skipped = map[string]string{}
 	for _, np := range p.cluster.NodePools() {
-		launchable := np.DeletionTimestamp == nil && np.Spec.Replicas == nil && np.StatusConditions().IsTrue(karpv1.ConditionTypeReady)
+		launchable := solverinput.Launchable(np)
 		// Instance types of every NodePool, launchable or not, describe
 		// its in-flight NodeClaims.
 		types, err := p.cloudProvider.GetInstanceTypes(ctx, np)

@@ -9,11 +9,11 @@ import (
 
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
-	"github.com/karp-autoscaler/karp/pkg/volumetopology"
+	"github.com/karp-autoscaler/karp/pkg/solverinput"
 )
 
 // volumeRequirements resolves where each pod's volumes let it run (see
-// volumetopology.PodTerms): a bound PersistentVolume's node affinity, or
+// solverinput.VolumeTerms): a bound PersistentVolume's node affinity, or
 // for an unbound claim of a WaitForFirstConsumer StorageClass, its
 // allowedTopologies. Pods whose claims cannot be read are returned
 // separately, with the reason; API errors other than NotFound abort the
@@ -22,7 +22,7 @@ func (p *Provisioner) volumeRequirements(ctx context.Context, pods []*corev1.Pod
 	out := map[types.UID][]scheduling.Requirements{}
 	ignored := map[types.UID]simulation.PodError{}
 	for _, pod := range pods {
-		alternatives, err := volumetopology.PodTerms(ctx, p.kubeClient, pod)
+		alternatives, err := solverinput.VolumeTerms(ctx, p.kubeClient, pod)
 		if err != nil {
 			if !apierrors.IsNotFound(err) {
 				return nil, nil, err

@@ -1,4 +1,4 @@
-package volumelimits
+package solverinput
 
 import (
 	"context"
@@ -11,23 +11,23 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/simulation"
 )
 
-// Objects finds what a claim's CSI driver is read from. Each method
+// VolumeObjects finds what a claim's CSI driver is read from. Each method
 // returns nil and no error when the object does not exist; an error is a
-// failed read. The controller reads them through the API (Fill), `karp
+// failed read. The controller reads them through the API (FillVolumeLimits), `karp
 // simulate` from the manifests.
-type Objects interface {
+type VolumeObjects interface {
 	Claim(ctx context.Context, key types.NamespacedName) (*corev1.PersistentVolumeClaim, error)
 	Volume(ctx context.Context, name string) (*corev1.PersistentVolume, error)
 	Class(ctx context.Context, name string) (*storagev1.StorageClass, error)
 }
 
-// Apply sets the VolumeLimits of the registered nodes in in.Nodes from
+// ApplyVolumeLimits sets the VolumeLimits of the registered nodes in in.Nodes from
 // their CSINodes and, when some node has limits, in.PodVolumes for in.Pods
 // and the pods of every node (those bound or nominated there, and those a
 // consolidation would move), resolving each claim's driver through objs.
 // When no node reports a limit it reads no claim at all: nothing would be
 // checked.
-func Apply(ctx context.Context, in *simulation.Input, csiNodes []*storagev1.CSINode, objs Objects) error {
+func ApplyVolumeLimits(ctx context.Context, in *simulation.Input, csiNodes []*storagev1.CSINode, objs VolumeObjects) error {
 	limits := make(map[string]scheduling.VolumeLimits, len(csiNodes))
 	for _, csiNode := range csiNodes {
 		if l := scheduling.CSINodeLimits(csiNode); l != nil {
@@ -82,7 +82,7 @@ func Apply(ctx context.Context, in *simulation.Input, csiNodes []*storagev1.CSIN
 // resolver remembers, within one pass, each claim's driver and each
 // StorageClass, so claims and classes many pods share are read once.
 type resolver struct {
-	objs    Objects
+	objs    VolumeObjects
 	drivers map[types.NamespacedName]string
 	classes map[string]*storagev1.StorageClass
 }

@@ -1,4 +1,4 @@
-package defaultspread
+package solverinput
 
 import (
 	"context"
@@ -29,14 +29,14 @@ var (
 // +kubebuilder:rbac:groups="",resources=services;replicationcontrollers,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps,resources=replicasets;statefulsets,verbs=get;list;watch
 
-// Gather returns, for each pod the defaults apply to (no constraints of
+// DefaultSpread returns, for each pod the defaults apply to (no constraints of
 // its own, a profile with defaults, a selector deduced), its default
 // constraints with that selector, keyed by pod UID. It reads each
 // namespace's Services and each owner once. A lookup that fails is logged
 // (debug) and the selector deduced without it, as kube-scheduler does: a
 // deleted owner must not stop provisioning. The pods of one workload share
 // one slice of constraints, which callers must not change.
-func Gather(ctx context.Context, kubeClient client.Reader, defaults scheduling.SpreadDefaults, pods []*corev1.Pod) map[types.UID][]corev1.TopologySpreadConstraint {
+func DefaultSpread(ctx context.Context, kubeClient client.Reader, defaults scheduling.SpreadDefaults, pods []*corev1.Pod) map[types.UID][]corev1.TopologySpreadConstraint {
 	if len(defaults) == 0 {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package volumelimits_test
+package solverinput_test
 
 import (
 	"testing"
@@ -13,19 +13,12 @@ import (
 
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
+	"github.com/karp-autoscaler/karp/pkg/solverinput"
 	"github.com/karp-autoscaler/karp/pkg/test"
-	"github.com/karp-autoscaler/karp/pkg/test/environment"
-	"github.com/karp-autoscaler/karp/pkg/volumelimits"
 )
 
-var env *environment.Environment
-
-func TestMain(m *testing.M) { environment.Main(m, &env) }
-
-const (
-	ns  = "default"
-	ebs = "ebs.csi.aws.com"
-)
+// ebs is the CSI driver the test volumes use (ns, "default", is defaultspread_test.go's).
+const ebs = "ebs.csi.aws.com"
 
 func csiNode(name string, drivers ...storagev1.CSINodeDriver) *storagev1.CSINode {
 	return &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: storagev1.CSINodeSpec{Drivers: drivers}}
@@ -78,7 +71,7 @@ func TestFill(t *testing.T) {
 			{Name: "vl-inflight", Requirements: scheduling.Requirements{}},
 			{Name: "vl-no-csinode"},
 		}}
-	if err := volumelimits.Fill(ctx, env.Client, in); err != nil {
+	if err := solverinput.FillVolumeLimits(ctx, env.Client, in); err != nil {
 		t.Fatal(err)
 	}
 	wantLimits := map[string]scheduling.VolumeLimits{"vl-limited": {ebs: 25}}
@@ -115,7 +108,7 @@ func TestFillReadsNoClaimWithoutLimits(t *testing.T) {
 	env.Create(t, csiNode("vl-plain", driver(ebs, nil)))
 	in := &simulation.Input{Pods: []*corev1.Pod{test.MakePod("p").ClaimVolumes("does-not-exist").Obj()},
 		Nodes: []*simulation.Node{{Name: "vl-plain"}}}
-	if err := volumelimits.Fill(ctx, env.Client, in); err != nil {
+	if err := solverinput.FillVolumeLimits(ctx, env.Client, in); err != nil {
 		t.Fatal(err)
 	}
 	if in.PodVolumes != nil || in.Nodes[0].VolumeLimits != nil {

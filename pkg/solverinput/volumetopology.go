@@ -1,4 +1,4 @@
-package volumetopology
+package solverinput
 
 import (
 	"context"
@@ -13,11 +13,11 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/simulation"
 )
 
-// PodTerms returns the OR-ed alternatives the pod's volumes allow together
+// VolumeTerms returns the OR-ed alternatives the pod's volumes allow together
 // (at most simulation.MaxVolumeAlternatives), or none when no volume
 // constrains placement. It stops at the first claim, volume or class it
 // cannot read.
-func PodTerms(ctx context.Context, kubeClient client.Reader, pod *corev1.Pod) ([]scheduling.Requirements, error) {
+func VolumeTerms(ctx context.Context, kubeClient client.Reader, pod *corev1.Pod) ([]scheduling.Requirements, error) {
 	var alternatives []scheduling.Requirements
 	for _, vol := range pod.Spec.Volumes {
 		claim := simulation.VolumeClaimName(pod, vol)

@@ -1,4 +1,4 @@
-package volumetopology_test
+package solverinput_test
 
 import (
 	"slices"
@@ -10,16 +10,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/karp-autoscaler/karp/pkg/solverinput"
 	"github.com/karp-autoscaler/karp/pkg/test"
-	"github.com/karp-autoscaler/karp/pkg/test/environment"
-	"github.com/karp-autoscaler/karp/pkg/volumetopology"
 )
 
-var env *environment.Environment
-
-func TestMain(m *testing.M) { environment.Main(m, &env) }
-
-// world creates, in the API server, a volume pinned to zone a or b, a
+// world creates, in the API server (claims named vt-*, apart from the
+// other tests' in the same namespace), a volume pinned to zone a or b, a
 // claim bound to it, a claim of a WaitForFirstConsumer class allowed only
 // in zone b, a claim of an Immediate class, and claims whose volume or
 // class does not exist.
@@ -41,19 +37,19 @@ func world(t *testing.T) {
 			NodeAffinity(zoneTerm("zone-a"), zoneTerm("zone-b")).Obj(),
 		class("vt-wait", storagev1.VolumeBindingWaitForFirstConsumer),
 		class("vt-immediate", storagev1.VolumeBindingImmediate),
-		claim("bound").VolumeName("vt-pinned").Obj(),
-		claim("waiting").StorageClass("vt-wait").Obj(),
-		claim("immediate").StorageClass("vt-immediate").Obj(),
-		claim("web-0-scratch").StorageClass("vt-wait").Obj(),
-		claim("lost-volume").VolumeName("vt-gone").Obj(),
-		claim("lost-class").StorageClass("vt-gone").Obj(),
+		claim("vt-bound").VolumeName("vt-pinned").Obj(),
+		claim("vt-waiting").StorageClass("vt-wait").Obj(),
+		claim("vt-immediate").StorageClass("vt-immediate").Obj(),
+		claim("vt-web-0-scratch").StorageClass("vt-wait").Obj(),
+		claim("vt-lost-volume").VolumeName("vt-gone").Obj(),
+		claim("vt-lost-class").StorageClass("vt-gone").Obj(),
 	)
 }
 
-// pod mounts the named claims, and a generic ephemeral volume for each
+// claimsPod mounts the named claims, and a generic ephemeral volume for each
 // name prefixed with "ephemeral:".
-func pod(claims ...string) *corev1.Pod {
-	p := test.MakePod("web-0").Volume(corev1.Volume{Name: "config",
+func claimsPod(claims ...string) *corev1.Pod {
+	p := test.MakePod("vt-web-0").Volume(corev1.Volume{Name: "config",
 		VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}})
 	for _, c := range claims {
 		if vol, ok := strings.CutPrefix(c, "ephemeral:"); ok {
@@ -73,19 +69,19 @@ func TestPodTerms(t *testing.T) {
 		want     [][]string // zones allowed by each alternative
 		notFound string     // the missing object the error names
 	}{
-		"no claims": {pod: pod()},
-		"bound claim: the volume's node affinity":       {pod: pod("bound"), want: [][]string{{"zone-a"}, {"zone-b"}}},
-		"unbound claim of a WaitForFirstConsumer class": {pod: pod("waiting"), want: [][]string{{"zone-b"}}},
-		"unbound claim of an Immediate class":           {pod: pod("immediate")},
-		"generic ephemeral volume: the claim it makes":  {pod: pod("ephemeral:scratch"), want: [][]string{{"zone-b"}}},
-		"two claims: only the common zone":              {pod: pod("bound", "waiting"), want: [][]string{{"zone-b"}}},
-		"missing claim":                                 {pod: pod("bound", "nope"), notFound: "persistentvolumeclaim default/nope"},
-		"claim bound to a missing volume":               {pod: pod("lost-volume"), notFound: "persistentvolume vt-gone"},
-		"claim of a missing class":                      {pod: pod("lost-class"), notFound: "storageclass vt-gone"},
+		"no claims": {pod: claimsPod()},
+		"bound claim: the volume's node affinity":       {pod: claimsPod("vt-bound"), want: [][]string{{"zone-a"}, {"zone-b"}}},
+		"unbound claim of a WaitForFirstConsumer class": {pod: claimsPod("vt-waiting"), want: [][]string{{"zone-b"}}},
+		"unbound claim of an Immediate class":           {pod: claimsPod("vt-immediate")},
+		"generic ephemeral volume: the claim it makes":  {pod: claimsPod("ephemeral:scratch"), want: [][]string{{"zone-b"}}},
+		"two claims: only the common zone":              {pod: claimsPod("vt-bound", "vt-waiting"), want: [][]string{{"zone-b"}}},
+		"missing claim":                                 {pod: claimsPod("vt-bound", "vt-nope"), notFound: "persistentvolumeclaim default/vt-nope"},
+		"claim bound to a missing volume":               {pod: claimsPod("vt-lost-volume"), notFound: "persistentvolume vt-gone"},
+		"claim of a missing class":                      {pod: claimsPod("vt-lost-class"), notFound: "storageclass vt-gone"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := volumetopology.PodTerms(ctx, env.Client, tc.pod)
+			got, err := solverinput.VolumeTerms(ctx, env.Client, tc.pod)
 			if tc.notFound != "" {
 				if !apierrors.IsNotFound(err) || !strings.Contains(err.Error(), tc.notFound) {
 					t.Fatalf("error = %v, want NotFound naming %s", err, tc.notFound)

@@ -1,4 +1,4 @@
-package defaultspread_test
+package solverinput_test
 
 import (
 	"context"
@@ -12,14 +12,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/karp-autoscaler/karp/pkg/defaultspread"
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
-	"github.com/karp-autoscaler/karp/pkg/test/environment"
+	"github.com/karp-autoscaler/karp/pkg/solverinput"
 )
-
-var env *environment.Environment
-
-func TestMain(m *testing.M) { environment.Main(m, &env) }
 
 const ns = "default"
 
@@ -79,7 +74,7 @@ func TestGather(t *testing.T) {
 		pod("db-1", map[string]string{"app": "db", "statefulset.kubernetes.io/pod-name": "db-0"}, rc, "ReplicationController", "v1"),
 		jobPod, own, other,
 	}
-	got := defaultspread.Gather(t.Context(), env.Client, scheduling.SpreadDefaults{scheduling.DefaultSchedulerName: {zone}}, pods)
+	got := solverinput.DefaultSpread(t.Context(), env.Client, scheduling.SpreadDefaults{scheduling.DefaultSchedulerName: {zone}}, pods)
 
 	with := func(sel *metav1.LabelSelector) []corev1.TopologySpreadConstraint {
 		c := zone
@@ -108,7 +103,7 @@ func TestGather(t *testing.T) {
 // TestGatherWithoutDefaultsReadsNothing: no defaults, no lookups (a nil
 // client would panic on any).
 func TestGatherWithoutDefaultsReadsNothing(t *testing.T) {
-	if got := defaultspread.Gather(t.Context(), nil, nil, []*corev1.Pod{pod("p", map[string]string{"app": "web"}, nil, "", "")}); got != nil {
+	if got := solverinput.DefaultSpread(t.Context(), nil, nil, []*corev1.Pod{pod("p", map[string]string{"app": "web"}, nil, "", "")}); got != nil {
 		t.Errorf("got %v, want nothing", got)
 	}
 }

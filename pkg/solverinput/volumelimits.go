@@ -1,4 +1,4 @@
-package volumelimits
+package solverinput
 
 import (
 	"context"
@@ -16,9 +16,9 @@ import (
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=csinodes;storageclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims;persistentvolumes,verbs=get;list;watch
 
-// Fill is Apply with the CSINodes, claims, volumes and classes read
+// FillVolumeLimits is ApplyVolumeLimits with the CSINodes, claims, volumes and classes read
 // through kubeClient.
-func Fill(ctx context.Context, kubeClient client.Reader, in *simulation.Input) error {
+func FillVolumeLimits(ctx context.Context, kubeClient client.Reader, in *simulation.Input) error {
 	var csiNodes storagev1.CSINodeList
 	// Every read here only reads: with the manager's cache, the objects
 	// are not copied (UnsafeDisableDeepCopy), which in a cluster of many
@@ -30,7 +30,7 @@ func Fill(ctx context.Context, kubeClient client.Reader, in *simulation.Input) e
 	for i := range csiNodes.Items {
 		nodes[i] = &csiNodes.Items[i]
 	}
-	return Apply(ctx, in, nodes, apiObjects{kubeClient: kubeClient})
+	return ApplyVolumeLimits(ctx, in, nodes, apiObjects{kubeClient: kubeClient})
 }
 
 // apiObjects reads claims, volumes and classes through the API.
