@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok"
-	"github.com/karp-autoscaler/karp/pkg/operator/options"
+	"github.com/karp-autoscaler/karp/pkg/options"
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
 	"github.com/karp-autoscaler/karp/pkg/simulate"
 )

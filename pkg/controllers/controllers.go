@@ -41,7 +41,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning/batchhold"
 	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning/hint"
 	statecontrollers "github.com/karp-autoscaler/karp/pkg/controllers/state"
-	"github.com/karp-autoscaler/karp/pkg/operator/options"
+	"github.com/karp-autoscaler/karp/pkg/options"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
 	"github.com/karp-autoscaler/karp/pkg/state"
 	"github.com/karp-autoscaler/karp/pkg/state/nodepoolhealth"
@@ -134,8 +134,11 @@ func NewControllers(deps Deps) []Controller {
 		// the batch is initialized.
 		batchhold.NewController(deps.KubeClient, cluster, deps.Clock, provisioningOptions(deps.Options).BatchHoldDuration,
 			provisioningOptions(deps.Options).NominationTTL()).WithAPIReader(deps.APIReader),
-		// Registers the scheduler, node and pod metrics.
-		provisioning.NewMetricsRegistrar(crmetrics.Registry, cluster),
+		// Registers the scheduler metrics.
+		provisioning.NewMetricsRegistrar(crmetrics.Registry),
+		// Registers the cluster state's node, pod, utilization and cost
+		// metrics.
+		statecontrollers.NewMetricsRegistrar(crmetrics.Registry, cluster),
 		// Registers the NodeClaim and NodePool status-condition metrics.
 		status.NewRegistrar(crmetrics.Registry, deps.Clock, deps.CloudProvider, deps.Recorder),
 		// Deletes or replaces empty, drifted and underutilized nodes

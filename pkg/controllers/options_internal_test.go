@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/karp-autoscaler/karp/pkg/operator/options"
+	"github.com/karp-autoscaler/karp/pkg/options"
 )
 
 func TestDisruptionOptionsTakeTheReplacementTimeout(t *testing.T) {

@@ -2,12 +2,6 @@ package metrics
 
 import (
 	"context"
-	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-
-	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 )
 
 type controllerKey struct{}
@@ -18,7 +12,8 @@ func WithController(ctx context.Context, name string) context.Context {
 	return context.WithValue(ctx, controllerKey{}, name)
 }
 
-func controllerFrom(ctx context.Context) string {
+// ControllerFrom is the controller WithController recorded under ctx, or "".
+func ControllerFrom(ctx context.Context) string {
 	name, _ := ctx.Value(controllerKey{}).(string)
 	return name
 }
@@ -31,97 +26,3 @@ const (
 	ErrorCreate               = "CreateError"
 	ErrorUnknown              = "UnknownError"
 )
-
-func errorKind(err error) string {
-	switch {
-	case cloudprovider.IsNodeClaimNotFoundError(err):
-		return ErrorNodeClaimNotFound
-	case cloudprovider.IsInsufficientCapacityError(err):
-		return ErrorInsufficientCapacity
-	case cloudprovider.IsNodeClassNotReadyError(err):
-		return ErrorNodeClassNotReady
-	case cloudprovider.IsCreateError(err):
-		return ErrorCreate
-	default:
-		return ErrorUnknown
-	}
-}
-
-// CloudProvider decorates a provider with call durations, error counts and
-// the offering price and availability gauges. It is a CloudProvider itself
-// and adds no behaviour; optional capabilities of the wrapped provider
-// (such as LifecycleHooks) are reached through Unwrap.
-type CloudProvider struct {
-	cloudprovider.CloudProvider
-}
-
-var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
-
-// Decorate wraps cp with metrics.
-func Decorate(cp cloudprovider.CloudProvider) *CloudProvider {
-	return &CloudProvider{CloudProvider: cp}
-}
-
-// Unwrap returns the decorated provider.
-func (c *CloudProvider) Unwrap() cloudprovider.CloudProvider { return c.CloudProvider }
-
-func (c *CloudProvider) observe(ctx context.Context, method string, start time.Time, err error) {
-	labels := prometheus.Labels{ControllerLabel: controllerFrom(ctx), MethodLabel: method, ProviderLabel: c.CloudProvider.Name()}
-	CloudProviderDurationSeconds.With(labels).Observe(time.Since(start).Seconds()) //nolint:forbidigo // metrics measure real elapsed time
-	if err != nil {
-		labels[ErrorLabel] = errorKind(err)
-		CloudProviderErrorsTotal.With(labels).Inc()
-	}
-}
-
-// Create times and counts the wrapped Create.
-func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
-	start := time.Now() //nolint:forbidigo // metrics measure real elapsed time, not the controllers' clock
-	out, err := c.CloudProvider.Create(ctx, nodeClaim)
-	c.observe(ctx, "Create", start, err)
-	return out, err
-}
-
-// Delete times and counts the wrapped Delete.
-func (c *CloudProvider) Delete(ctx context.Context, nodeClaim *karpv1.NodeClaim) error {
-	start := time.Now() //nolint:forbidigo // metrics measure real elapsed time
-	err := c.CloudProvider.Delete(ctx, nodeClaim)
-	c.observe(ctx, "Delete", start, err)
-	return err
-}
-
-// Get times and counts the wrapped Get.
-func (c *CloudProvider) Get(ctx context.Context, providerID string) (*karpv1.NodeClaim, error) {
-	start := time.Now() //nolint:forbidigo // metrics measure real elapsed time
-	out, err := c.CloudProvider.Get(ctx, providerID)
-	c.observe(ctx, "Get", start, err)
-	return out, err
-}
-
-// List times and counts the wrapped List.
-func (c *CloudProvider) List(ctx context.Context) ([]*karpv1.NodeClaim, error) {
-	start := time.Now() //nolint:forbidigo // metrics measure real elapsed time
-	out, err := c.CloudProvider.List(ctx)
-	c.observe(ctx, "List", start, err)
-	return out, err
-}
-
-// IsDrifted times and counts the wrapped IsDrifted.
-func (c *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *karpv1.NodeClaim) (cloudprovider.DriftReason, error) {
-	start := time.Now() //nolint:forbidigo // metrics measure real elapsed time
-	out, err := c.CloudProvider.IsDrifted(ctx, nodeClaim)
-	c.observe(ctx, "IsDrifted", start, err)
-	return out, err
-}
-
-// GetInstanceTypes times and counts the wrapped call and exports the
-// price and availability of every offering returned.
-func (c *CloudProvider) GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePool) ([]*cloudprovider.InstanceType, error) {
-	start := time.Now() //nolint:forbidigo // metrics measure real elapsed time
-	out, err := c.CloudProvider.GetInstanceTypes(ctx, nodePool)
-	c.observe(ctx, "GetInstanceTypes", start, err)
-	if err == nil {
-		Offerings.publish(out)
-	}
-	return out, err
-}

@@ -8,6 +8,8 @@
 // for itself). Labels are bounded (nodepool, zone, capacity_type, reason,
 // resource_type, method, error); never node, pod or instance IDs.
 //
-// The package may import pkg/apis and pkg/cloudprovider (for the provider
-// decorator in cloudprovider.go), never pkg/controllers.
+// The package imports nothing of karp's but pkg/apis: the cloud provider
+// decorator that feeds the cloud provider metrics and the offering gauges
+// lives beside the provider contract (pkg/cloudprovider/metrics), so the
+// vocabulary sits below everything that uses it.
 package metrics

@@ -138,3 +138,32 @@ func Register(reg prometheus.Registerer, extra ...prometheus.Collector) error {
 	}
 	return errors.Join(errs...)
 }
+
+// IgnoreAlreadyRegistered drops from err (possibly errors.Join of several)
+// the prometheus.AlreadyRegisteredError values: a second operator in one
+// process (tests that build several) keeps the first registration.
+func IgnoreAlreadyRegistered(err error) error {
+	var kept []error
+	for _, e := range flatten(err) {
+		if are := (prometheus.AlreadyRegisteredError{}); !errors.As(e, &are) {
+			kept = append(kept, e)
+		}
+	}
+	return errors.Join(kept...)
+}
+
+// flatten lists the errors inside nested errors.Join values.
+func flatten(err error) []error {
+	if err == nil {
+		return nil
+	}
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	var out []error
+	for _, e := range joined.Unwrap() {
+		out = append(out, flatten(e)...)
+	}
+	return out
+}

@@ -4,8 +4,6 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 )
 
 // OfferingCollector exports the price estimate and availability of every
@@ -72,14 +70,19 @@ func (c *OfferingCollector) Get(instanceType, capacityType, zone string) (price 
 	return s.price, s.available, ok
 }
 
-// publish records the offerings of the instance types a provider returned.
-func (c *OfferingCollector) publish(types []*cloudprovider.InstanceType) {
+// OfferingState is one offering as a provider reported it.
+type OfferingState struct {
+	InstanceType, CapacityType, Zone string
+	Price                            float64
+	Available                        bool
+}
+
+// Publish records the offerings a provider returned.
+func (c *OfferingCollector) Publish(offerings []OfferingState) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, it := range types {
-		for _, o := range it.Offerings {
-			c.offerings[offeringKey{instanceType: it.Name, capacityType: o.CapacityType, zone: o.Zone}] =
-				offeringState{price: o.Price, available: o.Available}
-		}
+	for _, o := range offerings {
+		c.offerings[offeringKey{instanceType: o.InstanceType, capacityType: o.CapacityType, zone: o.Zone}] =
+			offeringState{price: o.Price, available: o.Available}
 	}
 }

@@ -48,7 +48,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/version"
 	"github.com/karp-autoscaler/karp/pkg/controllers"
 	"github.com/karp-autoscaler/karp/pkg/operator/awsfence"
-	"github.com/karp-autoscaler/karp/pkg/operator/options"
+	"github.com/karp-autoscaler/karp/pkg/options"
 )
 
 // AWSClients are the AWS API clients the provider calls: the SDK's in

@@ -5,7 +5,7 @@
 // options, and registers the controller list from pkg/controllers.
 //
 // It is the only package (with cmd) that imports pkg/controllers. Options
-// come in explicitly (pkg/operator/options); nothing is read from context
+// come in explicitly (pkg/options); nothing is read from context
 // or package-level state except controller-runtime's metrics registry,
 // which the metrics endpoint serves.
 package operator

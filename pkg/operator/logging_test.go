@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/karp-autoscaler/karp/pkg/operator/options"
+	"github.com/karp-autoscaler/karp/pkg/options"
 )
 
 // logLines builds the process logger writing to a file, runs fn, and

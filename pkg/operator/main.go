@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/karp-autoscaler/karp/pkg/metrics"
-	"github.com/karp-autoscaler/karp/pkg/operator/options"
+	"github.com/karp-autoscaler/karp/pkg/options"
 )
 
 // UsageError is an error in the command-line flags (callers exit 2).

@@ -32,12 +32,13 @@ import (
 	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	cpmetrics "github.com/karp-autoscaler/karp/pkg/cloudprovider/metrics"
 	"github.com/karp-autoscaler/karp/pkg/controllers"
 	karpevents "github.com/karp-autoscaler/karp/pkg/events"
 	"github.com/karp-autoscaler/karp/pkg/index"
 	"github.com/karp-autoscaler/karp/pkg/metrics"
 	"github.com/karp-autoscaler/karp/pkg/operator/fence"
-	"github.com/karp-autoscaler/karp/pkg/operator/options"
+	"github.com/karp-autoscaler/karp/pkg/options"
 )
 
 // Component is the name karp uses as its user agent, event source and
@@ -279,7 +280,7 @@ func (o *Operator) Deps(cp cloudprovider.CloudProvider) controllers.Deps {
 	return controllers.Deps{
 		KubeClient:    o.KubeClient,
 		APIReader:     o.Manager.GetAPIReader(),
-		CloudProvider: metrics.Decorate(cp),
+		CloudProvider: cpmetrics.Decorate(cp),
 		Clock:         o.Clock,
 		Recorder:      o.Recorder,
 		Options:       o.Options,

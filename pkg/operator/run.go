@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/karp-autoscaler/karp/pkg/controllers"
-	"github.com/karp-autoscaler/karp/pkg/operator/options"
+	"github.com/karp-autoscaler/karp/pkg/options"
 )
 
 // RestConfig loads the API server config: the kubeconfig at path when

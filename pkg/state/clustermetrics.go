@@ -9,12 +9,13 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/metrics"
 )
 
 var (
-	clusterUtilizationDesc = prometheus.NewDesc(metricsNamespace+"_cluster_utilization_percent",
+	clusterUtilizationDesc = prometheus.NewDesc(metrics.Namespace+"_cluster_utilization_percent",
 		"Utilization of allocatable resources by pod requests", []string{"resource_type"}, nil)
-	nodePoolCostDesc = prometheus.NewDesc(metricsNamespace+"_nodepools_cost_total",
+	nodePoolCostDesc = prometheus.NewDesc(metrics.Namespace+"_nodepools_cost_total",
 		"Total cost of the nodepool from Karpenter's perspective. Units are determined by the cloud provider. Not an authoritative source for billing.",
 		[]string{"nodepool"}, nil)
 )
@@ -82,15 +83,15 @@ func addInto(into, add corev1.ResourceList) {
 }
 
 var (
-	nodePodLimitsDesc = prometheus.NewDesc(metricsNamespace+"_nodes_total_pod_limits",
+	nodePodLimitsDesc = prometheus.NewDesc(metrics.Namespace+"_nodes_total_pod_limits",
 		"Node total pod limits are the resources specified by pod limits, including the DaemonSet pods.", nodeLabelNames, nil)
-	nodeDaemonLimitsDesc = prometheus.NewDesc(metricsNamespace+"_nodes_total_daemon_limits",
+	nodeDaemonLimitsDesc = prometheus.NewDesc(metrics.Namespace+"_nodes_total_daemon_limits",
 		"Node total daemon limits are the resources specified by DaemonSet pod limits.", nodeLabelNames, nil)
-	nodeSystemOverheadDesc = prometheus.NewDesc(metricsNamespace+"_nodes_system_overhead",
+	nodeSystemOverheadDesc = prometheus.NewDesc(metrics.Namespace+"_nodes_system_overhead",
 		"Node system daemon overhead are the resources reserved for system overhead, the difference between the node's capacity and allocatable values are reported by the status.",
 		nodeLabelNames, nil)
 	// nodeLifetimeDesc has the node labels without resource_type.
-	nodeLifetimeDesc = prometheus.NewDesc(metricsNamespace+"_nodes_current_lifetime_seconds",
+	nodeLifetimeDesc = prometheus.NewDesc(metrics.Namespace+"_nodes_current_lifetime_seconds",
 		"Node age in seconds", nodeLabelNamesWithoutResource(), nil)
 )
 

@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/karp-autoscaler/karp/pkg/metrics"
 )
 
 // The scheduling-decision metrics measure from when the provisioner first
@@ -19,12 +21,12 @@ var (
 	// time from when the provisioner first saw it until its first
 	// scheduling decision.
 	PodSchedulingDecisionDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Namespace: metricsNamespace, Subsystem: "pods", Name: "scheduling_decision_duration_seconds",
+		Namespace: metrics.Namespace, Subsystem: "pods", Name: "scheduling_decision_duration_seconds",
 		Help:    "The time it takes for Karpenter to first try to schedule a pod after it's been seen.",
 		Buckets: durationBuckets(),
 	})
 
-	podSchedulingUndecidedDesc = prometheus.NewDesc(metricsNamespace+"_pods_provisioning_scheduling_undecided_time_seconds",
+	podSchedulingUndecidedDesc = prometheus.NewDesc(metrics.Namespace+"_pods_provisioning_scheduling_undecided_time_seconds",
 		"The time from when Karpenter has seen a pod without making a scheduling decision for the pod. Note: this calculated from a point in memory, not by the pod creation timestamp.",
 		[]string{"name", "namespace"}, nil)
 )

@@ -14,8 +14,6 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/metrics"
 )
 
-const metricsNamespace = "karpenter"
-
 // nodeLabelNames maps the well-known node labels to the metric label names
 // upstream uses (the part after "/", snake_case), so its dashboards keep
 // working; node_name and resource_type come first.
@@ -38,15 +36,15 @@ func wellKnownMetricLabels() ([]string, []string) {
 }
 
 var (
-	nodeAllocatableDesc = prometheus.NewDesc(metricsNamespace+"_nodes_allocatable",
+	nodeAllocatableDesc = prometheus.NewDesc(metrics.Namespace+"_nodes_allocatable",
 		"Node allocatable are the resources allocatable by nodes.", nodeLabelNames, nil)
-	nodePodRequestsDesc = prometheus.NewDesc(metricsNamespace+"_nodes_total_pod_requests",
+	nodePodRequestsDesc = prometheus.NewDesc(metrics.Namespace+"_nodes_total_pod_requests",
 		"Node total pod requests are the resources requested by pods bound to nodes, including the DaemonSet pods.", nodeLabelNames, nil)
-	nodeDaemonRequestsDesc = prometheus.NewDesc(metricsNamespace+"_nodes_total_daemon_requests",
+	nodeDaemonRequestsDesc = prometheus.NewDesc(metrics.Namespace+"_nodes_total_daemon_requests",
 		"Node total daemon requests are the resource requested by DaemonSet pods bound to nodes.", nodeLabelNames, nil)
-	nodeCountDesc = prometheus.NewDesc(metricsNamespace+"_cluster_state_node_count",
+	nodeCountDesc = prometheus.NewDesc(metrics.Namespace+"_cluster_state_node_count",
 		"Current count of nodes in cluster state", nil, nil)
-	syncedDesc = prometheus.NewDesc(metricsNamespace+"_cluster_state_synced",
+	syncedDesc = prometheus.NewDesc(metrics.Namespace+"_cluster_state_synced",
 		"Returns 1 if cluster state is synced and 0 otherwise. Synced checks that nodeclaims and nodes that are stored in the APIServer have the same representation as Karpenter's cluster state", nil, nil)
 )
 

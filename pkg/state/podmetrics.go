@@ -8,13 +8,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/metrics"
 )
 
 // podStateLabels are upstream's labels of karpenter_pods_state.
 var podStateLabels = []string{"name", "namespace", "owner", "node", "nodepool", "zone", "arch", "capacity_type", "instance_type", "phase",
 	"scheduled", "ready", "managed"}
 
-var podStateDesc = prometheus.NewDesc(metricsNamespace+"_pods_state",
+var podStateDesc = prometheus.NewDesc(metrics.Namespace+"_pods_state",
 	"Pod state is the current state of pods. This metric can be used several ways as it is labeled by the pod name, namespace, owner, node, whether the pod is scheduled, nodepool name, zone, architecture, capacity type, instance type, pod phase, pod readiness, and whether the node is Karpenter-managed.",
 	podStateLabels, nil)
 
@@ -22,7 +23,7 @@ var podStateDesc = prometheus.NewDesc(metricsNamespace+"_pods_state",
 // until it became Ready. Pods that were already Ready when this process
 // started are not observed, so a restart does not replay history.
 var PodStartupDuration = prometheus.NewSummary(prometheus.SummaryOpts{
-	Namespace: metricsNamespace, Subsystem: "pods", Name: "startup_duration_seconds",
+	Namespace: metrics.Namespace, Subsystem: "pods", Name: "startup_duration_seconds",
 	Help:       "The time from pod creation until the pod is running.",
 	Objectives: map[float64]float64{0.0: 0.01, 0.5: 0.05, 0.9: 0.01, 0.99: 0.001, 1: 0.001},
 })
@@ -33,15 +34,15 @@ var dynamicResourcesLabels = []string{"dynamic_resources"}
 // PodBoundDuration observes, once per pod the view saw unbound, the time
 // from its creation until it was bound to a node.
 var PodBoundDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-	Namespace: metricsNamespace, Subsystem: "pods", Name: "bound_duration_seconds",
+	Namespace: metrics.Namespace, Subsystem: "pods", Name: "bound_duration_seconds",
 	Help:    "The time from pod creation until the pod is bound.",
 	Buckets: prometheus.ExponentialBuckets(0.5, 2, 12),
 }, dynamicResourcesLabels)
 
 var (
-	podUnboundDesc = prometheus.NewDesc(metricsNamespace+"_pods_unbound_time_seconds",
+	podUnboundDesc = prometheus.NewDesc(metrics.Namespace+"_pods_unbound_time_seconds",
 		"The time from pod creation until the pod is bound.", []string{"name", "namespace", "dynamic_resources"}, nil)
-	podUnstartedDesc = prometheus.NewDesc(metricsNamespace+"_pods_unstarted_time_seconds",
+	podUnstartedDesc = prometheus.NewDesc(metrics.Namespace+"_pods_unstarted_time_seconds",
 		"The time from pod creation until the pod is running.", []string{"name", "namespace"}, nil)
 )
 

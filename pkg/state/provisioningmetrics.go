@@ -5,6 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/karp-autoscaler/karp/pkg/metrics"
 )
 
 // The provisioning-time metrics measure from when the provisioner first
@@ -15,22 +17,22 @@ var (
 	// PodProvisioningBoundDuration observes, once per placed pod, the time
 	// from its placement until it was bound.
 	PodProvisioningBoundDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: metricsNamespace, Subsystem: "pods", Name: "provisioning_bound_duration_seconds",
+		Namespace: metrics.Namespace, Subsystem: "pods", Name: "provisioning_bound_duration_seconds",
 		Help:    "The time from when Karpenter first thinks the pod can schedule until it binds. Note: this calculated from a point in memory, not by the pod creation timestamp.",
 		Buckets: prometheus.ExponentialBuckets(0.5, 2, 12),
 	}, dynamicResourcesLabels)
 	// PodProvisioningStartupDuration observes, once per placed pod, the
 	// time from its placement until it was Ready.
 	PodProvisioningStartupDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Namespace: metricsNamespace, Subsystem: "pods", Name: "provisioning_startup_duration_seconds",
+		Namespace: metrics.Namespace, Subsystem: "pods", Name: "provisioning_startup_duration_seconds",
 		Help:    "The time from when Karpenter first thinks the pod can schedule until the pod is running. Note: this calculated from a point in memory, not by the pod creation timestamp.",
 		Buckets: prometheus.ExponentialBuckets(0.5, 2, 12),
 	})
 
-	podProvisioningUnboundDesc = prometheus.NewDesc(metricsNamespace+"_pods_provisioning_unbound_time_seconds",
+	podProvisioningUnboundDesc = prometheus.NewDesc(metrics.Namespace+"_pods_provisioning_unbound_time_seconds",
 		"The time from when Karpenter first thinks the pod can schedule until it binds. Note: this calculated from a point in memory, not by the pod creation timestamp.",
 		[]string{"name", "namespace", "dynamic_resources"}, nil)
-	podProvisioningUnstartedDesc = prometheus.NewDesc(metricsNamespace+"_pods_provisioning_unstarted_time_seconds",
+	podProvisioningUnstartedDesc = prometheus.NewDesc(metrics.Namespace+"_pods_provisioning_unstarted_time_seconds",
 		"The time from when Karpenter first thinks the pod can schedule until the pod is running. Note: this calculated from a point in memory, not by the pod creation timestamp.",
 		[]string{"name", "namespace"}, nil)
 )

@@ -1,6 +1,7 @@
 package provisioning_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -8,16 +9,23 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning"
+	statecontrollers "github.com/karp-autoscaler/karp/pkg/controllers/state"
 	"github.com/karp-autoscaler/karp/pkg/state"
 )
 
 func TestMetricsRegistrarToleratesASecondOperator(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	cluster := state.NewCluster(clocktesting.NewFakeClock(time.Now()), env.Client)
-	if err := provisioning.NewMetricsRegistrar(reg, cluster).Register(t.Context(), nil); err != nil {
+	// The operator registers the provisioner's and the cluster state's
+	// metrics, each with its registrar.
+	register := func() error {
+		return errors.Join(provisioning.NewMetricsRegistrar(reg).Register(t.Context(), nil),
+			statecontrollers.NewMetricsRegistrar(reg, cluster).Register(t.Context(), nil))
+	}
+	if err := register(); err != nil {
 		t.Fatalf("first registration: %v", err)
 	}
-	if err := provisioning.NewMetricsRegistrar(reg, cluster).Register(t.Context(), nil); err != nil {
+	if err := register(); err != nil {
 		t.Errorf("second registration: %v", err)
 	}
 	families, err := reg.Gather()

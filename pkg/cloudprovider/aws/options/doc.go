@@ -4,7 +4,7 @@
 // env vars) carry over unchanged.
 //
 // AddFlags registers them on the controller's FlagSet next to the core
-// options (pkg/operator/options); Validate is called once the FlagSet is
+// options (pkg/options); Validate is called once the FlagSet is
 // parsed and --cloud-provider selects aws, and reports every missing or
 // invalid setting by its flag and variable name. Options are passed
 // explicitly to the provider's constructors; nothing reads them from a

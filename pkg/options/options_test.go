@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/karp-autoscaler/karp/pkg/operator/options"
+	"github.com/karp-autoscaler/karp/pkg/options"
 )
 
 func parse(t *testing.T, args ...string) (*options.Options, error) {

@@ -9,12 +9,13 @@ import (
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/fake"
+	cpmetrics "github.com/karp-autoscaler/karp/pkg/cloudprovider/metrics"
 	"github.com/karp-autoscaler/karp/pkg/metrics"
 	"github.com/karp-autoscaler/karp/pkg/test"
 )
 
 func TestDecoratorCountsErrorsByKind(t *testing.T) {
-	cp := metrics.Decorate(fake.New())
+	cp := cpmetrics.Decorate(fake.New())
 	ctx := metrics.WithController(t.Context(), "test.controller")
 	labels := prometheus.Labels{
 		metrics.ControllerLabel: "test.controller", metrics.MethodLabel: "Get",
@@ -49,7 +50,7 @@ func sampleCount(t *testing.T, labels prometheus.Labels) uint64 {
 
 func TestDecoratorPublishesOfferingPrices(t *testing.T) {
 	inner := fake.New()
-	cp := metrics.Decorate(inner)
+	cp := cpmetrics.Decorate(inner)
 	types, err := cp.GetInstanceTypes(t.Context(), &karpv1.NodePool{})
 	if err != nil || len(types) == 0 {
 		t.Fatalf("GetInstanceTypes = %d types, %v", len(types), err)
@@ -100,29 +101,5 @@ func TestDecoratorPublishesOfferingPrices(t *testing.T) {
 	}
 	if cp.Unwrap() != inner {
 		t.Error("Unwrap does not return the decorated provider")
-	}
-}
-
-func TestRegisterIsIdempotent(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	if err := metrics.Register(reg); err != nil {
-		t.Fatal(err)
-	}
-	if err := metrics.Register(reg); err != nil {
-		t.Errorf("second Register: %v", err)
-	}
-	metrics.NodesCreatedTotal.WithLabelValues("p", "z").Inc()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	found := false
-	for _, f := range families {
-		if f.GetName() == "karpenter_nodes_created_total" {
-			found = true
-		}
-	}
-	if !found {
-		t.Error("karpenter_nodes_created_total not gathered")
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/karp-autoscaler/karp/pkg/operator/options"
+	"github.com/karp-autoscaler/karp/pkg/options"
 	"github.com/karp-autoscaler/karp/pkg/test/fixtures"
 )
 
