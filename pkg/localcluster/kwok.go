@@ -34,6 +34,22 @@ const (
 	KWOKNotReadyReason = "KWOKNotReady"
 )
 
+// KWOKStageLabelKey set to KWOKStageUnhealthy is how specs written for
+// upstream Karpenter's kind + kwok environment ask for an unhealthy object,
+// and the local cluster honours it beside its own annotation:
+//   - on a Pod of a managed Node, the Pod runs but is never Ready (Ready
+//     and ContainersReady False from the start, reason KWOKNotReady), so a
+//     PodDisruptionBudget never counts it healthy;
+//   - on a managed Node, kwok leaves the Node's conditions alone (no stage
+//     plays on it, and the resync does not touch it), so a test can write
+//     a condition (Ready=False, a repair signal) and it stays as written.
+//
+// Removing the label lets the usual stages make the object Ready again.
+const (
+	KWOKStageLabelKey  = "kwok.x-k8s.io/stage"
+	KWOKStageUnhealthy = "unhealthy"
+)
+
 // KWOKPodDeleteDelayAnnotationKey on a Pod sets how long kwok keeps it
 // Terminating once deleted, as a Go duration ("90s"); it is the annotation
 // upstream's kwok stages read. Without it, a deleted Pod with a preStop
@@ -58,9 +74,12 @@ const KWOKPodDeleteDelayAnnotationKey = "pod-delete.stage.kwok.x-k8s.io/delay"
 //   - node-not-ready: a managed Node annotated karp.sh/kwok-ready=false
 //     whose Ready condition is not False gets Ready=False; node-ready and
 //     node-heartbeat exclude such Nodes (see KWOKReadyAnnotationKey).
+//     No node stage plays on a Node labelled kwok.x-k8s.io/stage=unhealthy
+//     (see KWOKStageLabelKey).
 //   - pod-running: a Pending Pod bound to a managed Node becomes Running and
-//     Ready with an IP.
-//   - pod-not-ready: a Running Pod annotated karp.sh/kwok-ready=false
+//     Ready with an IP (not Ready when labelled kwok.x-k8s.io/stage=unhealthy).
+//   - pod-not-ready, pod-stage-unhealthy: a Running Pod annotated
+//     karp.sh/kwok-ready=false, or labelled kwok.x-k8s.io/stage=unhealthy,
 //     reports Ready=False (reason KWOKNotReady, ContainersReady=False too),
 //     so a PodDisruptionBudget counts it unhealthy (see
 //     KWOKReadyAnnotationKey).
@@ -101,6 +120,9 @@ spec:
     - key: '.metadata.annotations["karp.sh/kwok-ready"]'
       operator: NotIn
       values: ['false']
+    - key: '.metadata.labels["kwok.x-k8s.io/stage"]'
+      operator: NotIn
+      values: [unhealthy]
   next:
     statusTemplate: |
       {{ $now := Now }}
@@ -170,6 +192,9 @@ spec:
     - key: '.metadata.annotations["karp.sh/kwok-ready"]'
       operator: NotIn
       values: ['false']
+    - key: '.metadata.labels["kwok.x-k8s.io/stage"]'
+      operator: NotIn
+      values: [unhealthy]
   delay:
     durationMilliseconds: 300000
     jitterDurationMilliseconds: 330000
@@ -200,6 +225,9 @@ spec:
     - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
       operator: NotIn
       values: ['False']
+    - key: '.metadata.labels["kwok.x-k8s.io/stage"]'
+      operator: NotIn
+      values: [unhealthy]
   next:
     statusTemplate: |
       {{ $now := Now }}
@@ -239,12 +267,20 @@ spec:
   next:
     statusTemplate: |
       {{ $now := Now }}
+      {{ $ready := "True" }}
+      {{ with .metadata.labels }}{{ if eq (printf "%v" (index . "kwok.x-k8s.io/stage")) "unhealthy" }}{{ $ready = "False" }}{{ end }}{{ end }}
       phase: Running
       startTime: {{ $now | Quote }}
       conditions:
-      {{ range list "PodScheduled" "Initialized" "ContainersReady" "Ready" }}
+      {{ range list "PodScheduled" "Initialized" }}
       - type: {{ . }}
         status: "True"
+        lastTransitionTime: {{ $now | Quote }}
+      {{ end }}
+      {{ range list "ContainersReady" "Ready" }}
+      - type: {{ . }}
+        status: {{ $ready | Quote }}
+        {{ if eq $ready "False" }}reason: KWOKNotReady{{ end }}
         lastTransitionTime: {{ $now | Quote }}
       {{ end }}
       {{ range .spec.readinessGates }}
@@ -256,7 +292,7 @@ spec:
       {{ range .spec.containers }}
       - name: {{ .name | Quote }}
         image: {{ .image | Quote }}
-        ready: true
+        ready: {{ eq $ready "True" }}
         started: true
         restartCount: 0
         state: {running: {startedAt: {{ $now | Quote }}}}
@@ -329,6 +365,43 @@ spec:
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata:
+  name: pod-stage-unhealthy
+spec:
+  resourceRef: {apiGroup: v1, kind: Pod}
+  selector:
+    matchLabels:
+      kwok.x-k8s.io/stage: unhealthy
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: DoesNotExist
+    - key: '.status.phase'
+      operator: In
+      values: [Running]
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+      operator: NotIn
+      values: ['False']
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      conditions:
+      {{ range list "PodScheduled" "Initialized" }}
+      - type: {{ . }}
+        status: "True"
+      {{ end }}
+      {{ range list "ContainersReady" "Ready" }}
+      - type: {{ . }}
+        status: "False"
+        reason: KWOKNotReady
+        lastTransitionTime: {{ $now | Quote }}
+      {{ end }}
+      {{ range .spec.readinessGates }}
+      - type: {{ .conditionType | Quote }}
+        status: "True"
+      {{ end }}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
   name: pod-ready-again
 spec:
   resourceRef: {apiGroup: v1, kind: Pod}
@@ -339,6 +412,9 @@ spec:
     - key: '.metadata.annotations["karp.sh/kwok-ready"]'
       operator: NotIn
       values: ['false']
+    - key: '.metadata.labels["kwok.x-k8s.io/stage"]'
+      operator: NotIn
+      values: [unhealthy]
     - key: '.status.phase'
       operator: In
       values: [Running]

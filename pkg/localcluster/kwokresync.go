@@ -121,9 +121,11 @@ func touch(ctx context.Context, out io.Writer, now time.Time, kind, name, why st
 // nodeOverdue says why kwok should have moved the Node on by now, or ""
 // if it should not have: node-ready makes a Node Ready unless it is
 // annotated karp.sh/kwok-ready=false, when node-not-ready makes it not
-// Ready. A Node created less than resyncAfter ago is left to kwok.
+// Ready. A Node created less than resyncAfter ago is left to kwok, and so
+// is one labelled kwok.x-k8s.io/stage=unhealthy (no stage plays on it).
 func nodeOverdue(n *corev1.Node, now time.Time) string {
-	if n.DeletionTimestamp != nil || now.Sub(n.CreationTimestamp.Time) < resyncAfter {
+	if n.DeletionTimestamp != nil || now.Sub(n.CreationTimestamp.Time) < resyncAfter ||
+		n.Labels[KWOKStageLabelKey] == KWOKStageUnhealthy {
 		return ""
 	}
 	ready := corev1.ConditionUnknown
@@ -150,7 +152,8 @@ func nodeOverdue(n *corev1.Node, now time.Time) string {
 // by now, or "" if it should not have:
 //   - pod-running: a bound Pending pod becomes Running;
 //   - pod-ready-again: a Running pod whose Ready is False becomes Ready,
-//     unless annotated karp.sh/kwok-ready=false;
+//     unless annotated karp.sh/kwok-ready=false or labelled
+//     kwok.x-k8s.io/stage=unhealthy;
 //   - pod-remove: a deleted pod goes at once, or when its deletion
 //     timestamp comes if it has a preStop hook, or after the delay of its
 //     KWOKPodDeleteDelayAnnotationKey annotation.
@@ -180,12 +183,28 @@ func podOverdue(p *corev1.Pod, now time.Time) string {
 			return fmt.Sprintf("bound, Pending for %s", now.Sub(bound).Round(time.Second))
 		}
 	case corev1.PodRunning:
+		// pod-ready-again plays after a delay from the pod's last change
+		// (removing the annotation or label, say), which a touch starts
+		// again: give it resyncAfter from the last write too.
 		if ready == corev1.ConditionFalse && p.Annotations[KWOKReadyAnnotationKey] != KWOKNotReadyValue &&
-			now.Sub(readySince) >= resyncAfter {
+			p.Labels[KWOKStageLabelKey] != KWOKStageUnhealthy && now.Sub(readySince) >= resyncAfter &&
+			now.Sub(lastWrite(p)) >= resyncAfter {
 			return fmt.Sprintf("Running, Ready=False for %s", now.Sub(readySince).Round(time.Second))
 		}
 	}
 	return ""
+}
+
+// lastWrite is when the object was last written, as its managed fields
+// record (zero when they record nothing).
+func lastWrite(obj metav1.Object) time.Time {
+	var last time.Time
+	for _, mf := range obj.GetManagedFields() {
+		if mf.Time != nil && mf.Time.After(last) {
+			last = mf.Time.Time
+		}
+	}
+	return last
 }
 
 // removalDue is when pod-remove should remove a deleted pod.

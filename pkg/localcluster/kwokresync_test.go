@@ -44,6 +44,15 @@ func TestPodOverdue(t *testing.T) {
 			Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: ago(time.Minute)}}}},
 		want: "Running, Ready=False for 1m0s",
 	}, {
+		name: "Running, not Ready, written a moment ago: pod-ready-again still has time",
+		pod: corev1.Pod{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: ago(time.Hour), ManagedFields: []metav1.ManagedFieldsEntry{
+			{Manager: "kubectl", Time: ptr.To(ago(5 * time.Second))}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: ago(time.Minute)}}}},
+	}, {
+		name: "Running, kept not Ready by upstream's stage label",
+		pod: corev1.Pod{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: ago(time.Hour), Labels: map[string]string{KWOKStageLabelKey: KWOKStageUnhealthy}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: ago(time.Minute)}}}},
+	}, {
 		name: "Running, kept not Ready by its annotation",
 		pod: corev1.Pod{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: ago(time.Hour), Annotations: map[string]string{KWOKReadyAnnotationKey: KWOKNotReadyValue}},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: ago(time.Hour)}}}},
@@ -102,6 +111,10 @@ func TestNodeOverdue(t *testing.T) {
 	}, {
 		name: "marked Unknown a moment ago",
 		node: corev1.Node{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: ago(time.Hour)}, Status: corev1.NodeStatus{Conditions: ready(corev1.ConditionUnknown, 2*time.Second)}},
+	}, {
+		name: "labelled with upstream's unhealthy stage: left as written",
+		node: corev1.Node{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: ago(time.Hour), Labels: map[string]string{KWOKStageLabelKey: KWOKStageUnhealthy}},
+			Status: corev1.NodeStatus{Conditions: ready(corev1.ConditionFalse, time.Hour)}},
 	}, {
 		name: "annotated not ready and not Ready",
 		node: corev1.Node{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: ago(time.Hour), Annotations: notReadyAnnotation}, Status: corev1.NodeStatus{Conditions: ready(corev1.ConditionFalse, time.Hour)}},
