@@ -46,13 +46,15 @@ test-unit: ## run the unit tier: pure tests, no API server (well under a minute)
 test-integration: tools ## run the integration tier: controller and API tests against a real etcd + kube-apiserver (envtest)
 	KARP_TEST_TIER=integration $(GO) test -count=1 -timeout 20m $(call TIER_PKGS,integration)
 
+# The e2e packages run the binaries `make build` just linked
+# (KARP_E2E_PREBUILT_DIR) instead of each linking its own.
 .PHONY: e2e
-e2e: tools ## run the end-to-end tier against the full local control plane
-	KARP_TEST_TIER=e2e $(GO) test -count=1 -timeout 30m $(call TIER_PKGS,e2e)
+e2e: tools build ## run the end-to-end tier against the full local control plane
+	KARP_TEST_TIER=e2e KARP_E2E_PREBUILT_DIR=$(BIN) $(GO) test -count=1 -timeout 30m $(call TIER_PKGS,e2e)
 
 .PHONY: chaos
-chaos: tools ## run the seeded chaos suite alone, verbose (test/e2e/chaos, also part of `make e2e`; KARP_CHAOS_SEED replays a run, KARP_CHAOS_SOAK=1 runs longer)
-	KARP_TEST_TIER=e2e $(GO) test -count=1 -timeout 90m -v ./test/e2e/chaos/
+chaos: tools build ## run the seeded chaos suite alone, verbose (test/e2e/chaos, also part of `make e2e`; KARP_CHAOS_SEED replays a run, KARP_CHAOS_SOAK=1 runs longer)
+	KARP_TEST_TIER=e2e KARP_E2E_PREBUILT_DIR=$(BIN) $(GO) test -count=1 -timeout 90m -v ./test/e2e/chaos/
 
 .PHONY: tiers
 tiers: ## print each package's test tier

@@ -30,7 +30,7 @@ MODULE="github.com/karp-autoscaler/karp"
 STARTERS=(
   "${MODULE}/pkg/test/environment"
   "${MODULE}/pkg/test/controllertest"
-  "${MODULE}/pkg/operator/operatortest"
+  "${MODULE}/pkg/test/operatortest"
   "${MODULE}/pkg/localcluster"
   "sigs.k8s.io/controller-runtime/pkg/envtest"
 )

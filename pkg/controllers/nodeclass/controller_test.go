@@ -7,8 +7,8 @@ import (
 
 	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclass"
-	"github.com/karp-autoscaler/karp/pkg/operator/operatortest"
 	"github.com/karp-autoscaler/karp/pkg/test"
+	"github.com/karp-autoscaler/karp/pkg/test/operatortest"
 )
 
 func ready(t *testing.T, c *nodeclass.Controller, name string) (metav1.Condition, int64) {

@@ -6,8 +6,6 @@ package cluster
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/karp-autoscaler/karp/pkg/test/environment"
@@ -22,17 +20,9 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "karp-e2e-bin-")
-	if err != nil {
+	var err error
+	if karpBin, err = framework.Build("github.com/karp-autoscaler/karp/cmd/karp", "karp"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	karpBin = filepath.Join(dir, "karp")
-	build := exec.Command("go", "build", "-o", karpBin, "github.com/karp-autoscaler/karp/cmd/karp")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintf(os.Stderr, "building karp: %v\n", err)
 		return 1
 	}
 	if _, err := environment.EnsureBinaries(); err != nil {

@@ -26,24 +26,41 @@ type built struct {
 	err  error
 }
 
-// get builds the package into a fresh temporary directory on first use.
+// get builds the package on first use (see Build).
 func (b *built) get(t testing.TB, pkg, name string) string {
 	t.Helper()
-	b.once.Do(func() {
-		dir, err := os.MkdirTemp("", "karp-e2e-bin-")
-		if err != nil {
-			b.err = err
-			return
-		}
-		b.path = filepath.Join(dir, name)
-		if out, err := exec.Command("go", "build", "-o", b.path, pkg).CombinedOutput(); err != nil {
-			b.err = fmt.Errorf("building %s: %w\n%s", name, err, out)
-		}
-	})
+	b.once.Do(func() { b.path, b.err = Build(pkg, name) })
 	if b.err != nil {
 		t.Fatal(b.err)
 	}
 	return b.path
+}
+
+// PrebuiltEnv names a directory holding karp's binaries built for this
+// test run (make e2e sets it to bin/ after `make build`): Build takes a
+// binary from there instead of linking it again in every e2e package.
+const PrebuiltEnv = "KARP_E2E_PREBUILT_DIR"
+
+// Build returns the path of the package's binary named name: the one in
+// $KARP_E2E_PREBUILT_DIR when that is set and holds it, else one built now
+// into a fresh temporary directory (left for the OS to clean, as the
+// process that runs it may outlive the test).
+func Build(pkg, name string) (string, error) {
+	if dir := os.Getenv(PrebuiltEnv); dir != "" {
+		path := filepath.Join(dir, name)
+		if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
+			return path, nil
+		}
+	}
+	dir, err := os.MkdirTemp("", "karp-e2e-bin-")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, name)
+	if out, err := exec.Command("go", "build", "-o", path, pkg).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building %s: %w\n%s", name, err, out)
+	}
+	return path, nil
 }
 
 var karpBin, controllerBin built

@@ -29,7 +29,6 @@ import (
 
 	"github.com/karp-autoscaler/karp/charts"
 	"github.com/karp-autoscaler/karp/pkg/operator"
-	"github.com/karp-autoscaler/karp/pkg/repo"
 	"github.com/karp-autoscaler/karp/test/e2e/framework"
 )
 
@@ -339,21 +338,7 @@ func buildController() (string, error) {
 }
 
 func goBuild() (string, error) {
-	root, err := repo.Root()
-	if err != nil {
-		return "", err
-	}
-	dir, err := os.MkdirTemp("", "karp-e2e-install-bin-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "karp-controller")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/karp-controller")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building karp-controller: %w\n%s", err, out)
-	}
-	return bin, nil
+	return framework.Build("github.com/karp-autoscaler/karp/cmd/karp-controller", "karp-controller")
 }
 
 // stopController interrupts the controller and waits for it to release

@@ -3,8 +3,6 @@ package provisioning_test
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/karp-autoscaler/karp/pkg/repo"
@@ -27,17 +25,8 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
-	dir, err := os.MkdirTemp("", "karp-e2e-bin-")
-	if err != nil {
+	if karpBinary, err = framework.Build("github.com/karp-autoscaler/karp/cmd/karp-controller", "karp-controller"); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	karpBinary = filepath.Join(dir, "karp-controller")
-	build := exec.Command("go", "build", "-o", karpBinary, "./cmd/karp-controller")
-	build.Dir = repoRoot
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: building karp-controller: %v\n%s", err, out)
 		return 1
 	}
 	code := framework.Run(m)

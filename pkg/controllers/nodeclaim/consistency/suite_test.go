@@ -3,7 +3,7 @@ package consistency_test
 import (
 	"testing"
 
-	"github.com/karp-autoscaler/karp/pkg/operator/operatortest"
+	"github.com/karp-autoscaler/karp/pkg/test/operatortest"
 )
 
 var h *operatortest.Harness

@@ -11,8 +11,8 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/fake"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/disruption"
-	"github.com/karp-autoscaler/karp/pkg/operator/operatortest"
 	"github.com/karp-autoscaler/karp/pkg/test"
+	"github.com/karp-autoscaler/karp/pkg/test/operatortest"
 )
 
 func setup(t *testing.T) (*fake.CloudProvider, *disruption.Controller) {

@@ -11,8 +11,8 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/fake"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/expiration"
 	"github.com/karp-autoscaler/karp/pkg/metrics"
-	"github.com/karp-autoscaler/karp/pkg/operator/operatortest"
 	"github.com/karp-autoscaler/karp/pkg/test"
+	"github.com/karp-autoscaler/karp/pkg/test/operatortest"
 )
 
 // create stores the NodeClaim (with a finalizer, so deletion is

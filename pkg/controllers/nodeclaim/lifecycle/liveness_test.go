@@ -9,8 +9,8 @@ import (
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/lifecycle"
-	"github.com/karp-autoscaler/karp/pkg/operator/operatortest"
 	"github.com/karp-autoscaler/karp/pkg/test"
+	"github.com/karp-autoscaler/karp/pkg/test/operatortest"
 )
 
 func deleting(t *testing.T, name string) bool {

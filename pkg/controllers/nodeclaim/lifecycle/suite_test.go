@@ -10,8 +10,8 @@ import (
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/fake"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/lifecycle"
-	"github.com/karp-autoscaler/karp/pkg/operator/operatortest"
 	"github.com/karp-autoscaler/karp/pkg/test"
+	"github.com/karp-autoscaler/karp/pkg/test/operatortest"
 )
 
 var h *operatortest.Harness

@@ -13,8 +13,8 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/fake"
 	nodetermination "github.com/karp-autoscaler/karp/pkg/controllers/node/termination"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/termination"
-	"github.com/karp-autoscaler/karp/pkg/operator/operatortest"
 	"github.com/karp-autoscaler/karp/pkg/test"
+	"github.com/karp-autoscaler/karp/pkg/test/operatortest"
 )
 
 var h *operatortest.Harness

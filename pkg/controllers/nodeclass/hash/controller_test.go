@@ -10,8 +10,8 @@ import (
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclass/hash"
-	"github.com/karp-autoscaler/karp/pkg/operator/operatortest"
 	"github.com/karp-autoscaler/karp/pkg/test"
+	"github.com/karp-autoscaler/karp/pkg/test/operatortest"
 )
 
 func stamped(hash, version string) map[string]string {

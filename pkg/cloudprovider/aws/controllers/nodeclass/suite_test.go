@@ -3,7 +3,7 @@ package nodeclass_test
 import (
 	"testing"
 
-	"github.com/karp-autoscaler/karp/pkg/operator/operatortest"
+	"github.com/karp-autoscaler/karp/pkg/test/operatortest"
 )
 
 // h is a real kube-apiserver with karp's CRDs, a fake clock and an event

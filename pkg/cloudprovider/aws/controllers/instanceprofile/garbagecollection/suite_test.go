@@ -3,7 +3,7 @@ package garbagecollection_test
 import (
 	"testing"
 
-	"github.com/karp-autoscaler/karp/pkg/operator/operatortest"
+	"github.com/karp-autoscaler/karp/pkg/test/operatortest"
 )
 
 // h is a real kube-apiserver with karp's CRDs and a fake clock.

@@ -29,10 +29,10 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/fake"
 	"github.com/karp-autoscaler/karp/pkg/controllers"
 	"github.com/karp-autoscaler/karp/pkg/operator"
-	"github.com/karp-autoscaler/karp/pkg/operator/operatortest"
 	"github.com/karp-autoscaler/karp/pkg/options"
 	"github.com/karp-autoscaler/karp/pkg/test"
 	"github.com/karp-autoscaler/karp/pkg/test/environment"
+	"github.com/karp-autoscaler/karp/pkg/test/operatortest"
 )
 
 // upstreamMetric is one entry of testdata/upstream-metrics.yaml.

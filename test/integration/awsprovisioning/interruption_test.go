@@ -20,9 +20,9 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instance"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/interruption"
 	"github.com/karp-autoscaler/karp/pkg/operator"
-	"github.com/karp-autoscaler/karp/pkg/operator/operatortest/awsprocess"
 	"github.com/karp-autoscaler/karp/pkg/options"
 	"github.com/karp-autoscaler/karp/pkg/test"
+	"github.com/karp-autoscaler/karp/pkg/test/operatortest/awsprocess"
 )
 
 const queueName = "karp-test-cluster"

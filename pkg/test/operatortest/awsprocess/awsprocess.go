@@ -22,8 +22,8 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok/instancetypes"
 	"github.com/karp-autoscaler/karp/pkg/controllers"
 	"github.com/karp-autoscaler/karp/pkg/operator"
-	"github.com/karp-autoscaler/karp/pkg/operator/operatortest"
 	"github.com/karp-autoscaler/karp/pkg/options"
+	"github.com/karp-autoscaler/karp/pkg/test/operatortest"
 )
 
 // Account is an AWS account as the fakes hold it: the catalog in

@@ -20,8 +20,8 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok/instancetypes"
 	"github.com/karp-autoscaler/karp/pkg/operator"
-	"github.com/karp-autoscaler/karp/pkg/operator/operatortest/awsprocess"
 	"github.com/karp-autoscaler/karp/pkg/test"
+	"github.com/karp-autoscaler/karp/pkg/test/operatortest/awsprocess"
 )
 
 // clusterEndpoint is the API server endpoint the fake EKS reports for the

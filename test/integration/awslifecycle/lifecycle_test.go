@@ -17,9 +17,9 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instance"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instanceprofile"
-	"github.com/karp-autoscaler/karp/pkg/operator/operatortest/awsprocess"
 	"github.com/karp-autoscaler/karp/pkg/test"
 	"github.com/karp-autoscaler/karp/pkg/test/environment"
+	"github.com/karp-autoscaler/karp/pkg/test/operatortest/awsprocess"
 )
 
 var env *environment.Environment
