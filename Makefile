@@ -42,6 +42,11 @@ test: verify test-unit test-integration e2e ## run everything CI runs: verify, t
 test-unit: ## run the unit tier: pure tests, no API server (well under a minute)
 	KARP_TEST_TIER=unit $(GO) test -count=1 -timeout 5m $(call TIER_PKGS,unit)
 
+.PHONY: test-race
+test-race: tools ## run the unit and integration tiers under the race detector (outside make test: several times slower)
+	KARP_TEST_TIER=unit $(GO) test -race -count=1 -timeout 20m $(call TIER_PKGS,unit)
+	KARP_TEST_TIER=integration $(GO) test -race -count=1 -timeout 40m $(call TIER_PKGS,integration)
+
 .PHONY: test-integration
 test-integration: tools ## run the integration tier: controller and API tests against a real etcd + kube-apiserver (envtest)
 	KARP_TEST_TIER=integration $(GO) test -count=1 -timeout 20m $(call TIER_PKGS,integration)
