@@ -24,7 +24,11 @@
 // then the cheapest NodeClaims are emptied into room the others have, and
 // those whose pods partly fit elsewhere shrink to a cheaper type, so on price
 // lists where a node twice the size costs twice as much the batch ends in
-// fewer, fuller nodes instead of one small node per pod. Capacity
+// fewer, fuller nodes instead of one small node per pod. Room under a
+// NodePool's limits that compaction gives back is offered to the pods still
+// pending before Solve returns, and when a limit refused pods Solve tries
+// the limit-efficient strategies of binding.go and keeps the result that
+// leaves the fewest pods pending, then the cheapest. Capacity
 // reservations are handed out in NodeClaim order while they have room; a
 // NodeClaim that gets one is pinned to it. Pods with resource claims (DRA)
 // are reported, not simulated. Resource math uses int64 vectors; results
@@ -45,4 +49,7 @@
 //   - Compaction never raises the total price (beyond float rounding,
 //     priceTolerance) and never adds a NodeClaim; a merged or emptied
 //     NodeClaim's pods keep every constraint they were placed under.
+//   - A NodePool's limits hold for every launch choice: its existing
+//     nodes plus the largest type each new NodeClaim lists stay within
+//     them, and a pod a limit refused is told exactly that usage.
 package simulation

@@ -25,6 +25,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	defer framework.RemoveBuilt(karpBin)
 	if _, err := environment.EnsureBinaries(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

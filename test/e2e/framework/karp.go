@@ -43,8 +43,8 @@ const PrebuiltEnv = "KARP_E2E_PREBUILT_DIR"
 
 // Build returns the path of the package's binary named name: the one in
 // $KARP_E2E_PREBUILT_DIR when that is set and holds it, else one built now
-// into a fresh temporary directory (left for the OS to clean, as the
-// process that runs it may outlive the test).
+// into a fresh temporary directory of its own, which the caller may remove
+// (see Temporary).
 func Build(pkg, name string) (string, error) {
 	if dir := os.Getenv(PrebuiltEnv); dir != "" {
 		path := filepath.Join(dir, name)
@@ -61,6 +61,23 @@ func Build(pkg, name string) (string, error) {
 		return "", fmt.Errorf("building %s: %w\n%s", name, err, out)
 	}
 	return path, nil
+}
+
+// RemoveBuilt removes a binary Build linked into a temporary directory,
+// with the directory; a prebuilt one (in $KARP_E2E_PREBUILT_DIR, the
+// repository's bin/) is left alone.
+func RemoveBuilt(path string) {
+	if path == "" {
+		return
+	}
+	dir := filepath.Dir(path)
+	if pre := os.Getenv(PrebuiltEnv); pre != "" && filepath.Clean(pre) == dir {
+		return
+	}
+	if !strings.HasPrefix(filepath.Base(dir), "karp-e2e-bin-") {
+		return
+	}
+	_ = os.RemoveAll(dir)
 }
 
 var karpBin, controllerBin built

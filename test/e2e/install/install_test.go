@@ -318,9 +318,7 @@ var (
 // cleanUp removes the built binary, and the controllers' logs unless the
 // run failed or KARP_E2E_KEEP_LOGS is set (then it names them).
 func cleanUp(failed bool) {
-	if built != "" {
-		_ = os.RemoveAll(filepath.Dir(built))
-	}
+	framework.RemoveBuilt(built)
 	for _, log := range logs {
 		if failed || os.Getenv("KARP_E2E_KEEP_LOGS") != "" {
 			fmt.Fprintf(os.Stderr, "e2e: karp-controller log kept in %s\n", log)

@@ -29,6 +29,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
+	defer framework.RemoveBuilt(karpBinary)
 	code := framework.Run(m)
 	stopController()
 	return code
