@@ -67,8 +67,11 @@ func TestChaos(t *testing.T) {
 	f := framework.Current(t)
 	r := &run{t: t, f: f, cl: f.Client, rng: rand.New(rand.NewSource(seed + 1)), start: time.Now(),
 		faults: 2, window: 30 * time.Second}
-	if soak {
+	switch {
+	case soak:
 		r.faults, r.window = 5, 90*time.Second
+	case short:
+		r.faults, r.window = 1, 20*time.Second
 	}
 	framework.Create(t, r.cl, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})
 	for _, pool := range pools() {
@@ -461,7 +464,7 @@ func (r *run) settle() {
 		t.Errorf("faults that could not be injected: %s", strings.Join(failed, "; "))
 	}
 	notRunning := report.Count(invariants.KindPodNotRunning)
-	t.Logf("chaos figures: seed=%d duration=%s phases: %s", seed, time.Since(r.start).Round(time.Second), strings.Join(r.phases, " "))
+	t.Logf("chaos figures: seed=%d run=%s duration=%s phases: %s", seed, runKind(), time.Since(r.start).Round(time.Second), strings.Join(r.phases, " "))
 	t.Logf("chaos figures: faults %d (%s); replicas that exited on their own and were restarted: %d", len(r.inj.injected()), r.inj.byKind(), r.ctrl.restarts())
 	t.Logf("chaos figures: evictions=%d disruptions=%d unobserved=%d pdb-violations=%d do-not-disrupt-disrupted=%d leaked=%d duplicate=%d shared=%d missing=%d stuck-taints=%d empty-nodes=%d pods-not-running=%d excused-on-interrupted=%d",
 		report.Evictions, len(report.Disruptions), report.Unobserved, report.Count(invariants.KindPDBViolation), report.Count(invariants.KindDoNotDisrupt),

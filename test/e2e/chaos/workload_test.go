@@ -51,8 +51,16 @@ const (
 	dedicatedTaintKey = "chaos.karp.sh/dedicated"
 	generationLabel   = "chaos.karp.sh/generation"
 	limitedCPU        = "48"
-	expireAfter       = "3m"
 )
+
+// expireAfter is the expiring pool's: three minutes, 90 seconds in the
+// short presubmit run, whose expiry phase then waits half as long.
+func expireAfter() string {
+	if short {
+		return "90s"
+	}
+	return "3m"
+}
 
 // pools are the run's NodePools: spot and on-demand, a limited one, a
 // tainted one and one whose nodes expire. Every pool consolidates
@@ -76,7 +84,7 @@ func pools() []*karpv1.NodePool {
 		base(poolLimited, karpv1.CapacityTypeOnDemand).Limits(test.ResourceList("cpu", limitedCPU)).Obj(),
 		base(poolTainted, karpv1.CapacityTypeOnDemand).
 			Taint(corev1.Taint{Key: dedicatedTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}).Obj(),
-		base(poolExpiring, karpv1.CapacityTypeOnDemand).ExpireAfter(karpv1.MustParseNillableDuration(expireAfter)).
+		base(poolExpiring, karpv1.CapacityTypeOnDemand).ExpireAfter(karpv1.MustParseNillableDuration(expireAfter())).
 			Budgets(karpv1.Budget{Nodes: "100%"}).Obj(),
 		base(poolSplit, karpv1.CapacityTypeOnDemand).
 			Requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, splitTypes...).
