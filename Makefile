@@ -58,7 +58,7 @@ test-integration: tools ## run the integration tier: controller and API tests ag
 # order given), so the tier is not left waiting on one that started last.
 E2E_PARALLEL ?= 4
 MODULE := $(shell $(GO) list -m)
-E2E_LONGEST = $(addprefix $(MODULE)/test/e2e/,disruption chaos aws faults)
+E2E_LONGEST = $(addprefix $(MODULE)/test/e2e/,chaos aws signals disruption faults)
 .PHONY: e2e
 e2e: tools build ## run the end-to-end tier against the full local control plane
 	KARP_TEST_TIER=e2e KARP_E2E_PREBUILT_DIR=$(BIN) $(GO) test -p $(E2E_PARALLEL) -count=1 -timeout 30m \

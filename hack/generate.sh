@@ -8,8 +8,8 @@
 # pkg/: cluster-scoped markers make the ClusterRole, markers naming a
 # namespace the Role in the release namespace), and the depguard rules in
 # .golangci.yml that keep one controller from importing another, one per
-# controller under pkg/controllers and pkg/cloudprovider/aws/controllers
-# (hack/importrules).
+# controller under pkg/controllers, pkg/cloudprovider/aws/controllers and
+# pkg/cloudprovider/kwok/controllers (hack/importrules).
 #
 # Usage: hack/generate.sh [crd-output-dir [rbac-output-dir]]
 #   With output dirs, only the CRDs (and the RBAC rules) are written there

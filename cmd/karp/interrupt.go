@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/karp-autoscaler/karp/pkg/controllers/interruption"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok/controllers/interruption"
 	"github.com/karp-autoscaler/karp/pkg/operator"
 )
 

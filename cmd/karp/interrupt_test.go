@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/karp-autoscaler/karp/pkg/controllers/interruption"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok/controllers/interruption"
 	"github.com/karp-autoscaler/karp/pkg/test/environment"
 )
 

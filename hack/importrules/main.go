@@ -1,7 +1,8 @@
 // Command importrules writes the depguard rules that keep one controller
 // from importing another, from the package list: every controller under
-// pkg/controllers and pkg/cloudprovider/aws/controllers gets a rule, so a
-// new controller is covered without editing .golangci.yml by hand.
+// pkg/controllers, pkg/cloudprovider/aws/controllers and
+// pkg/cloudprovider/kwok/controllers gets a rule, so a new controller is
+// covered without editing .golangci.yml by hand.
 //
 // A controller is a directory holding non-test Go files whose parent
 // directories up to the controllers root hold none: pkg/controllers/node is
@@ -49,6 +50,9 @@ var trees = []tree{
 	{root: "pkg/cloudprovider/aws/controllers", prefix: "aws-controllers",
 		denied: []string{"pkg/cloudprovider/aws/controllers", "pkg/controllers"},
 		desc:   "an AWS controller imports neither another controller nor a core one; move what they share into the provider's packages"},
+	{root: "pkg/cloudprovider/kwok/controllers", prefix: "kwok-controllers",
+		denied: []string{"pkg/cloudprovider/kwok/controllers", "pkg/controllers"},
+		desc:   "a kwok controller imports neither another controller nor a core one; move what they share into the provider's packages"},
 }
 
 func main() {

@@ -1,6 +1,10 @@
-// Package controllers lists every controller the karp controller process
-// runs. pkg/operator builds the Deps once and registers the list with its
-// manager; only pkg/operator and cmd import this package.
+// Package controllers lists the core controllers the karp controller
+// process runs, whichever cloud provider it runs on. pkg/operator builds the
+// Deps once and registers the list with its manager, followed by the
+// controllers the provider brings (the kwok provider's KWOKNodeClass and
+// simulated interruption controllers, the AWS provider's EC2NodeClass,
+// refresh and SQS interruption controllers); only pkg/operator and cmd
+// import this package.
 //
 // Each controller is its own package with one concern (STYLE.md §0, §2).
 // Add a controller by appending it to NewControllers with a one-line
@@ -19,7 +23,6 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 	"github.com/karp-autoscaler/karp/pkg/controllers/disruption"
 	"github.com/karp-autoscaler/karp/pkg/controllers/finalized"
-	"github.com/karp-autoscaler/karp/pkg/controllers/interruption"
 	"github.com/karp-autoscaler/karp/pkg/controllers/metrics/status"
 	"github.com/karp-autoscaler/karp/pkg/controllers/node/health"
 	nodetermination "github.com/karp-autoscaler/karp/pkg/controllers/node/termination"
@@ -30,8 +33,6 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/podevents"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/termination"
-	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclass"
-	nodeclasshash "github.com/karp-autoscaler/karp/pkg/controllers/nodeclass/hash"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodepool/counter"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodepool/hash"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodepool/readiness"
@@ -106,11 +107,6 @@ func NewControllers(deps Deps) []Controller {
 		consistency.NewController(deps.KubeClient, deps.CloudProvider, deps.Clock, deps.Recorder),
 		// Sums each NodePool's nodes into status.resources and status.nodes.
 		counter.NewController(deps.KubeClient),
-		// Sets each KWOKNodeClass's Ready condition.
-		nodeclass.NewController(deps.KubeClient, deps.Clock),
-		// Re-stamps NodeClaims whose KWOKNodeClass hash is of an older
-		// algorithm version, so the change is not read as drift.
-		nodeclasshash.NewController(deps.KubeClient),
 		// Mirrors the NodeClass's readiness into NodeClassReady.
 		readiness.NewController(deps.KubeClient, deps.CloudProvider, deps.Clock),
 		// Resets NodeRegistrationHealthy to Unknown when the NodePool or its
@@ -223,8 +219,6 @@ func signalControllers(deps Deps) []Controller {
 		podevents.NewController(deps.KubeClient, deps.Clock),
 		// Deletes NodeClaims past expireAfter (forceful).
 		expiration.NewController(deps.KubeClient, deps.CloudProvider, deps.Clock),
-		// Replaces nodes on a spot interruption notice (forceful).
-		interruption.NewController(deps.KubeClient, offeringMarker(deps.CloudProvider), deps.Clock, deps.Recorder),
 	}
 	if deps.Options != nil && deps.Options.FeatureGates.Enabled(options.FeatureNodeRepair) {
 		// Replaces nodes unhealthy past the provider's repair policies.
@@ -232,11 +226,4 @@ func signalControllers(deps Deps) []Controller {
 			health.WithToleration(deps.Options.NodeRepairToleration)))
 	}
 	return list
-}
-
-// offeringMarker finds the provider's unavailable-offerings cache through
-// any decorators (the metrics wrapper); nil when it keeps none.
-func offeringMarker(cp cloudprovider.CloudProvider) interruption.OfferingMarker {
-	m, _ := cloudprovider.As[interruption.OfferingMarker](cp)
-	return m
 }

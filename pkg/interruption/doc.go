@@ -6,7 +6,8 @@
 // while the provisioner launches the replacement in parallel, and count
 // the disruption.
 //
-// It holds no controller: the controllers in pkg/controllers/interruption
-// and pkg/cloudprovider/aws/interruption call it. It imports API types,
+// It holds no controller: the controllers in
+// pkg/cloudprovider/kwok/controllers/interruption and
+// pkg/cloudprovider/aws/interruption call it. It imports API types,
 // controller-runtime's client and pkg/metrics only.
 package interruption

@@ -2,7 +2,9 @@
 // controller-runtime manager (cache with karp's field indexes, leader
 // election on a Lease, /healthz and /readyz probes, the Prometheus metrics
 // endpoint), the structured logger, the cloud provider named by the
-// options, and registers the controller list from pkg/controllers.
+// options (for AWS, the SDK clients it hands to aws.NewProvider), and
+// registers the controller list from pkg/controllers followed by the
+// provider's own controllers.
 //
 // It is the only package (with cmd) that imports pkg/controllers. Options
 // come in explicitly (pkg/options); nothing is read from context

@@ -9,4 +9,11 @@
 // declares the narrow slice of the AWS SDK it calls as an unexported
 // interface, so tests substitute the stateful fakes in package fake. Nothing
 // in pkg/scheduling or pkg/simulation imports this package.
+//
+// NewProvider is the one place the provider is assembled: from explicit
+// Dependencies and the Clients of sdk.go it builds the cloud provider, its
+// parts and the AWS controllers (package controllers/...), for pkg/operator
+// (with the SDK's clients) and for the tests (awstest, with the fakes)
+// alike. This package imports neither pkg/controllers nor pkg/operator: it
+// declares the small Controller interface it returns.
 package aws

@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 // world is the AWS provider on the fakes (see awstest.World).
 type world = awstest.World
 
-func newWorld(t testing.TB) *world { return awstest.NewWorld(t, env.Client) }
+func newWorld(t testing.TB) *world { return awstest.NewWorld(t, env) }
 
 func createNodeClass(t testing.TB, nc *awsv1.EC2NodeClass, ready bool) *awsv1.EC2NodeClass {
 	t.Helper()

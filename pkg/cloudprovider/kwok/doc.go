@@ -30,5 +30,8 @@
 // reports it unavailable so the next scheduling round falls back.
 //
 // The provider talks to the API server only through the controller-runtime
-// client it is given; time comes from the injected clock.
+// client it is given; time comes from the injected clock. Its own
+// controllers live under controllers/ (KWOKNodeClass status and hash, the
+// simulated spot interruption notices of `karp interrupt`); pkg/operator
+// registers them beside the core ones when the process runs on kwok.
 package kwok

@@ -40,9 +40,9 @@ func TestDaemonSetThatDoesNotFitGetsItsNodesReplaced(t *testing.T) {
 	cl := f.Client
 	deploy := framework.SpreadOverHosts(framework.Deployment(name, name, name, 2, "1"))
 	framework.Create(t, cl, deploy)
-	original := sigWaitRunning(t, cl, name, 2)
+	original := framework.WaitRunningClaims(t, cl, name, 2)
 	for n := range original {
-		if cpu := sigNodeClaims(t.Context(), cl, name)[n].Labels[kwokv1alpha1.InstanceCPULabelKey]; cpu != "2" {
+		if cpu := framework.PoolNodeClaimsByName(t.Context(), cl, name)[n].Labels[kwokv1alpha1.InstanceCPULabelKey]; cpu != "2" {
 			t.Fatalf("NodeClaim %s has %s cpus; the test needs full 2-cpu nodes", n, cpu)
 		}
 	}
@@ -51,7 +51,7 @@ func TestDaemonSetThatDoesNotFitGetsItsNodesReplaced(t *testing.T) {
 	framework.Create(t, cl, sigAllNodesDaemonSet(t, name, "1200m"))
 
 	framework.Eventually(t, 5*time.Minute, func(ctx context.Context) (bool, string) {
-		claims := sigNodeClaims(ctx, cl, name)
+		claims := framework.PoolNodeClaimsByName(ctx, cl, name)
 		left := 0
 		for n := range original {
 			if _, ok := claims[n]; ok {

@@ -39,7 +39,7 @@ func TestDoNotDisruptPodKeepsItsNode(t *testing.T) {
 
 	// 1. The do-not-disrupt pod, exactly as users apply it.
 	framework.ApplyManifest(t, cl, fixtures.Example(t, "nginx-do-not-disrupt.yaml"), name, nil)
-	protected := sigWaitRunning(t, cl, name, 1)
+	protected := framework.WaitRunningClaims(t, cl, name, 1)
 	if len(protected) != 1 {
 		t.Fatalf("nginx-single runs under %d NodeClaims, want 1", len(protected))
 	}
@@ -47,7 +47,7 @@ func TestDoNotDisruptPodKeepsItsNode(t *testing.T) {
 	for n := range protected {
 		protectedName = n
 	}
-	protectedClaim := sigNodeClaims(ctx, cl, name)[protectedName]
+	protectedClaim := framework.PoolNodeClaimsByName(ctx, cl, name)[protectedName]
 
 	// 2. A filler pod that may not share the protected pod's node.
 	filler := framework.Deployment("filler", name, name, 1, "500m")
@@ -68,12 +68,12 @@ func TestDoNotDisruptPodKeepsItsNode(t *testing.T) {
 	framework.Eventually(t, 4*time.Minute, func(ctx context.Context) (bool, string) {
 		fillerNode := sigPodNodeOf(ctx, cl, name, "filler")
 		relabelled := false
-		for _, nc := range sigNodeClaims(ctx, cl, name) {
+		for _, nc := range framework.PoolNodeClaimsByName(ctx, cl, name) {
 			if nc.Status.NodeName == fillerNode && fillerNode != "" && nc.Labels["rollout"] == "v2" {
 				relabelled = true
 			}
 		}
-		protectedNow := sigNodeClaims(ctx, cl, name)[protectedName]
+		protectedNow := framework.PoolNodeClaimsByName(ctx, cl, name)[protectedName]
 		drifted := protectedNow.StatusConditions().IsTrue(karpv1.ConditionTypeDrifted)
 		return relabelled && drifted, fmt.Sprintf("filler on a replaced node %v, protected node drifted %v", relabelled, drifted)
 	})
@@ -82,7 +82,7 @@ func TestDoNotDisruptPodKeepsItsNode(t *testing.T) {
 	scaled := filler.DeepCopy()
 	framework.Mutate(t, cl, scaled, func() { scaled.Spec.Replicas = ptr.To[int32](0) })
 	framework.Eventually(t, 3*time.Minute, func(ctx context.Context) (bool, string) {
-		claims := sigNodeClaims(ctx, cl, name)
+		claims := framework.PoolNodeClaimsByName(ctx, cl, name)
 		protectedNow := claims[protectedName]
 		blocked := protectedNow.StatusConditions().Get(disruption.ConditionTypeDisruptionBlocked)
 		why := ""
@@ -97,7 +97,7 @@ func TestDoNotDisruptPodKeepsItsNode(t *testing.T) {
 	if peak != 0 {
 		t.Errorf("the do-not-disrupt pod's node was tainted or deleted")
 	}
-	got := sigNodeClaims(ctx, cl, name)[protectedName]
+	got := framework.PoolNodeClaimsByName(ctx, cl, name)[protectedName]
 	if got.UID != protectedClaim.UID || got.DeletionTimestamp != nil {
 		t.Errorf("the protected NodeClaim was replaced or is deleting")
 	}

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
-	"github.com/karp-autoscaler/karp/pkg/controllers/interruption"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok/controllers/interruption"
 	"github.com/karp-autoscaler/karp/pkg/test"
 	"github.com/karp-autoscaler/karp/test/e2e/framework"
 )
@@ -32,13 +32,13 @@ func TestInterruptionReplacesTheNodeBeforeTheNoticeEnds(t *testing.T) {
 	f, _ := framework.RunPool(t, name, pool)
 	cl := f.Client
 	framework.Create(t, cl, framework.Deployment(name, name, name, 1, "1"))
-	claims := sigWaitRunning(t, cl, name, 1)
+	claims := framework.WaitRunningClaims(t, cl, name, 1)
 	if len(claims) != 1 {
 		t.Fatalf("pod runs under %d NodeClaims, want 1", len(claims))
 	}
 	var victim karpv1.NodeClaim
 	for n := range claims {
-		victim = sigNodeClaims(t.Context(), cl, name)[n]
+		victim = framework.PoolNodeClaimsByName(t.Context(), cl, name)[n]
 	}
 	node := victim.Status.NodeName
 
@@ -67,7 +67,7 @@ func TestInterruptionReplacesTheNodeBeforeTheNoticeEnds(t *testing.T) {
 	offering := func(nc karpv1.NodeClaim) string {
 		return nc.Labels[corev1.LabelInstanceTypeStable] + "/" + nc.Labels[corev1.LabelTopologyZone] + "/" + nc.Labels[karpv1.CapacityTypeLabelKey]
 	}
-	for _, nc := range sigNodeClaims(t.Context(), cl, name) {
+	for _, nc := range framework.PoolNodeClaimsByName(t.Context(), cl, name) {
 		if nc.Name != victim.Name && offering(nc) == offering(victim) {
 			t.Errorf("replacement %s uses the interrupted offering %s", nc.Name, offering(nc))
 		}

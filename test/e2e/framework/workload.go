@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -196,4 +197,35 @@ func Describe(ctx context.Context, cl client.Client, namespace string) string {
 		}
 	}
 	return b.String()
+}
+
+// PoolNodeClaimsByName lists the pool's NodeClaims by name.
+func PoolNodeClaimsByName(ctx context.Context, cl client.Client, pool string) map[string]karpv1.NodeClaim {
+	out := map[string]karpv1.NodeClaim{}
+	for _, nc := range PoolNodeClaims(ctx, cl, pool) {
+		out[nc.Name] = nc
+	}
+	return out
+}
+
+// WaitRunningClaims waits up to three minutes until replicas pods of the
+// namespace are available and returns the names of the NodeClaims under
+// them, of the NodePool named like the namespace.
+func WaitRunningClaims(t *testing.T, cl client.Client, namespace string, replicas int) map[string]bool {
+	t.Helper()
+	Eventually(t, 3*time.Minute, func(ctx context.Context) (bool, string) {
+		n := len(AvailablePods(ctx, cl, namespace, nil))
+		return n == replicas, fmt.Sprintf("%d of %d pods running", n, replicas)
+	})
+	nodes := map[string]bool{}
+	for _, p := range AvailablePods(t.Context(), cl, namespace, nil) {
+		nodes[p.Spec.NodeName] = true
+	}
+	claims := map[string]bool{}
+	for name, nc := range PoolNodeClaimsByName(t.Context(), cl, namespace) {
+		if nodes[nc.Status.NodeName] {
+			claims[name] = true
+		}
+	}
+	return claims
 }

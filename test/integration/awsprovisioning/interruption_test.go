@@ -15,6 +15,7 @@ import (
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/awstest"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instance"
@@ -113,7 +114,7 @@ func launchedNodeClaim(t *testing.T, skip string) *karpv1.NodeClaim {
 // runAWSController runs the controller process over clients, with quick
 // provisioning batches and extra flags, until the test ends; then it
 // deletes what the test made.
-func runAWSController(t *testing.T, clients operator.AWSClients, extra ...string) {
+func runAWSController(t *testing.T, clients aws.Clients, extra ...string) {
 	t.Helper()
 	t.Cleanup(func() { cleanUp(t) }) // after the controller stopped: cleanups run last first
 	awsprocess.Run(t, env.Config, clients, append([]string{"--batch-idle-duration=200ms", "--batch-max-duration=2s"}, extra...)...)
@@ -147,7 +148,7 @@ func TestInterruptionControllerOnlyWithAQueue(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			provider, err := operator.NewAWSProvider(t.Context(), opts, op, env.Config, clients)
+			provider, err := aws.NewProvider(t.Context(), op.AWSDependencies(opts, env.Config), clients)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want one naming %s", err, tc.wantErr)

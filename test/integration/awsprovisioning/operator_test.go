@@ -16,10 +16,10 @@ import (
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/awstest"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok/instancetypes"
-	"github.com/karp-autoscaler/karp/pkg/operator"
 	"github.com/karp-autoscaler/karp/pkg/test"
 	"github.com/karp-autoscaler/karp/pkg/test/operatortest/awsprocess"
 )
@@ -30,7 +30,7 @@ const clusterEndpoint = "https://0123456789ABCDEF.gr7.us-west-2.eks.amazonaws.co
 
 // awsCloud is awsprocess's account with the catalog's spot prices, the
 // node role's instance profile and the cluster EKS describes.
-func awsCloud(t *testing.T, k8s string) operator.AWSClients {
+func awsCloud(t *testing.T, k8s string) aws.Clients {
 	t.Helper()
 	clients := awsprocess.Account(t, k8s)
 	if err := clients.EC2.(*fake.EC2).SeedCatalogSpotPrices(instancetypes.EC2, awstest.Zones, time.Now().Add(-time.Hour)); err != nil {

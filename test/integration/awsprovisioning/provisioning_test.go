@@ -44,7 +44,7 @@ func newRun(t *testing.T) *run {
 	// The harness's fake provider is unused: the provisioner below runs on
 	// the AWS provider.
 	h := controllertest.New(t, env, statecontrollers.Register, fake.New())
-	w := awstest.NewWorld(t, h.Client)
+	w := awstest.NewWorld(t, env)
 	nodeClass := awstest.CreateNodeClass(t, h.Client, awstest.NewNodeClass(nil), true)
 	return &run{h: h, world: w, nodeClass: nodeClass}
 }

@@ -27,6 +27,7 @@ import (
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/fake"
+	kwoknodeclass "github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok/controllers/nodeclass"
 	"github.com/karp-autoscaler/karp/pkg/controllers"
 	"github.com/karp-autoscaler/karp/pkg/operator"
 	"github.com/karp-autoscaler/karp/pkg/options"
@@ -247,7 +248,11 @@ func startWithControllers(t *testing.T, env *environment.Environment, healthPort
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := op.Register(t.Context(), controllers.NewControllers(op.Deps(fake.New()))...); err != nil {
+	// The fake provider launches for KWOKNodeClasses, so the kwok
+	// provider's KWOKNodeClass status controller runs beside the core list
+	// (as the kwok provider brings it): the NodePool is not Ready before.
+	list := append(controllers.NewControllers(op.Deps(fake.New())), kwoknodeclass.NewController(op.KubeClient, op.Clock))
+	if err := op.Register(t.Context(), list...); err != nil {
 		t.Fatal(err)
 	}
 	operatortest.StartUntilCleanup(t, op)

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/awssim"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
-	"github.com/karp-autoscaler/karp/pkg/operator"
 )
 
 // TestServesEveryCallKarpMakes: every EC2 and IAM method karp's provider is
@@ -22,8 +22,8 @@ func TestServesEveryCallKarpMakes(t *testing.T) {
 		api     reflect.Type
 		handler http.Handler
 	}{
-		"ec2": {api: reflect.TypeFor[operator.EC2API](), handler: awssim.NewEC2Handler(fake.NewEC2())},
-		"iam": {api: reflect.TypeFor[operator.IAMAPI](), handler: awssim.NewIAMHandler(fake.NewIAM())},
+		"ec2": {api: reflect.TypeFor[aws.EC2API](), handler: awssim.NewEC2Handler(fake.NewEC2())},
+		"iam": {api: reflect.TypeFor[aws.IAMAPI](), handler: awssim.NewIAMHandler(fake.NewIAM())},
 	}
 	for name, tc := range tests {
 		if tc.api.NumMethod() == 0 {

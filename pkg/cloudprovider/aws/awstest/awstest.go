@@ -1,7 +1,8 @@
 // Package awstest builds the AWS provider over the stateful AWS fakes for
 // tests: the embedded EC2 catalog served in three zones by the EC2 and
-// Pricing fakes, the real providers and caches, and EC2NodeClasses with a
-// resolved status on a real API server.
+// Pricing fakes, the provider as aws.NewProvider assembles it for the
+// process (the shipped providers, caches and controllers), and
+// EC2NodeClasses with a resolved status on a real API server.
 package awstest
 
 import (
@@ -11,9 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,12 +28,12 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/cache"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instance"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instancetype"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/launchtemplate"
+	awsoptions "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/options"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/pricing"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok/instancetypes"
 	"github.com/karp-autoscaler/karp/pkg/test"
+	"github.com/karp-autoscaler/karp/pkg/test/environment"
 )
 
 // The cluster and region of every World, and the IAM role of its
@@ -46,43 +52,67 @@ var Zones = []fake.OfferingZone{
 	{Name: "us-west-2c", ID: "usw2-az3"},
 }
 
-// World is the AWS provider wired to stateful fakes of EC2 and Pricing
-// that serve the embedded EC2 catalog in three zones.
+// World is the AWS provider as aws.NewProvider builds it for the process,
+// over stateful fakes of EC2, Pricing, SSM and IAM that serve the embedded
+// EC2 catalog in three zones.
 type World struct {
 	EC2         *fake.EC2
 	Prices      *pricing.Provider
 	Unavailable *cache.UnavailableOfferings
 	Types       *instancetype.Provider
 	Provider    *aws.CloudProvider
+	// Controllers are the AWS controllers the process would register; no
+	// test registers them unless it means to.
+	Controllers []aws.Controller
 
-	kubeClient client.Client
+	clients aws.Clients
+	deps    aws.Dependencies
 }
 
 // NewWorld seeds the fakes with the embedded catalog and builds the
-// provider, reading EC2NodeClasses through kubeClient.
-func NewWorld(t testing.TB, kubeClient client.Client) *World {
+// provider with aws.NewProvider, reading EC2NodeClasses and the cluster's
+// facts from env's API server. The cluster endpoint and CA are
+// Options' (as with --cluster-endpoint and --cluster-ca-bundle), so no EKS
+// is asked.
+//
+// env may be nil for a test that only reads what the provider answers from
+// the fakes alone (instance types, prices): the provider then has no
+// client, finds no kube-dns or service CIDR, and never reaches its
+// discovery client's unreachable host.
+func NewWorld(t testing.TB, env *environment.Environment) *World {
 	t.Helper()
-	ctx := context.Background()
 	clk := clock.RealClock{}
-	w := &World{EC2: fake.NewEC2(), kubeClient: kubeClient}
+	ec2API := fake.NewEC2()
 	infos, err := fake.CatalogInstanceTypes(instancetypes.EC2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.EC2.SeedCatalog(infos, Zones...)
-	if err := w.EC2.SeedCatalogSpotPrices(instancetypes.EC2, Zones, clk.Now().Add(-time.Hour)); err != nil {
+	ec2API.SeedCatalog(infos, Zones...)
+	if err := ec2API.SeedCatalogSpotPrices(instancetypes.EC2, Zones, clk.Now().Add(-time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	pricingAPI := fake.NewPricing()
 	if err := pricingAPI.SeedCatalogOnDemandPrices(Region, instancetypes.EC2); err != nil {
 		t.Fatal(err)
 	}
-	if w.Prices, err = pricing.NewProvider(w.EC2, pricingAPI, Region, false, clk); err != nil {
-		t.Fatal(err)
+	w := &World{
+		EC2:     ec2API,
+		clients: aws.Clients{Region: Region, EC2: ec2API, Pricing: pricingAPI, SSM: fake.NewSSM(), IAM: fake.NewIAM()},
+		deps: aws.Dependencies{
+			Clock:            clk,
+			Recorder:         &events.FakeRecorder{}, // no channel: events are dropped
+			Options:          options(),
+			ReservedCapacity: true,
+			Registerer:       prometheus.NewRegistry(),
+			APIReader:        noCluster{},
+			RestConfig:       &rest.Config{Host: "https://unreachable.invalid"},
+		},
 	}
-	if err := w.Prices.Update(ctx); err != nil {
-		t.Fatal(err)
+	if env != nil {
+		w.deps.KubeClient, w.deps.APIReader, w.deps.RestConfig = env.Client, env.Client, env.Config
 	}
+	p := w.build(t)
+	w.Prices, w.Unavailable, w.Types, w.Provider, w.Controllers = p.Prices, p.UnavailableOfferings, p.InstanceTypes, p.CloudProvider, p.Controllers
 	// EC2 fills fleets at the published prices, the ones karp reads.
 	w.EC2.SetPricer(func(pool fake.CapacityPool) (float64, bool) {
 		if pool.CapacityType == karpv1.CapacityTypeSpot {
@@ -90,21 +120,6 @@ func NewWorld(t testing.TB, kubeClient client.Client) *World {
 		}
 		return w.Prices.OnDemandPrice(pool.InstanceType)
 	})
-	w.Unavailable = cache.NewUnavailableOfferings(clk)
-	w.Types = instancetype.NewProvider(w.EC2, w.Prices, w.Unavailable, nil,
-		instancetype.Options{Region: Region, VMMemoryOverheadPercent: 0.075}, clk)
-	if err := w.Types.Update(ctx); err != nil {
-		t.Fatal(err)
-	}
-	lts := launchtemplate.NewProvider(w.EC2, clk, launchtemplate.Options{
-		ClusterName:     ClusterName,
-		ClusterEndpoint: "https://test-cluster.example",
-		CABundle:        base64.StdEncoding.EncodeToString([]byte("-----BEGIN CERTIFICATE-----\ntest\n-----END CERTIFICATE-----\n")),
-		ClusterCIDR:     "10.100.0.0/16",
-		ClusterDNSIP:    "10.100.0.10",
-	})
-	instances := instance.NewProvider(w.EC2, clk, ClusterName, w.Unavailable)
-	w.Provider = aws.New(w.kubeClient, clk, ClusterName, w.Types, instances, lts, w.Unavailable)
 	return w
 }
 
@@ -112,10 +127,42 @@ func NewWorld(t testing.TB, kubeClient client.Client) *World {
 // would: nothing remembered in memory.
 func (w *World) Restart(t testing.TB) *aws.CloudProvider {
 	t.Helper()
-	clk := clock.RealClock{}
-	lts := launchtemplate.NewProvider(w.EC2, clk, launchtemplate.Options{ClusterName: ClusterName, ClusterEndpoint: "https://test-cluster.example", ClusterCIDR: "10.100.0.0/16"})
-	return aws.New(w.kubeClient, clk, ClusterName, w.Types, instance.NewProvider(w.EC2, clk, ClusterName, w.Unavailable), lts, w.Unavailable)
+	return w.build(t).CloudProvider
 }
+
+// build runs the shipped constructor over the World's fakes.
+func (w *World) build(t testing.TB) *aws.Provider {
+	t.Helper()
+	p, err := aws.NewProvider(context.Background(), w.deps, w.clients)
+	if err != nil {
+		t.Fatalf("building the AWS provider on the fakes: %v", err)
+	}
+	return p
+}
+
+// options are the settings of a World's provider: the flags' defaults,
+// the cluster name, and the endpoint and CA nodes join with.
+func options() *awsoptions.Options {
+	return &awsoptions.Options{
+		ClusterName:             ClusterName,
+		ClusterEndpoint:         "https://test-cluster.example",
+		ClusterCABundle:         base64.StdEncoding.EncodeToString([]byte("-----BEGIN CERTIFICATE-----\ntest\n-----END CERTIFICATE-----\n")),
+		VMMemoryOverheadPercent: awsoptions.DefaultVMMemoryOverheadPercent,
+		AMIRefreshInterval:      awsoptions.DefaultRefreshInterval,
+		SubnetRefreshInterval:   awsoptions.DefaultRefreshInterval,
+		SSMAliasCacheTTL:        awsoptions.DefaultSSMAliasCacheTTL,
+	}
+}
+
+// noCluster is the API reader of a World without an API server: it finds
+// nothing, so the cluster facts are the options' alone.
+type noCluster struct{}
+
+func (noCluster) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	return apierrors.NewNotFound(schema.GroupResource{Resource: fmt.Sprintf("%T", obj)}, key.Name)
+}
+
+func (noCluster) List(context.Context, client.ObjectList, ...client.ListOption) error { return nil }
 
 // StatusAMIs are an al2023@latest class's resolved AMIs.
 var StatusAMIs = []awsv1.AMI{

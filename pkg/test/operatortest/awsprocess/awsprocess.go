@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/ami/amitest"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/awstest"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
@@ -32,7 +33,7 @@ import (
 // behind their SSM parameters, awstest.NodeRole (no instance profile), the
 // catalog's on-demand prices and an EKS that knows no cluster. Tests add
 // what they need on top (spot prices, an instance profile, the cluster).
-func Account(t *testing.T, k8s string) operator.AWSClients {
+func Account(t *testing.T, k8s string) aws.Clients {
 	t.Helper()
 	e := fake.NewEC2()
 	infos, err := fake.CatalogInstanceTypes(instancetypes.EC2)
@@ -53,7 +54,7 @@ func Account(t *testing.T, k8s string) operator.AWSClients {
 	if err := prices.SeedCatalogOnDemandPrices(awstest.Region, instancetypes.EC2); err != nil {
 		t.Fatal(err)
 	}
-	return operator.AWSClients{Region: awstest.Region, EC2: e, SSM: ssm, IAM: iam, Pricing: prices, EKS: fake.NewEKS()}
+	return aws.Clients{Region: awstest.Region, EC2: e, SSM: ssm, IAM: iam, Pricing: prices, EKS: fake.NewEKS()}
 }
 
 // ServerVersion is the Kubernetes version ("1.31") of the API server at
@@ -88,7 +89,7 @@ func Args(extra ...string) []string {
 // with Args(extra...), until the test ends: it is stopped in a cleanup,
 // so cleanups the test registered before calling Run run after it
 // stopped. A test binary may run it more than once.
-func Run(t *testing.T, cfg *rest.Config, clients operator.AWSClients, extra ...string) {
+func Run(t *testing.T, cfg *rest.Config, clients aws.Clients, extra ...string) {
 	t.Helper()
 	ctx := t.Context()
 	opts, err := options.Parse(flag.NewFlagSet("karp", flag.ContinueOnError), Args(extra...))
@@ -99,11 +100,15 @@ func Run(t *testing.T, cfg *rest.Config, clients operator.AWSClients, extra ...s
 	if err != nil {
 		t.Fatal(err)
 	}
-	provider, err := operator.NewAWSProvider(ctx, opts, op, cfg, clients)
+	provider, err := aws.NewProvider(ctx, op.AWSDependencies(opts, cfg), clients)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := op.Register(ctx, append(controllers.NewControllers(op.Deps(provider.CloudProvider)), provider.Controllers...)...); err != nil {
+	list := controllers.NewControllers(op.Deps(provider.CloudProvider))
+	for _, c := range provider.Controllers {
+		list = append(list, c)
+	}
+	if err := op.Register(ctx, list...); err != nil {
 		t.Fatal(err)
 	}
 	operatortest.StartUntilCleanup(t, op)

@@ -24,7 +24,7 @@ import (
 func setup(t *testing.T) (*awstest.World, *awsv1.EC2NodeClass, *garbagecollection.Controller) {
 	t.Helper()
 	h.Reset(t)
-	w := awstest.NewWorld(t, h.Env.Client)
+	w := awstest.NewWorld(t, h.Env)
 	w.EC2.SetLaunchClock(h.Clock)
 	nodeClass := awstest.CreateNodeClass(t, h.Env.Client, awstest.NewNodeClass(nil), true)
 	return w, nodeClass, garbagecollection.NewController(h.Client, h.APIReader, w.Provider, h.Clock)

@@ -6,7 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
-	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclass"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok/controllers/nodeclass"
 	"github.com/karp-autoscaler/karp/pkg/test"
 	"github.com/karp-autoscaler/karp/pkg/test/operatortest"
 )

@@ -1,4 +1,4 @@
-package operator
+package aws
 
 import (
 	"encoding/base64"

@@ -1,4 +1,4 @@
-package disruption
+package signals
 
 import (
 	"context"
@@ -31,12 +31,12 @@ func TestExpireAfterReplacesNodes(t *testing.T) {
 	f, _ := framework.RunPool(t, name, pool)
 	cl := f.Client
 	framework.Create(t, cl, framework.Deployment(name, name, name, 2, "1"))
-	original := sigWaitRunning(t, cl, name, 2)
+	original := framework.WaitRunningClaims(t, cl, name, 2)
 	if len(original) == 0 {
 		t.Fatal("no NodeClaim under the pods")
 	}
 	for n := range original {
-		nc := sigNodeClaims(t.Context(), cl, name)[n]
+		nc := framework.PoolNodeClaimsByName(t.Context(), cl, name)[n]
 		if got := nc.Spec.ExpireAfter.Duration; got == nil || *got != expireAfter {
 			t.Fatalf("NodeClaim %s expireAfter = %s, want %s", n, nc.Spec.ExpireAfter.String(), expireAfter)
 		}
@@ -45,7 +45,7 @@ func TestExpireAfterReplacesNodes(t *testing.T) {
 	// Expiry is at 45s; draining and relaunching take seconds. The
 	// replacements expire in their turn, onto nodes that are new too.
 	framework.Eventually(t, 5*time.Minute, func(ctx context.Context) (bool, string) {
-		claims := sigNodeClaims(ctx, cl, name)
+		claims := framework.PoolNodeClaimsByName(ctx, cl, name)
 		left := 0
 		for n := range original {
 			if _, ok := claims[n]; ok {

@@ -1,4 +1,4 @@
-package disruption
+package signals
 
 import (
 	"context"
@@ -31,7 +31,7 @@ func TestTemplateLabelChangeDriftsEveryNodeWithinTheBudget(t *testing.T) {
 	cl := f.Client
 	deploy := framework.SpreadOverHosts(framework.Deployment(name, name, name, 3, "500m"))
 	framework.Create(t, cl, deploy)
-	original := sigWaitRunning(t, cl, name, 3)
+	original := framework.WaitRunningClaims(t, cl, name, 3)
 	if len(original) != 3 {
 		t.Fatalf("pods run under %d NodeClaims, want 3", len(original))
 	}
@@ -41,7 +41,7 @@ func TestTemplateLabelChangeDriftsEveryNodeWithinTheBudget(t *testing.T) {
 	framework.Mutate(t, cl, current, func() { current.Spec.Template.ObjectMeta.Labels["rollout"] = "v2" })
 
 	framework.Eventually(t, 6*time.Minute, func(ctx context.Context) (bool, string) {
-		claims := sigNodeClaims(ctx, cl, name)
+		claims := framework.PoolNodeClaimsByName(ctx, cl, name)
 		left, relabelled := 0, 0
 		for n, nc := range claims {
 			if original[n] {

@@ -1,4 +1,4 @@
-package disruption
+package signals
 
 import (
 	"context"
@@ -46,7 +46,7 @@ func TestDriftWhoseReplacementNeverInitializesLeavesTheOldNodeServing(t *testing
 		"--disruption-replacement-timeout="+timeout.String())...)
 	cl := f.Client
 	framework.Create(t, cl, framework.Deployment(name, name, name, 1, "500m"))
-	running := sigWaitRunning(t, cl, name, 1)
+	running := framework.WaitRunningClaims(t, cl, name, 1)
 	if len(running) != 1 {
 		t.Fatalf("the pod runs under %d NodeClaims, want 1", len(running))
 	}
@@ -54,7 +54,7 @@ func TestDriftWhoseReplacementNeverInitializesLeavesTheOldNodeServing(t *testing
 	for n := range running {
 		old = n
 	}
-	oldNode := sigNodeClaims(t.Context(), cl, name)[old].Status.NodeName
+	oldNode := framework.PoolNodeClaimsByName(t.Context(), cl, name)[old].Status.NodeName
 	created := watchCreated(t, f, name)
 
 	// 1. Drift onto a template whose startup taint nothing removes.
@@ -68,7 +68,7 @@ func TestDriftWhoseReplacementNeverInitializesLeavesTheOldNodeServing(t *testing
 	// karpenter.sh/disrupted while the drift waits for it.
 	var repl karpv1.NodeClaim
 	framework.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
-		claims := sigNodeClaims(ctx, cl, name)
+		claims := framework.PoolNodeClaimsByName(ctx, cl, name)
 		for n, nc := range claims {
 			if n != old && nc.StatusConditions().IsTrue(karpv1.ConditionTypeRegistered) {
 				repl = nc
@@ -81,7 +81,7 @@ func TestDriftWhoseReplacementNeverInitializesLeavesTheOldNodeServing(t *testing
 	// 3. The replacement timeout passes: the old node is untainted and says
 	// why it is left alone.
 	framework.Eventually(t, timeout+time.Minute, func(ctx context.Context) (bool, string) {
-		nc := sigNodeClaims(ctx, cl, name)[old]
+		nc := framework.PoolNodeClaimsByName(ctx, cl, name)[old]
 		blocked := nc.StatusConditions().Get(disruption.ConditionTypeDisruptionBlocked)
 		why := ""
 		if blocked != nil {
@@ -113,12 +113,12 @@ func TestDriftWhoseReplacementNeverInitializesLeavesTheOldNodeServing(t *testing
 
 	// 5. The startup taint goes at last: the drift completes onto the kept
 	// replacement, still without another NodeClaim.
-	replNode := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: sigNodeClaims(t.Context(), cl, name)[repl.Name].Status.NodeName}}
+	replNode := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: framework.PoolNodeClaimsByName(t.Context(), cl, name)[repl.Name].Status.NodeName}}
 	framework.Mutate(t, cl, replNode, func() {
 		replNode.Spec.Taints = slices.DeleteFunc(replNode.Spec.Taints, func(taint corev1.Taint) bool { return taint.Key == never.Key })
 	})
 	framework.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
-		claims := sigNodeClaims(ctx, cl, name)
+		claims := framework.PoolNodeClaimsByName(ctx, cl, name)
 		_, oldLeft := claims[old]
 		pods := framework.AvailablePods(ctx, cl, name, nil)
 		onRepl := len(pods) == 1 && pods[0].Spec.NodeName == replNode.Name
@@ -142,7 +142,7 @@ func stuckDisrupted(ctx context.Context, cl client.Client, nodeName string) bool
 // pool's NodeClaims must be exactly old and repl, neither deleting, repl
 // not initialized, the old node untainted and running the pod.
 func stuckCheck(ctx context.Context, cl client.Client, pool, old, oldNode, repl string) string {
-	claims := sigNodeClaims(ctx, cl, pool)
+	claims := framework.PoolNodeClaimsByName(ctx, cl, pool)
 	if len(claims) != 2 {
 		return fmt.Sprintf("NodeClaims %v; want only %s and its replacement %s", mapKeys(claims), old, repl)
 	}

@@ -9,7 +9,7 @@ import (
 	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok"
-	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclass/hash"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok/controllers/nodeclass/hash"
 	"github.com/karp-autoscaler/karp/pkg/test"
 	"github.com/karp-autoscaler/karp/pkg/test/operatortest"
 )

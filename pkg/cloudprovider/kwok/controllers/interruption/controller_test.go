@@ -12,7 +12,7 @@ import (
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/fake"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok"
-	"github.com/karp-autoscaler/karp/pkg/controllers/interruption"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok/controllers/interruption"
 	"github.com/karp-autoscaler/karp/pkg/test"
 	"github.com/karp-autoscaler/karp/pkg/test/operatortest"
 )
