@@ -36,7 +36,8 @@ RUN_EXAMPLES ?= examples/nodepools-default-stable.yaml examples/nodepool-gpu.yam
 TIER_PKGS = $(shell hack/test-tiers.sh $(1))
 
 .PHONY: test
-test: verify test-unit test-integration e2e ## run everything CI runs: verify, then the unit, integration and end-to-end tiers
+test: ## run everything CI runs: verify, then the unit, integration and end-to-end tiers (hack/test.sh prints each one's time)
+	@MAKE="$(MAKE)" hack/test.sh
 
 .PHONY: test-unit
 test-unit: ## run the unit tier: pure tests, no API server (well under a minute)

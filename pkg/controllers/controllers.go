@@ -172,6 +172,7 @@ func disruptionOptions(o *options.Options) disruption.Options {
 		opts.QueueTimeout = o.DisruptionReplacementTimeout
 	}
 	opts.SpotToSpot = o.FeatureGates.Enabled(options.FeatureSpotToSpotConsolidation)
+	opts.ProtectRunningJobs = o.ProtectRunningJobs
 	opts.NominationTTL = provisioningOptions(o).NominationTTL()
 	if o.SchedulerConfig != nil {
 		opts.DefaultSpread = o.SchedulerConfig.Spread

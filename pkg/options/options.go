@@ -98,7 +98,10 @@ type Options struct {
 	// NodeRepairToleration, when positive, replaces how long every repair
 	// policy tolerates an unhealthy node (kwok: 10 minutes).
 	NodeRepairToleration time.Duration
-	FeatureGates         FeatureGates
+	// ProtectRunningJobs keeps a node with a Running pod of a Job from
+	// consolidation and drift until the pod ends (karp's default).
+	ProtectRunningJobs bool
+	FeatureGates       FeatureGates
 	// SchedulerConfigSource is --scheduler-config: a kube-scheduler
 	// configuration document, or the path of a file holding one;
 	// SchedulerConfig is what Validate read from it.
@@ -143,6 +146,7 @@ func AddFlags(fs *flag.FlagSet) *Options {
 	fs.DurationVar(&o.DisruptionPollPeriod, "disruption-poll-period", envDuration("DISRUPTION_POLL_PERIOD", 10*time.Second), "How often the disruption loop looks for nodes to disrupt when idle.")
 	fs.DurationVar(&o.DisruptionReplacementTimeout, "disruption-replacement-timeout", envDuration("DISRUPTION_REPLACEMENT_TIMEOUT", 10*time.Minute), "How long a disruption waits for its replacement nodes to initialize before it is rolled back and its nodes are left alone for a while.")
 	fs.DurationVar(&o.NodeRepairToleration, "node-repair-toleration", envDuration("NODE_REPAIR_TOLERATION", 0), "With the NodeRepair gate: how long a node may be unhealthy before it is replaced; 0 uses the cloud provider's repair policies.")
+	fs.BoolVar(&o.ProtectRunningJobs, "protect-running-jobs", envBool("PROTECT_RUNNING_JOBS", true), "Treat a Running pod owned by a Job as karpenter.sh/do-not-disrupt: \"true\": consolidation and drift leave its node until the pod ends (expiry, interruption and terminationGracePeriod still apply). A pod opts out with karpenter.sh/do-not-disrupt: \"false\".")
 	fs.StringVar(&o.SchedulerConfigSource, "scheduler-config", env("SCHEDULER_CONFIG", ""), "The cluster's kube-scheduler configuration karp mirrors when it simulates scheduling (the PodTopologySpread default constraints): upstream Karpenter's YAML/JSON document (podTopologySpread.defaultConstraints), or a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1), given inline or as the path of a file. Empty: no default constraints.")
 	o.AWS = awsoptions.AddFlags(fs)
 	o.FeatureGates = DefaultFeatureGates()

@@ -38,6 +38,7 @@ func TestDefaultsMatchUpstream(t *testing.T) {
 		"reserved capacity": {o.FeatureGates.Enabled(options.FeatureReservedCapacity), true},
 		"node repair":       {o.FeatureGates.Enabled(options.FeatureNodeRepair), false},
 		"replacement wait":  {o.DisruptionReplacementTimeout, 10 * time.Minute},
+		"running jobs kept": {o.ProtectRunningJobs, true},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s = %v, want %v", name, tc.got, tc.want)
@@ -51,6 +52,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 	t.Setenv("FEATURE_GATES", "NodeRepair=true")
 	t.Setenv("INSTANCE_TYPES_FILE_PATH", "/catalog.json")
 	t.Setenv("DISRUPTION_REPLACEMENT_TIMEOUT", "30s")
+	t.Setenv("PROTECT_RUNNING_JOBS", "false")
 	o, err := parse(t, "--kube-client-qps=75", "--feature-gates=SpotToSpotConsolidation=true")
 	if err != nil {
 		t.Fatal(err)
@@ -66,6 +68,9 @@ func TestEnvironmentThenFlags(t *testing.T) {
 	}
 	if o.DisruptionReplacementTimeout != 30*time.Second {
 		t.Errorf("replacement timeout = %s, want the environment's 30s", o.DisruptionReplacementTimeout)
+	}
+	if o.ProtectRunningJobs {
+		t.Error("running Jobs protected, want the environment's false")
 	}
 	if o.InstanceTypesFilePath != "/catalog.json" {
 		t.Errorf("instance types file = %q", o.InstanceTypesFilePath)

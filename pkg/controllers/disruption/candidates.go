@@ -44,6 +44,9 @@ const (
 	// replacements did not initialize, or were deleted) and the node is
 	// left alone until the backoff ends.
 	BlockedFailedDisruption = "FailedDisruption"
+	// BlockedRunningJob: a Running pod of a Job is on the node (karp keeps
+	// running Jobs from voluntary disruption; Options.ProtectRunningJobs).
+	BlockedRunningJob = "RunningJob"
 )
 
 // blocker is why a node is not being disrupted.
@@ -184,12 +187,35 @@ func (c *Controller) newCandidate(w *world, sn *state.StateNode, pdbs *pdbIndex)
 				karpv1.DoNotDisruptAnnotationKey)
 			return podBlocked(cand, graceful)
 		}
+		if job := c.runningJob(pod); job != "" {
+			w.block(name, BlockedRunningJob, "pod %s/%s of Job %s is running; karp leaves its node until it ends "+
+				"(%s: \"false\" on the pod, or --protect-running-jobs=false, lets it go)", pod.Namespace, pod.Name, job,
+				karpv1.DoNotDisruptAnnotationKey)
+			return podBlocked(cand, graceful)
+		}
 		if msg := pdbs.blocks(pod); msg != "" {
 			w.block(name, BlockedPDB, "%s", msg)
 			return podBlocked(cand, graceful)
 		}
 	}
 	return cand
+}
+
+// runningJob is the name of the Job that owns the pod when the pod is
+// Running and protected as one (Options.ProtectRunningJobs, and no
+// karpenter.sh/do-not-disrupt: "false" on the pod); else "". A Job's pod
+// that has not started yet or has ended is not protected: nothing of its
+// work is lost.
+func (c *Controller) runningJob(pod *corev1.Pod) string {
+	if !c.opts.ProtectRunningJobs || pod.Status.Phase != corev1.PodRunning || pod.Annotations[karpv1.DoNotDisruptAnnotationKey] == "false" {
+		return ""
+	}
+	for _, owner := range pod.OwnerReferences {
+		if owner.Kind == "Job" && strings.HasPrefix(owner.APIVersion, "batch/") {
+			return owner.Name
+		}
+	}
+	return ""
 }
 
 // podBlocked returns the candidate marked PodBlocked when its NodeClaim has
@@ -273,7 +299,9 @@ type doNotDisruptStatus struct {
 func doNotDisrupt(pod *corev1.Pod, now time.Time) doNotDisruptStatus {
 	st := doNotDisruptStatus{active: scheduling.DoNotDisruptActive(pod, now)}
 	v, ok := pod.Annotations[karpv1.DoNotDisruptAnnotationKey]
-	if !ok || v == "true" {
+	if !ok || v == "true" || v == "false" {
+		// "false" protects nothing and is valid: it opts a running Job's
+		// pod out of karp's protection.
 		return st
 	}
 	d, err := time.ParseDuration(v)

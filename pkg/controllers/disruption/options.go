@@ -34,11 +34,17 @@ type Options struct {
 	// constraints (--scheduler-config): consolidation moves pods that
 	// declare none as the scheduler will place them.
 	DefaultSpread scheduling.SpreadDefaults
+	// ProtectRunningJobs makes a Running pod of a Job block consolidation
+	// and drift of its node as karpenter.sh/do-not-disrupt: "true" does,
+	// until it ends (karp's default; upstream has no such rule). The pod
+	// opts out with karpenter.sh/do-not-disrupt: "false".
+	ProtectRunningJobs bool
 }
 
-// DefaultOptions are upstream's settings.
+// DefaultOptions are upstream's settings, and karp's protection of
+// running Jobs.
 func DefaultOptions() Options {
 	return Options{PollPeriod: 10 * time.Second, ValidationDelay: 15 * time.Second, QueueTimeout: 10 * time.Minute,
 		MultiNodeTimeout: time.Minute, SingleNodeTimeout: 3 * time.Minute, MaxMultiNodeCandidates: 100, SingleNodeBatch: 25,
-		NominationTTL: 20 * time.Second}
+		NominationTTL: 20 * time.Second, ProtectRunningJobs: true}
 }
