@@ -30,5 +30,8 @@ func (o *Options) Inert() []string {
 			out = append(out, fmt.Sprintf("feature gate %s=true: karp does not implement %s yet", gate, gate))
 		}
 	}
+	if o.CloudProvider == CloudProviderAWS && o.AWS != nil {
+		out = append(out, o.AWS.Inert()...)
+	}
 	return out
 }

@@ -21,6 +21,15 @@ func TestInertSettingsAreNamed(t *testing.T) {
 			args: []string{"--feature-gates=NodeOverlay=true,StaticCapacity=true,CapacityBuffer=true"},
 			want: []string{"CapacityBuffer", "NodeOverlay", "StaticCapacity"},
 		},
+		"AWS settings under kwok": {args: []string{"--enable-zonal-shift=true", "--eks-control-plane=true"}},
+		"AWS settings under aws": {
+			args: []string{"--cloud-provider=aws", "--cluster-name=test", "--enable-zonal-shift=true", "--disable-dry-run=true"},
+			want: []string{"--enable-zonal-shift=true"},
+		},
+		"AWS defaults under aws": {
+			args: []string{"--cloud-provider=aws", "--cluster-name=test"},
+			want: []string{"--disable-dry-run=false"},
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

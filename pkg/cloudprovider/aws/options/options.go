@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -58,6 +60,16 @@ type Options struct {
 	// reads from SSM are reused before SSM is asked again. karp's own
 	// setting: upstream always keeps them a day, which is the default.
 	SSMAliasCacheTTL time.Duration
+	// EKSControlPlane, DisableDryRun, EnableZonalShift and FeatureGates
+	// are upstream's settings, accepted so its chart and environment work
+	// unchanged; Inert names those that change nothing in karp yet.
+	EKSControlPlane  bool
+	DisableDryRun    bool
+	EnableZonalShift bool
+	// FeatureGates are --aws-feature-gates (AWS_FEATURE_GATES): the AWS
+	// provider's own gates, Name=bool pairs; names karp does not know are
+	// ignored, as upstream ignores them.
+	FeatureGates map[string]bool
 
 	// envErrs are environment values that did not parse; Validate reports
 	// them.
@@ -78,6 +90,16 @@ func AddFlags(fs *flag.FlagSet) *Options {
 	fs.StringVar(&o.InterruptionQueue, "interruption-queue", env("INTERRUPTION_QUEUE", ""), "Interruption queue is the name of the SQS queue used for processing interruption events from EC2. Interruption handling is disabled if not specified.")
 	fs.DurationVar(&o.AMIRefreshInterval, "ami-refresh-interval", o.envDuration("AMI_REFRESH_INTERVAL", DefaultRefreshInterval), "How long discovered AMIs are cached before the AMI selectors are queried again (at least 1m).")
 	fs.DurationVar(&o.SubnetRefreshInterval, "subnet-refresh-interval", o.envDuration("SUBNET_REFRESH_INTERVAL", DefaultRefreshInterval), "How long discovered subnets are cached before the subnet selectors are queried again (at least 1m).")
+	fs.BoolVar(&o.EKSControlPlane, "eks-control-plane", o.envBool("EKS_CONTROL_PLANE", false), "Read the Kubernetes version from eks:DescribeCluster instead of the API server's discovery endpoint (karp reads it from the discovery endpoint either way).")
+	fs.BoolVar(&o.DisableDryRun, "disable-dry-run", o.envBool("DISABLE_DRY_RUN", false), "Skip the authorization dry runs of the launch calls when validating an EC2NodeClass (karp does not dry-run them either way).")
+	fs.BoolVar(&o.EnableZonalShift, "enable-zonal-shift", o.envBool("ENABLE_ZONAL_SHIFT", false), "Honour the cluster's ARC zonal shifts: launch no instances in a zone shifted away from (not implemented in karp yet).")
+	o.FeatureGates = map[string]bool{FeatureNodeClassCEL: false}
+	fs.Var(gateFlag(o.FeatureGates), "aws-feature-gates", "The AWS provider's optional features: comma-separated Name=true|false pairs ("+FeatureNodeClassCEL+", alpha, default false); unknown names are ignored.")
+	if v, ok := os.LookupEnv("AWS_FEATURE_GATES"); ok {
+		if err := gateFlag(o.FeatureGates).Set(v); err != nil {
+			o.envErrs = append(o.envErrs, fmt.Errorf("AWS_FEATURE_GATES: %w", err))
+		}
+	}
 	fs.DurationVar(&o.SSMAliasCacheTTL, "ssm-alias-cache-ttl", o.envDuration("SSM_ALIAS_CACHE_TTL", DefaultSSMAliasCacheTTL), "How long the AMI IDs an amiSelectorTerms alias reads from SSM Parameter Store are reused before SSM is read again, so how soon a newly published EKS-optimized AMI release is noticed (at least 1m).")
 	return o
 }
@@ -172,4 +194,66 @@ func (o *Options) envDuration(key string, def time.Duration) time.Duration {
 		return def
 	}
 	return d
+}
+
+// FeatureNodeClassCEL is the AWS gate that allows CEL expressions in an
+// EC2NodeClass's kubelet settings.
+const FeatureNodeClassCEL = "NodeClassCEL"
+
+// gateFlag reads Name=bool pairs into a map, ignoring names it does not
+// hold (upstream's map-string-bool with unknown gates ignored).
+type gateFlag map[string]bool
+
+func (g gateFlag) String() string {
+	names := make([]string, 0, len(g))
+	for name := range g {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	pairs := make([]string, 0, len(names))
+	for _, name := range names {
+		pairs = append(pairs, fmt.Sprintf("%s=%t", name, g[name]))
+	}
+	return strings.Join(pairs, ",")
+}
+
+func (g gateFlag) Set(value string) error {
+	for _, pair := range strings.Split(value, ",") {
+		pair = strings.TrimSpace(pair)
+		if pair == "" {
+			continue
+		}
+		name, raw, ok := strings.Cut(pair, "=")
+		if !ok {
+			return fmt.Errorf("%q is not Name=true|false", pair)
+		}
+		on, err := strconv.ParseBool(strings.TrimSpace(raw))
+		if err != nil {
+			return fmt.Errorf("%q: %q is not a boolean", pair, raw)
+		}
+		if _, known := g[strings.TrimSpace(name)]; known {
+			g[strings.TrimSpace(name)] = on
+		}
+	}
+	return nil
+}
+
+// Inert names each setting that is accepted but changes nothing in karp's
+// AWS provider yet, so the operator can say so at start instead of
+// silently ignoring it.
+func (o *Options) Inert() []string {
+	var out []string
+	if o.EKSControlPlane {
+		out = append(out, "--eks-control-plane=true: karp reads the Kubernetes version from the API server's discovery endpoint, not eks:DescribeCluster")
+	}
+	if !o.DisableDryRun {
+		out = append(out, "--disable-dry-run=false: karp's EC2NodeClass validation does not dry-run CreateFleet, RunInstances or CreateLaunchTemplate yet; a missing IAM permission shows at the first launch")
+	}
+	if o.EnableZonalShift {
+		out = append(out, "--enable-zonal-shift=true: karp does not read ARC zonal shifts yet; it launches in shifted zones")
+	}
+	if o.FeatureGates[FeatureNodeClassCEL] {
+		out = append(out, "AWS feature gate "+FeatureNodeClassCEL+"=true: karp's EC2NodeClass takes no CEL expressions in its kubelet settings yet")
+	}
+	return out
 }

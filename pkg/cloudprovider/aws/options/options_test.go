@@ -36,6 +36,10 @@ func TestDefaultsMatchUpstream(t *testing.T) {
 		"AMI refresh interval":    {o.AMIRefreshInterval, time.Minute},
 		"subnet refresh interval": {o.SubnetRefreshInterval, time.Minute},
 		"SSM alias cache TTL":     {o.SSMAliasCacheTTL, 24 * time.Hour},
+		"EKS control plane":       {o.EKSControlPlane, false},
+		"disable dry run":         {o.DisableDryRun, false},
+		"enable zonal shift":      {o.EnableZonalShift, false},
+		"NodeClassCEL":            {o.FeatureGates[options.FeatureNodeClassCEL], false},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s = %v, want %v", name, tc.got, tc.want)
@@ -122,5 +126,50 @@ func TestInvalidOptions(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Upstream's settings karp accepts without acting on them are read from
+// the environment the chart renders, and each is named by Inert when it
+// is set to something karp does not do.
+func TestUpstreamSettingsAreReadAndNamedWhenInert(t *testing.T) {
+	t.Setenv("EKS_CONTROL_PLANE", "true")
+	t.Setenv("ENABLE_ZONAL_SHIFT", "true")
+	t.Setenv("AWS_FEATURE_GATES", "NodeClassCEL=true,SomethingNew=true")
+	o, err := parse(t, "--cluster-name=test-cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.EKSControlPlane || !o.EnableZonalShift || !o.FeatureGates[options.FeatureNodeClassCEL] {
+		t.Fatalf("EKSControlPlane=%v EnableZonalShift=%v gates=%v, want the environment's", o.EKSControlPlane, o.EnableZonalShift, o.FeatureGates)
+	}
+	if _, ok := o.FeatureGates["SomethingNew"]; ok {
+		t.Errorf("unknown gate kept: %v (upstream ignores unknown AWS gates)", o.FeatureGates)
+	}
+	inert := strings.Join(o.Inert(), "\n")
+	for _, want := range []string{"--eks-control-plane=true", "--disable-dry-run=false", "--enable-zonal-shift=true", "NodeClassCEL=true"} {
+		if !strings.Contains(inert, want) {
+			t.Errorf("Inert() does not name %s:\n%s", want, inert)
+		}
+	}
+
+	quiet, err := parse(t, "--cluster-name=test-cluster", "--eks-control-plane=false", "--enable-zonal-shift=false",
+		"--disable-dry-run=true", "--aws-feature-gates=NodeClassCEL=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := quiet.Inert(); len(got) != 0 {
+		t.Errorf("Inert() = %q for settings karp's behaviour matches", got)
+	}
+}
+
+func TestMalformedAWSFeatureGatesAreRefused(t *testing.T) {
+	if _, err := parse(t, "--cluster-name=test-cluster", "--aws-feature-gates=NodeClassCEL"); err == nil {
+		t.Error("--aws-feature-gates=NodeClassCEL (no value) accepted")
+	}
+	t.Setenv("AWS_FEATURE_GATES", "NodeClassCEL=maybe")
+	_, err := parse(t, "--cluster-name=test-cluster")
+	if err == nil || !strings.Contains(err.Error(), "AWS_FEATURE_GATES") {
+		t.Errorf("AWS_FEATURE_GATES=NodeClassCEL=maybe: error %v, want one naming AWS_FEATURE_GATES", err)
 	}
 }
