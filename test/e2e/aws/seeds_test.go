@@ -50,7 +50,11 @@ func TestSeedScenariosProvisionThroughCreateFleet(t *testing.T) {
 
 // applySeeds creates the seed manifests with every NodePool on the
 // EC2NodeClass "default" (the KWOKNodeClass of the kwok examples is left
-// out).
+// out). The NodePools go first, and the workloads once every NodePool is
+// Ready: both the default and the gpu pool can run the GPU pods, and a
+// pod that arrives while only one of them is Ready goes to that one, so
+// on a loaded machine the placement checked below would otherwise depend
+// on which pool's readiness was reconciled first.
 func applySeeds(t *testing.T, cl client.Client) {
 	t.Helper()
 	var paths []string
@@ -61,6 +65,7 @@ func applySeeds(t *testing.T, cl client.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var workloads []*unstructured.Unstructured
 	for _, obj := range objs {
 		switch obj.GetKind() {
 		case "KWOKNodeClass":
@@ -70,10 +75,27 @@ func applySeeds(t *testing.T, cl client.Client) {
 			if err := unstructured.SetNestedMap(obj.Object, ref, "spec", "template", "spec", "nodeClassRef"); err != nil {
 				t.Fatal(err)
 			}
+			framework.Create(t, cl, obj)
+			continue
 		}
-		if obj.GetNamespace() == "" && obj.GetKind() != "NodePool" && obj.GetKind() != "PriorityClass" {
+		if obj.GetNamespace() == "" && obj.GetKind() != "PriorityClass" {
 			obj.SetNamespace("default")
 		}
+		workloads = append(workloads, obj)
+	}
+	framework.Eventually(t, scaleTimeout, func(ctx context.Context) (bool, string) {
+		for _, name := range seedPools {
+			np := &karpv1.NodePool{}
+			if err := cl.Get(ctx, client.ObjectKey{Name: name}, np); err != nil {
+				return false, err.Error()
+			}
+			if !np.StatusConditions().IsTrue(karpv1.ConditionTypeReady) {
+				return false, "NodePool " + name + " not Ready yet"
+			}
+		}
+		return true, ""
+	})
+	for _, obj := range workloads {
 		framework.Create(t, cl, obj)
 	}
 }
