@@ -15,7 +15,6 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/awssim"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok"
 	"github.com/karp-autoscaler/karp/pkg/localcluster"
 	"github.com/karp-autoscaler/karp/pkg/view"
@@ -56,7 +55,7 @@ func parseRunFlags(args []string, stderr io.Writer) (runOptions, error) {
 	fs.StringVar(&opts.instanceTypes, "instance-types-file-path", "", "kwok provider catalog for the controller and the view's prices; empty uses the embedded EC2 catalog")
 	fs.BoolVar(&opts.showView, "view", true, "show the live view of nodes; false only prints where the logs are")
 	fs.StringVar(&opts.cloudProvider, "cloud-provider", runProviderKWOK, "kwok: simulated nodes; aws: the AWS provider against a simulated AWS account (EC2, SSM, IAM, SQS, Pricing, EKS on loopback) whose instances register kwok-managed Nodes")
-	fs.StringVar(&opts.clusterName, "cluster-name", awssim.DefaultClusterName, "with --cloud-provider=aws: the simulated EKS cluster's name (discovery tags, interruption queue)")
+	fs.StringVar(&opts.clusterName, "cluster-name", defaultAWSClusterName, "with --cloud-provider=aws: the simulated EKS cluster's name (discovery tags, interruption queue)")
 	fs.DurationVar(&opts.kubeletDelay, "kubelet-delay", 2*time.Second, "with --cloud-provider=aws: how long after launch an instance's Node registers")
 	if err := fs.Parse(args); err != nil {
 		return opts, err

@@ -15,9 +15,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/awssim"
 	"github.com/karp-autoscaler/karp/pkg/localcluster"
+	"github.com/karp-autoscaler/karp/pkg/test/awssim"
 )
+
+// This file is the one place product code imports the simulated AWS
+// (pkg/test/awssim): `karp run --cloud-provider aws` is a local development
+// environment that runs it on purpose. .golangci.yml's depguard rule
+// no-test-kits-in-product exempts this file alone, so keep every use of the
+// simulator here.
+
+// defaultAWSClusterName is the simulated EKS cluster's name unless
+// --cluster-name says otherwise.
+const defaultAWSClusterName = awssim.DefaultClusterName
 
 // awsDefaults is the EC2NodeClass and NodePool `karp run --cloud-provider
 // aws` applies before the user's manifests: the getting-started ones, with

@@ -10,8 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/awssim"
 	"github.com/karp-autoscaler/karp/pkg/localcluster"
+	"github.com/karp-autoscaler/karp/pkg/test/awssim"
 )
 
 func TestRunFlagsPassControllerFlagsThrough(t *testing.T) {

@@ -1,6 +1,6 @@
 // Command awsquerynames derives the wire names of the EC2 query protocol
 // from the pinned aws-sdk-go-v2 EC2 module and writes them as a Go table for
-// pkg/cloudprovider/aws/awssim.
+// pkg/test/awssim.
 //
 // EC2 renames most members on the wire (the ec2QueryName and xmlName traits:
 // the request member Filters is sent as Filter.N, the response member
@@ -16,7 +16,7 @@
 //
 // Usage (see the go:generate line in awssim/ec2.go):
 //
-//	go run ./hack/awsquerynames -ops DescribeInstances,CreateFleet -out pkg/cloudprovider/aws/awssim/zz_generated.ec2_names.go
+//	go run ./hack/awsquerynames -ops DescribeInstances,CreateFleet -out pkg/test/awssim/zz_generated.ec2_names.go
 //
 // main_test.go regenerates the table and fails when the checked-in copy is stale.
 package main

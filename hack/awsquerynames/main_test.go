@@ -11,7 +11,7 @@ import (
 )
 
 // checkedIn is the table this command generates, relative to this directory.
-const checkedIn = "../../pkg/cloudprovider/aws/awssim/zz_generated.ec2_names.go"
+const checkedIn = "../../pkg/test/awssim/zz_generated.ec2_names.go"
 
 // TestTableIsCurrent regenerates the checked-in table, for the operations it
 // lists, from the SDK version go.mod pins: a stale table (an SDK upgrade, a
@@ -34,7 +34,7 @@ func TestTableIsCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("%s is stale: run go generate ./pkg/cloudprovider/aws/awssim", checkedIn)
+		t.Errorf("%s is stale: run go generate ./pkg/test/awssim", checkedIn)
 	}
 }
 

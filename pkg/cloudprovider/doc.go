@@ -6,7 +6,7 @@
 //
 // Providers live in sub-packages: fake (in-memory, for controller tests) and
 // kwok (fake Nodes on a real API server, for local clusters and e2e). Every
-// provider passes the behaviour table in pkg/cloudprovider/contract.
+// provider passes the behaviour table in pkg/test/contract.
 //
 // Import rule: this package may import pkg/apis, pkg/scheduling,
 // k8s.io/api, apimachinery and controller-runtime's client types, never

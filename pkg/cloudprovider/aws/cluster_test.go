@@ -11,7 +11,7 @@ import (
 	"github.com/aws/smithy-go"
 	"k8s.io/client-go/rest"
 
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
+	"github.com/karp-autoscaler/karp/pkg/test/awssim/fake"
 )
 
 const eksEndpoint = "https://0123456789ABCDEF.gr7.us-west-2.eks.amazonaws.com"

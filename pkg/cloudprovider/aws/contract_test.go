@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/contract"
+	"github.com/karp-autoscaler/karp/pkg/test/contract"
 )
 
 // TestContract runs the shared provider contract against the AWS provider

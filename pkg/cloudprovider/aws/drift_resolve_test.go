@@ -18,12 +18,11 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/ami"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/ami/amitest"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/nodeclass"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instanceprofile"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/securitygroup"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/subnet"
+	"github.com/karp-autoscaler/karp/pkg/test/awssim/fake"
 )
 
 // clusterVersion is the cluster's Kubernetes version as the AMI provider
@@ -82,7 +81,7 @@ func newResolving(t *testing.T) *resolving {
 	)
 	r.nodeClass = newNodeClass(nil)
 	iam.AddInstanceProfile("KarpenterNodeInstanceProfile-test", r.nodeClass.Spec.Role)
-	r.released = amitest.Publish(r.EC2, r.ssm, "al2023@latest", "1.31", r.clk.Now().Add(-48*time.Hour))
+	r.released = fake.PublishAMI(r.EC2, r.ssm, "al2023@latest", "1.31", r.clk.Now().Add(-48*time.Hour))
 	r.controller = nodeclass.NewController(env.Client, nil, r.clk, nodeclass.Providers{
 		AMIs:             ami.NewProvider(r.EC2, r.ssm, r.versions, r.clk, ami.DefaultRefreshInterval),
 		Subnets:          subnet.NewProvider(r.EC2, r.clk, subnet.DefaultRefreshInterval),
@@ -159,7 +158,7 @@ func TestAMIDriftFromSSM(t *testing.T) {
 
 	// 1. AWS publishes a new release. The alias parameter is cached for a
 	// day, as upstream: one AMI refresh later nothing has moved yet.
-	second := amitest.Publish(r.EC2, r.ssm, "al2023@latest", "1.31", r.clk.Now().Add(-time.Hour))
+	second := fake.PublishAMI(r.EC2, r.ssm, "al2023@latest", "1.31", r.clk.Now().Add(-time.Hour))
 	r.clk.Step(ami.DefaultRefreshInterval + time.Second)
 	if ids := r.resolve(t); slices.Contains(ids, second[amd64Standard("1.31")]) {
 		t.Fatalf("status.amis %v took the release before the parameter cache expired", ids)
@@ -184,7 +183,7 @@ func TestAMIDriftFromSSM(t *testing.T) {
 
 	// 2. The control plane is upgraded: the alias reads the new version's
 	// parameters (never cached yet) at the next AMI refresh.
-	upgraded := amitest.Publish(r.EC2, r.ssm, "al2023@latest", "1.32", r.clk.Now().Add(-time.Hour))
+	upgraded := fake.PublishAMI(r.EC2, r.ssm, "al2023@latest", "1.32", r.clk.Now().Add(-time.Hour))
 	r.versions.set("1.32")
 	r.clk.Step(ami.DefaultRefreshInterval + time.Second)
 	if ids := r.resolve(t); !slices.Contains(ids, upgraded[amd64Standard("1.32")]) {

@@ -11,7 +11,7 @@ import (
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/awstest"
+	"github.com/karp-autoscaler/karp/pkg/test/awstest"
 )
 
 // launch creates the NodeClaim's instance and returns the NodeClaim as the

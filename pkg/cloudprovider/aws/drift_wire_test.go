@@ -13,10 +13,10 @@ import (
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/awssim"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/awstest"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instance"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/launchtemplate"
+	"github.com/karp-autoscaler/karp/pkg/test/awssim"
+	"github.com/karp-autoscaler/karp/pkg/test/awstest"
 )
 
 // TestDriftOverTheWire launches and checks drift through the SDK's real

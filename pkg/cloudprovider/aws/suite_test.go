@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/awstest"
+	"github.com/karp-autoscaler/karp/pkg/test/awstest"
 	"github.com/karp-autoscaler/karp/pkg/test/environment"
 )
 

@@ -12,7 +12,7 @@ import (
 	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/contract"
+	"github.com/karp-autoscaler/karp/pkg/test/contract"
 )
 
 func newNodeClaim(name string) *karpv1.NodeClaim {

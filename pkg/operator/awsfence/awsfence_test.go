@@ -16,10 +16,10 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/awssim"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
 	"github.com/karp-autoscaler/karp/pkg/operator/awsfence"
 	"github.com/karp-autoscaler/karp/pkg/operator/fence"
+	"github.com/karp-autoscaler/karp/pkg/test/awssim"
+	"github.com/karp-autoscaler/karp/pkg/test/awssim/fake"
 )
 
 const leasePath = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/karp"

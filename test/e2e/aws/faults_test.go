@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/awssim"
+	"github.com/karp-autoscaler/karp/pkg/test/awssim"
 	"github.com/karp-autoscaler/karp/test/e2e/framework"
 )
 

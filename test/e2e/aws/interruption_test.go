@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/awssim"
+	"github.com/karp-autoscaler/karp/pkg/test/awssim"
 	"github.com/karp-autoscaler/karp/test/e2e/framework"
 )
 

@@ -17,10 +17,10 @@ import (
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/awstest"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok/instancetypes"
 	"github.com/karp-autoscaler/karp/pkg/test"
+	"github.com/karp-autoscaler/karp/pkg/test/awssim/fake"
+	"github.com/karp-autoscaler/karp/pkg/test/awstest"
 	"github.com/karp-autoscaler/karp/pkg/test/operatortest/awsprocess"
 )
 

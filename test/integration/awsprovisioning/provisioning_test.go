@@ -16,7 +16,6 @@ import (
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/awstest"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/fake"
 	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning"
 	statecontrollers "github.com/karp-autoscaler/karp/pkg/controllers/state"
@@ -24,6 +23,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/simulate"
 	"github.com/karp-autoscaler/karp/pkg/state"
 	"github.com/karp-autoscaler/karp/pkg/test"
+	"github.com/karp-autoscaler/karp/pkg/test/awstest"
 	"github.com/karp-autoscaler/karp/pkg/test/controllertest"
 	"github.com/karp-autoscaler/karp/pkg/test/environment"
 )

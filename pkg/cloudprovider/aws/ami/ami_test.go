@@ -17,9 +17,8 @@ import (
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/ami"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/ami/amitest"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/version"
+	"github.com/karp-autoscaler/karp/pkg/test/awssim/fake"
 )
 
 // k8sVersion is a cluster version the tests set; the real source asks the
@@ -92,7 +91,7 @@ func reqs(a string, variant []corev1.NodeSelectorRequirement) []corev1.NodeSelec
 
 func TestAL2023AliasResolvesEveryVariant(t *testing.T) {
 	w := newWorld("1.31")
-	published := amitest.Publish(w.ec2, w.ssm, "al2023@latest", "1.31", epoch.Add(-time.Hour))
+	published := fake.PublishAMI(w.ec2, w.ssm, "al2023@latest", "1.31", epoch.Add(-time.Hour))
 	path := func(arch, variant string) string {
 		return published["/aws/service/eks/optimized-ami/1.31/amazon-linux-2023/"+arch+"/"+variant+"/recommended/image_id"]
 	}
@@ -115,7 +114,7 @@ func TestAL2023AliasResolvesEveryVariant(t *testing.T) {
 
 func TestBottlerocketX86ImageServesStandardAndNeuron(t *testing.T) {
 	w := newWorld("1.31")
-	published := amitest.Publish(w.ec2, w.ssm, "bottlerocket@latest", "1.31", epoch.Add(-time.Hour))
+	published := fake.PublishAMI(w.ec2, w.ssm, "bottlerocket@latest", "1.31", epoch.Add(-time.Hour))
 	x86 := published["/aws/service/bottlerocket/aws-k8s-1.31/x86_64/latest/image_id"]
 	var sets [][]corev1.NodeSelectorRequirement
 	for _, a := range w.list(t, nodeClass(awsv1.AMISelectorTerm{Alias: "bottlerocket@latest"})) {
@@ -131,7 +130,7 @@ func TestBottlerocketX86ImageServesStandardAndNeuron(t *testing.T) {
 
 func TestAliasSkipsUnpublishedVariants(t *testing.T) {
 	w := newWorld("1.31")
-	amitest.Publish(w.ec2, w.ssm, "al2023@latest", "1.31", epoch.Add(-time.Hour))
+	fake.PublishAMI(w.ec2, w.ssm, "al2023@latest", "1.31", epoch.Add(-time.Hour))
 	w.ssm.DeleteParameter("/aws/service/eks/optimized-ami/1.31/amazon-linux-2023/x86_64/neuron/recommended/image_id")
 	if got := w.list(t, nodeClass(awsv1.AMISelectorTerm{Alias: "al2023@latest"})); len(got) != 4 {
 		t.Errorf("resolved %d AMIs, want the 4 published variants", len(got))
@@ -140,7 +139,7 @@ func TestAliasSkipsUnpublishedVariants(t *testing.T) {
 
 func TestAliasWithNothingPublishedMatchesNothing(t *testing.T) {
 	w := newWorld("1.31")
-	amitest.Publish(w.ec2, w.ssm, "al2023@latest", "1.30", epoch)
+	fake.PublishAMI(w.ec2, w.ssm, "al2023@latest", "1.30", epoch)
 	if got := w.list(t, nodeClass(awsv1.AMISelectorTerm{Alias: "al2023@latest"})); len(got) != 0 {
 		t.Errorf("resolved %v for 1.31 with only 1.30 published, want none", ids(got))
 	}
@@ -148,7 +147,7 @@ func TestAliasWithNothingPublishedMatchesNothing(t *testing.T) {
 
 func TestAliasFailsOnAnSSMOutage(t *testing.T) {
 	w := newWorld("1.31")
-	amitest.Publish(w.ec2, w.ssm, "al2023@latest", "1.31", epoch)
+	fake.PublishAMI(w.ec2, w.ssm, "al2023@latest", "1.31", epoch)
 	w.ssm.FailNext("GetParameter", 1, fake.Throttling("GetParameter"))
 	if _, err := w.p.List(t.Context(), nodeClass(awsv1.AMISelectorTerm{Alias: "al2023@latest"})); err == nil {
 		t.Error("List succeeded with a partial answer while SSM was throttling")
@@ -166,7 +165,7 @@ func TestUnsupportedAliasIsATypedError(t *testing.T) {
 
 func TestANewReleaseIsSeenWhenTheParameterExpires(t *testing.T) {
 	w := newWorld("1.31")
-	first := amitest.Publish(w.ec2, w.ssm, "al2023@latest", "1.31", epoch.Add(-time.Hour))
+	first := fake.PublishAMI(w.ec2, w.ssm, "al2023@latest", "1.31", epoch.Add(-time.Hour))
 	nc := nodeClass(awsv1.AMISelectorTerm{Alias: "al2023@latest"})
 	std := "/aws/service/eks/optimized-ami/1.31/amazon-linux-2023/x86_64/standard/recommended/image_id"
 	has := func(amis []ami.AMI, id string) bool {
@@ -180,7 +179,7 @@ func TestANewReleaseIsSeenWhenTheParameterExpires(t *testing.T) {
 	if got := w.list(t, nc); !has(got, first[std]) {
 		t.Fatalf("first release not resolved: %v", ids(got))
 	}
-	second := amitest.Publish(w.ec2, w.ssm, "al2023@latest", "1.31", epoch.Add(time.Hour))
+	second := fake.PublishAMI(w.ec2, w.ssm, "al2023@latest", "1.31", epoch.Add(time.Hour))
 	w.clock.Step(2 * time.Hour)
 	if got := w.list(t, nc); !has(got, first[std]) {
 		t.Errorf("two hours on: %v, want the cached parameter's first release", ids(got))
@@ -194,13 +193,13 @@ func TestANewReleaseIsSeenWhenTheParameterExpires(t *testing.T) {
 func TestAShorterAliasParameterTTL(t *testing.T) {
 	w := newWorld("1.31")
 	w.p.WithAliasParameterTTL(5 * time.Minute)
-	first := amitest.Publish(w.ec2, w.ssm, "al2023@latest", "1.31", epoch.Add(-time.Hour))
+	first := fake.PublishAMI(w.ec2, w.ssm, "al2023@latest", "1.31", epoch.Add(-time.Hour))
 	nc := nodeClass(awsv1.AMISelectorTerm{Alias: "al2023@latest"})
 	std := "/aws/service/eks/optimized-ami/1.31/amazon-linux-2023/x86_64/standard/recommended/image_id"
 	if got := ids(w.list(t, nc)); !slicesContains(got, first[std]) {
 		t.Fatalf("first release not resolved: %v", got)
 	}
-	second := amitest.Publish(w.ec2, w.ssm, "al2023@latest", "1.31", epoch)
+	second := fake.PublishAMI(w.ec2, w.ssm, "al2023@latest", "1.31", epoch)
 	// Past the resolution refresh, within the parameter's five minutes.
 	w.clock.Step(2 * time.Minute)
 	if got := ids(w.list(t, nc)); !slicesContains(got, first[std]) {
@@ -214,7 +213,7 @@ func TestAShorterAliasParameterTTL(t *testing.T) {
 
 func TestInvalidateDeprecatedForgetsAPulledRelease(t *testing.T) {
 	w := newWorld("1.31")
-	first := amitest.Publish(w.ec2, w.ssm, "al2023@latest", "1.31", epoch.Add(-time.Hour))
+	first := fake.PublishAMI(w.ec2, w.ssm, "al2023@latest", "1.31", epoch.Add(-time.Hour))
 	nc := nodeClass(awsv1.AMISelectorTerm{Alias: "al2023@latest"})
 	w.list(t, nc)
 	std := "/aws/service/eks/optimized-ami/1.31/amazon-linux-2023/x86_64/standard/recommended/image_id"
@@ -222,7 +221,7 @@ func TestInvalidateDeprecatedForgetsAPulledRelease(t *testing.T) {
 	if forgot, err := w.p.InvalidateDeprecated(t.Context()); err != nil || len(forgot) != 0 {
 		t.Fatalf("nothing deprecated: forgot %v, %v", forgot, err)
 	}
-	second := amitest.Publish(w.ec2, w.ssm, "al2023@latest", "1.31", epoch)
+	second := fake.PublishAMI(w.ec2, w.ssm, "al2023@latest", "1.31", epoch)
 	w.ec2.DeprecateImage(first[std], epoch)
 	forgot, err := w.p.InvalidateDeprecated(t.Context())
 	if err != nil {

@@ -12,8 +12,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instanceprofile"
+	"github.com/karp-autoscaler/karp/pkg/test/awssim/fake"
 )
 
 func nodeClass(name, uid, role string) *awsv1.EC2NodeClass {

@@ -11,9 +11,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/awssim"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instanceprofile"
+	"github.com/karp-autoscaler/karp/pkg/test/awssim"
+	"github.com/karp-autoscaler/karp/pkg/test/awssim/fake"
 )
 
 // Through the SDK's own serialization and retries against the simulated

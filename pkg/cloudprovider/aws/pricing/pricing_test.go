@@ -9,9 +9,9 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/karp-autoscaler/karp/pkg/catalog"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/pricing"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok/instancetypes"
+	"github.com/karp-autoscaler/karp/pkg/test/awssim/fake"
 )
 
 var (

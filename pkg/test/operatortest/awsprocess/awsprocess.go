@@ -16,45 +16,34 @@ import (
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/ami/amitest"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/awstest"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/version"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok/instancetypes"
 	"github.com/karp-autoscaler/karp/pkg/controllers"
 	"github.com/karp-autoscaler/karp/pkg/operator"
 	"github.com/karp-autoscaler/karp/pkg/options"
+	"github.com/karp-autoscaler/karp/pkg/test/awssim/fake"
+	"github.com/karp-autoscaler/karp/pkg/test/awstest"
 	"github.com/karp-autoscaler/karp/pkg/test/operatortest"
 )
 
-// Account is an AWS account as the fakes hold it: the catalog in
-// awstest's three zones, a subnet per zone and a security group tagged
-// karpenter.sh/discovery=<cluster>, the AL2023 AMIs for Kubernetes k8s
-// behind their SSM parameters, awstest.NodeRole (no instance profile), the
-// catalog's on-demand prices and an EKS that knows no cluster. Tests add
-// what they need on top (spot prices, an instance profile, the cluster).
+// Account is an AWS account as the fakes hold it (fake.NewAccount): the
+// catalog in awstest's three zones, a subnet per zone (subnet-a, -b, -c)
+// and a security group tagged karpenter.sh/discovery=<cluster>, the AL2023
+// AMIs for Kubernetes k8s behind their SSM parameters, awstest.NodeRole
+// (no instance profile), the catalog's on-demand prices and an EKS that
+// knows no cluster. Tests add what they need on top (spot prices, an
+// instance profile, the cluster).
 func Account(t *testing.T, k8s string) aws.Clients {
 	t.Helper()
-	e := fake.NewEC2()
-	infos, err := fake.CatalogInstanceTypes(instancetypes.EC2)
+	account, err := fake.NewAccount(fake.AccountOptions{
+		Region: awstest.Region, ClusterName: awstest.ClusterName,
+		Network: fake.Network{SubnetIDs: []string{"subnet-a", "subnet-b", "subnet-c"}, FreeIPs: 200, SecurityGroupName: "nodes"},
+		AMIs:    []string{"al2023@latest"}, KubernetesVersion: k8s, AMIRelease: time.Now().Add(-24 * time.Hour),
+		NodeRole: awstest.NodeRole,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.SeedCatalog(infos, awstest.Zones...)
-	discovery := map[string]string{"karpenter.sh/discovery": awstest.ClusterName}
-	for i, z := range awstest.Zones {
-		e.AddSubnets(fake.NewSubnet("subnet-"+string(rune('a'+i)), z.Name, z.ID, 200, discovery))
-	}
-	e.AddSecurityGroups(fake.NewSecurityGroup("sg-nodes", "nodes", discovery))
-	ssm := fake.NewSSM()
-	amitest.Publish(e, ssm, "al2023@latest", k8s, time.Now().Add(-24*time.Hour))
-	iam := fake.NewIAM()
-	iam.AddRole(awstest.NodeRole)
-	prices := fake.NewPricing()
-	if err := prices.SeedCatalogOnDemandPrices(awstest.Region, instancetypes.EC2); err != nil {
-		t.Fatal(err)
-	}
-	return aws.Clients{Region: awstest.Region, EC2: e, SSM: ssm, IAM: iam, Pricing: prices, EKS: fake.NewEKS()}
+	return aws.Clients{Region: awstest.Region, EC2: account.EC2, SSM: account.SSM, IAM: account.IAM, Pricing: account.Pricing, EKS: account.EKS}
 }
 
 // ServerVersion is the Kubernetes version ("1.31") of the API server at

@@ -12,9 +12,8 @@ import (
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/ami"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/ami/amitest"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/nodeclass"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
+	"github.com/karp-autoscaler/karp/pkg/test/awssim/fake"
 )
 
 var allConditions = []string{
@@ -156,7 +155,7 @@ func TestNotReadyReasons(t *testing.T) {
 		},
 		"a kubelet setting the family cannot apply": {
 			edit: func(w *world, nc *awsv1.EC2NodeClass) {
-				amitest.Publish(w.ec2, w.ssm, "bottlerocket@latest", w.k8s, h.Clock.Now().Add(-time.Hour))
+				fake.PublishAMI(w.ec2, w.ssm, "bottlerocket@latest", w.k8s, h.Clock.Now().Add(-time.Hour))
 				nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "bottlerocket@latest"}}
 				nc.Spec.Kubelet = &awsv1.KubeletConfiguration{PodsPerCore: ptr(int32(10))}
 			},
@@ -250,7 +249,7 @@ func TestANewlyPublishedAMIReplacesTheOldOne(t *testing.T) {
 		t.Fatalf("first release %s not in status %v", w.released[stdPath], amiIDs(before.Status.AMIs))
 	}
 
-	next := amitest.Publish(w.ec2, w.ssm, "al2023@latest", w.k8s, h.Clock.Now())
+	next := fake.PublishAMI(w.ec2, w.ssm, "al2023@latest", w.k8s, h.Clock.Now())
 	h.Clock.Step(ami.AliasParameterTTL + time.Minute)
 	_, got := w.mustReconcile(t, nc.Name)
 

@@ -15,14 +15,13 @@ import (
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/ami"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/ami/amitest"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/capacityreservation"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/nodeclass"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instanceprofile"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/securitygroup"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/subnet"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/version"
+	"github.com/karp-autoscaler/karp/pkg/test/awssim/fake"
 )
 
 const (
@@ -74,7 +73,7 @@ func newWorld(t *testing.T) *world {
 	if w.k8s, err = versions.Get(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	w.released = amitest.Publish(w.ec2, w.ssm, "al2023@latest", w.k8s, h.Clock.Now().Add(-24*time.Hour))
+	w.released = fake.PublishAMI(w.ec2, w.ssm, "al2023@latest", w.k8s, h.Clock.Now().Add(-24*time.Hour))
 	w.providers = nodeclass.Providers{
 		AMIs:                 ami.NewProvider(w.ec2, w.ssm, versions, h.Clock, ami.DefaultRefreshInterval),
 		Subnets:              subnet.NewProvider(w.ec2, h.Clock, subnet.DefaultRefreshInterval),

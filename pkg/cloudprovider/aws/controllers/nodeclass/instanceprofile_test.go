@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instanceprofile"
+	"github.com/karp-autoscaler/karp/pkg/test/awssim/fake"
 )
 
 // roleNodeClass is nodeClass() naming the node role instead of a profile.

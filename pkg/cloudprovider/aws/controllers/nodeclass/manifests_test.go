@@ -14,9 +14,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/ami/amitest"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instanceprofile"
+	"github.com/karp-autoscaler/karp/pkg/test/awssim/fake"
 )
 
 // myCluster is the AWS account the manifests in testdata were written for:
@@ -39,7 +38,7 @@ func myCluster(t *testing.T, w *world) {
 	)
 	released := h.Clock.Now().Add(-24 * time.Hour)
 	for _, alias := range []string{"bottlerocket@v1.20.3", "al2023@v20240807", "windows2022@latest"} {
-		amitest.Publish(w.ec2, w.ssm, alias, w.k8s, released)
+		fake.PublishAMI(w.ec2, w.ssm, alias, w.k8s, released)
 	}
 	golden := fake.NewImage("ami-0golden0000000001", "my-golden-al2023-2030", ec2types.ArchitectureValuesX8664, released, map[string]string{"ecs:image": "golden"})
 	fromSSM := fake.NewImage("ami-0fromssm00000001", "eks-node-arm", ec2types.ArchitectureValuesArm64, released, nil)

@@ -10,10 +10,10 @@ import (
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/cache"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/providers/refresh"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instancetype"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/pricing"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok/instancetypes"
+	"github.com/karp-autoscaler/karp/pkg/test/awssim/fake"
 )
 
 var now = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)

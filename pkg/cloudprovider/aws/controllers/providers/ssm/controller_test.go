@@ -12,9 +12,8 @@ import (
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/ami"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/ami/amitest"
 	ssmcontroller "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/providers/ssm"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
+	"github.com/karp-autoscaler/karp/pkg/test/awssim/fake"
 )
 
 // version is a cluster version the test sets; the real source asks the
@@ -28,7 +27,7 @@ func TestAPulledReleaseIsReplacedOnTheNextCheck(t *testing.T) {
 	clk := clocktesting.NewFakeClock(epoch)
 	ec2, ssm := fake.NewEC2(), fake.NewSSM()
 	ec2.SetImageClock(clk)
-	first := amitest.Publish(ec2, ssm, "al2023@latest", "1.31", epoch.Add(-48*time.Hour))
+	first := fake.PublishAMI(ec2, ssm, "al2023@latest", "1.31", epoch.Add(-48*time.Hour))
 	amis := ami.NewProvider(ec2, ssm, version("1.31"), clk, ami.DefaultRefreshInterval)
 	nc := &awsv1.EC2NodeClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "default", UID: "uid", Generation: 1},
@@ -59,7 +58,7 @@ func TestAPulledReleaseIsReplacedOnTheNextCheck(t *testing.T) {
 	}
 
 	// AWS pulls the release: the old AMI is deprecated, the parameter moves.
-	second := amitest.Publish(ec2, ssm, "al2023@latest", "1.31", epoch.Add(-time.Hour))
+	second := fake.PublishAMI(ec2, ssm, "al2023@latest", "1.31", epoch.Add(-time.Hour))
 	ec2.DeprecateImage(first[std], epoch)
 	if _, err := c.Reconcile(t.Context(), reconcile.Request{}); err != nil {
 		t.Fatal(err)

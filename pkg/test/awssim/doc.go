@@ -30,8 +30,17 @@
 // Router.Calls counts requests as they arrived on the wire, retries
 // included.
 //
+// Sim is an account (fake.NewAccount, the one seeding every simulated
+// account shares) as the getting-started guide leaves it, with an SQS
+// interruption queue, spot reclaims and a simulated kubelet that registers
+// a Node for each launched instance; Serve puts it on the wire.
+//
 // Invariants: a request never panics the server; every error a client sees
 // is shaped as the service's protocol shapes it, with the code and message
 // the SDK surfaces as a smithy.APIError. The package is test and local-run
-// infrastructure: production code never imports it.
+// infrastructure under pkg/test: product code never imports it (a depguard
+// rule in .golangci.yml), except `karp run --cloud-provider=aws` in
+// cmd/karp, the local environment that runs the simulated AWS on purpose.
+// It imports no local-cluster package: the Nodes its kubelet registers
+// carry the kwok annotation defined with the kwok API.
 package awssim

@@ -8,4 +8,7 @@
 // NodeClaimNotFoundError, impossible requests with
 // InsufficientCapacityError, List sees what Create made, and every provider
 // ranks offerings the same way (cloudprovider.LaunchCandidates).
+//
+// It is a test kit (it imports testing and pkg/test): only providers'
+// tests import it, never product code (a depguard rule in .golangci.yml).
 package contract

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,11 +14,7 @@ import (
 	"k8s.io/utils/clock"
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
-	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
-	"github.com/karp-autoscaler/karp/pkg/catalog"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/ami/amitest"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok/instancetypes"
+	"github.com/karp-autoscaler/karp/pkg/test/awssim/fake"
 )
 
 // Defaults of a Sim's account.
@@ -28,7 +23,7 @@ const (
 	DefaultRegion      = "us-west-2"
 	// DiscoveryTagKey tags the subnets and security groups an EC2NodeClass
 	// finds with the getting-started selectors.
-	DiscoveryTagKey = "karpenter.sh/discovery"
+	DiscoveryTagKey = fake.DiscoveryTagKey
 	// accessKeyID and secretAccessKey are the static credentials the
 	// controller signs its requests with; the Sim does not check them.
 	accessKeyID     = "AKIAKARPSIMULATED000"
@@ -64,7 +59,8 @@ type Options struct {
 const DefaultSpotReclaimDelay = 2 * time.Minute
 
 // Sim is a simulated AWS account for one EKS cluster: the stateful fakes
-// seeded as a real account looks to the getting-started manifests (the
+// seeded by fake.NewAccount as a real account looks to the getting-started
+// manifests (the
 // EC2 catalog offered in three zones with spot and on-demand prices,
 // subnets and security groups tagged karpenter.sh/discovery=<cluster>,
 // EKS-optimized AMIs published in SSM for the cluster's Kubernetes version,
@@ -118,96 +114,50 @@ func New(ctx context.Context, opts Options) (*Sim, error) {
 	if opts.KubernetesVersion == "" {
 		return nil, errors.New("awssim: the cluster's Kubernetes version is required (its AMIs are published for it)")
 	}
-	s := &Sim{
-		EC2: fake.NewEC2(), SSM: fake.NewSSM(), IAM: fake.NewIAM(), Pricing: fake.NewPricing(), EKS: fake.NewEKS(),
-		opts: opts, ssmDown: &outage{}, network: byte(rand.IntN(256)),
-	}
-	for i, suffix := range []string{"a", "b", "c"} {
-		s.zones = append(s.zones, fake.OfferingZone{Name: opts.Region + suffix, ID: fmt.Sprintf("%s-az%d", regionCode(opts.Region), i+1)})
-	}
-	if err := s.seedCatalog(); err != nil {
+	// The current AMIs were released a week ago; PublishAMI releases newer ones.
+	amiRelease := opts.Clock.Now().Add(-7 * 24 * time.Hour).Truncate(time.Second)
+	account, err := fake.NewAccount(accountOptions(opts, amiRelease))
+	if err != nil {
 		return nil, err
 	}
-	s.seedNetwork()
-	// The current AMIs were released a week ago; PublishAMI releases newer ones.
-	s.amiRelease = opts.Clock.Now().Add(-7 * 24 * time.Hour).Truncate(time.Second)
-	for _, alias := range []string{"al2023@latest", "bottlerocket@latest"} {
-		amitest.Publish(s.EC2, s.SSM, alias, opts.KubernetesVersion, s.amiRelease)
+	// Terminated instances stay shutting-down briefly, as in EC2.
+	account.EC2.SetTerminationDelay(5 * time.Second)
+	s := &Sim{
+		EC2: account.EC2, SSM: account.SSM, IAM: account.IAM, Pricing: account.Pricing, EKS: account.EKS,
+		opts: opts, zones: account.Zones, types: map[string]ec2types.InstanceTypeInfo{}, amiRelease: amiRelease,
+		ssmDown: &outage{}, network: byte(rand.IntN(256)),
 	}
-	if minor := kubernetesMinor(opts.KubernetesVersion); minor > 0 && minor < 33 {
-		amitest.Publish(s.EC2, s.SSM, "al2@latest", opts.KubernetesVersion, s.amiRelease)
+	for _, info := range account.InstanceTypes {
+		s.types[string(info.InstanceType)] = info
 	}
-	s.IAM.AddInstanceProfile(s.InstanceProfileName(), s.RoleName())
-	s.EKS.PutCluster(opts.ClusterName, opts.ClusterEndpoint, opts.CABundle)
 	if err := s.seedQueue(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-// seedCatalog offers the embedded EC2 catalog in every zone, with the spot
-// prices karp's catalog model derives and the on-demand prices in the
-// Price List API; fleets fill at those prices.
-func (s *Sim) seedCatalog() error {
-	infos, err := fake.CatalogInstanceTypes(instancetypes.EC2)
-	if err != nil {
-		return fmt.Errorf("loading the EC2 catalog: %w", err)
+// accountOptions are the account of a Sim, as the getting-started guide
+// leaves it: the catalog with spot and on-demand prices that fleets fill
+// at; in each zone a private subnet tagged for discovery and an alternate
+// one, the node security group and an alternate one; the AL2023 and
+// Bottlerocket AMIs (and AL2 before Kubernetes 1.33, its last); the node
+// role with its instance profile; and the EKS cluster.
+func accountOptions(opts Options, amiRelease time.Time) fake.AccountOptions {
+	amis := []string{"al2023@latest", "bottlerocket@latest"}
+	if minor := kubernetesMinor(opts.KubernetesVersion); minor > 0 && minor < 33 {
+		amis = append(amis, "al2@latest")
 	}
-	s.EC2.SeedCatalog(infos, s.zones...)
-	s.types = map[string]ec2types.InstanceTypeInfo{}
-	for _, info := range infos {
-		s.types[string(info.InstanceType)] = info
+	return fake.AccountOptions{
+		Region: opts.Region, ClusterName: opts.ClusterName, Clock: opts.Clock,
+		SpotPrices: true, CatalogFleetPrices: true,
+		Network: fake.Network{
+			SubnetIDs: []string{"subnet-private1", "subnet-private2", "subnet-private3"}, FreeIPs: 8000,
+			SecurityGroupName: opts.ClusterName + "-node", NameTags: true, Alternates: true,
+		},
+		AMIs: amis, KubernetesVersion: opts.KubernetesVersion, AMIRelease: amiRelease,
+		NodeRole: roleName(opts.ClusterName), InstanceProfile: instanceProfileName(opts.ClusterName),
+		EKSCluster: &fake.EKSCluster{Endpoint: opts.ClusterEndpoint, CABundle: opts.CABundle},
 	}
-	if err := s.EC2.SeedCatalogSpotPrices(instancetypes.EC2, s.zones, s.opts.Clock.Now().Add(-time.Hour)); err != nil {
-		return fmt.Errorf("seeding spot prices: %w", err)
-	}
-	if err := s.Pricing.SeedCatalogOnDemandPrices(s.opts.Region, instancetypes.EC2); err != nil {
-		return fmt.Errorf("seeding on-demand prices: %w", err)
-	}
-	onDemand, err := fake.CatalogOnDemandPrices(instancetypes.EC2)
-	if err != nil {
-		return err
-	}
-	catalogOpts := catalog.DefaultOptions()
-	s.EC2.SetPricer(func(pool fake.CapacityPool) (float64, bool) {
-		price, ok := onDemand[pool.InstanceType]
-		if !ok {
-			return 0, false
-		}
-		if pool.CapacityType == karpv1.CapacityTypeSpot {
-			return catalog.SpotPrice(pool.InstanceType, pool.Zone, price, catalogOpts), true
-		}
-		return price, true
-	})
-	s.EC2.SetLaunchClock(s.opts.Clock)
-	// Terminated instances stay shutting-down briefly, as in EC2.
-	s.EC2.SetTerminationDelay(5 * time.Second)
-	return nil
-}
-
-// seedNetwork adds a private subnet per zone and the node security group,
-// tagged for discovery, plus an untagged subnet and group per zone that a
-// selector change can move nodes to.
-func (s *Sim) seedNetwork() {
-	discovery := map[string]string{DiscoveryTagKey: s.opts.ClusterName}
-	for i, z := range s.zones {
-		s.EC2.AddSubnets(
-			fake.NewSubnet(fmt.Sprintf("subnet-private%d", i+1), z.Name, z.ID, 8000, withName(discovery, fmt.Sprintf("%s-private-%s", s.opts.ClusterName, z.Name))),
-			fake.NewSubnet(fmt.Sprintf("subnet-alternate%d", i+1), z.Name, z.ID, 8000, map[string]string{"Name": fmt.Sprintf("%s-alternate-%s", s.opts.ClusterName, z.Name), "karp.sh/tier": "alternate"}),
-		)
-	}
-	s.EC2.AddSecurityGroups(
-		fake.NewSecurityGroup("sg-nodes", s.opts.ClusterName+"-node", withName(discovery, s.opts.ClusterName+"-node")),
-		fake.NewSecurityGroup("sg-alternate", s.opts.ClusterName+"-alternate", map[string]string{"Name": s.opts.ClusterName + "-alternate", "karp.sh/tier": "alternate"}),
-	)
-}
-
-func withName(tags map[string]string, name string) map[string]string {
-	out := map[string]string{"Name": name}
-	for k, v := range tags {
-		out[k] = v
-	}
-	return out
 }
 
 // ClusterName is the EKS cluster's name.
@@ -223,12 +173,14 @@ func (s *Sim) Zones() []fake.OfferingZone { return append([]fake.OfferingZone(ni
 func (s *Sim) KubernetesVersion() string { return s.opts.KubernetesVersion }
 
 // RoleName is the node IAM role, as the getting-started guide names it.
-func (s *Sim) RoleName() string { return "KarpenterNodeRole-" + s.opts.ClusterName }
+func (s *Sim) RoleName() string { return roleName(s.opts.ClusterName) }
 
 // InstanceProfileName is the instance profile the account has for RoleName.
-func (s *Sim) InstanceProfileName() string {
-	return "KarpenterNodeInstanceProfile-" + s.opts.ClusterName
-}
+func (s *Sim) InstanceProfileName() string { return instanceProfileName(s.opts.ClusterName) }
+
+func roleName(cluster string) string { return "KarpenterNodeRole-" + cluster }
+
+func instanceProfileName(cluster string) string { return "KarpenterNodeInstanceProfile-" + cluster }
 
 // QueueName is the interruption queue, named like the cluster.
 func (s *Sim) QueueName() string { return s.opts.ClusterName }
@@ -242,7 +194,7 @@ func (s *Sim) PublishAMI(alias string) map[string]string {
 	if now := s.opts.Clock.Now().Truncate(time.Second); s.amiRelease.After(now) {
 		s.amiRelease = now
 	}
-	return amitest.Publish(s.EC2, s.SSM, alias, s.opts.KubernetesVersion, s.amiRelease)
+	return fake.PublishAMI(s.EC2, s.SSM, alias, s.opts.KubernetesVersion, s.amiRelease)
 }
 
 // Instances returns every instance ever launched, terminated ones included,
@@ -300,15 +252,6 @@ func (s *Sim) CreateLeakedInstance(ctx context.Context, instanceType, nodePool, 
 		return "", fmt.Errorf("launching a leaked %s: %v", instanceType, out.Errors)
 	}
 	return out.Instances[0].InstanceIds[0], nil
-}
-
-// regionCode is the zone-ID prefix of a region (us-west-2 → usw2).
-func regionCode(region string) string {
-	parts := strings.Split(region, "-")
-	if len(parts) != 3 {
-		return region
-	}
-	return parts[0] + parts[1][:1] + parts[2]
 }
 
 // kubernetesMinor is the minor of "1.33", or 0.

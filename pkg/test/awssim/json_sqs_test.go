@@ -12,7 +12,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
+	"github.com/karp-autoscaler/karp/pkg/test/awssim/fake"
 )
 
 // TestFakeSQSThroughTheWire runs the interruption controller's SQS calls

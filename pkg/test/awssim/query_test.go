@@ -22,9 +22,9 @@ import (
 	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/sdkhttp"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok/instancetypes"
+	"github.com/karp-autoscaler/karp/pkg/test/awssim/fake"
 )
 
 // zones are the zones the catalog is offered in (any two will do).

@@ -1,8 +1,10 @@
 // Package awstest builds the AWS provider over the stateful AWS fakes for
 // tests: the embedded EC2 catalog served in three zones by the EC2 and
-// Pricing fakes, the provider as aws.NewProvider assembles it for the
-// process (the shipped providers, caches and controllers), and
-// EC2NodeClasses with a resolved status on a real API server.
+// Pricing fakes (an account of fake.NewAccount), the provider as
+// aws.NewProvider assembles it for the process (the shipped providers,
+// caches and controllers), and EC2NodeClasses with a resolved status on a
+// real API server. It is a test kit: product code never imports it (a
+// depguard rule in .golangci.yml).
 package awstest
 
 import (
@@ -10,7 +12,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -27,12 +28,11 @@ import (
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/cache"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instancetype"
 	awsoptions "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/options"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/pricing"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok/instancetypes"
 	"github.com/karp-autoscaler/karp/pkg/test"
+	"github.com/karp-autoscaler/karp/pkg/test/awssim/fake"
 	"github.com/karp-autoscaler/karp/pkg/test/environment"
 )
 
@@ -45,12 +45,8 @@ const (
 )
 
 // Zones are where the catalog's types are offered and the EC2NodeClasses
-// have a subnet.
-var Zones = []fake.OfferingZone{
-	{Name: "us-west-2a", ID: "usw2-az1"},
-	{Name: "us-west-2b", ID: "usw2-az2"},
-	{Name: "us-west-2c", ID: "usw2-az3"},
-}
+// have a subnet: us-west-2a, b and c (usw2-az1, 2 and 3).
+var Zones = fake.RegionZones(Region)
 
 // World is the AWS provider as aws.NewProvider builds it for the process,
 // over stateful fakes of EC2, Pricing, SSM and IAM that serve the embedded
@@ -69,7 +65,8 @@ type World struct {
 	deps    aws.Dependencies
 }
 
-// NewWorld seeds the fakes with the embedded catalog and builds the
+// NewWorld seeds an account (fake.NewAccount) with the embedded catalog,
+// its spot and on-demand prices and nothing else, and builds the
 // provider with aws.NewProvider, reading EC2NodeClasses and the cluster's
 // facts from env's API server. The cluster endpoint and CA are
 // Options' (as with --cluster-endpoint and --cluster-ca-bundle), so no EKS
@@ -82,22 +79,14 @@ type World struct {
 func NewWorld(t testing.TB, env *environment.Environment) *World {
 	t.Helper()
 	clk := clock.RealClock{}
-	ec2API := fake.NewEC2()
-	infos, err := fake.CatalogInstanceTypes(instancetypes.EC2)
+	account, err := fake.NewAccount(fake.AccountOptions{Region: Region, Clock: clk, SpotPrices: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ec2API.SeedCatalog(infos, Zones...)
-	if err := ec2API.SeedCatalogSpotPrices(instancetypes.EC2, Zones, clk.Now().Add(-time.Hour)); err != nil {
-		t.Fatal(err)
-	}
-	pricingAPI := fake.NewPricing()
-	if err := pricingAPI.SeedCatalogOnDemandPrices(Region, instancetypes.EC2); err != nil {
-		t.Fatal(err)
-	}
 	w := &World{
-		EC2:     ec2API,
-		clients: aws.Clients{Region: Region, EC2: ec2API, Pricing: pricingAPI, SSM: fake.NewSSM(), IAM: fake.NewIAM()},
+		EC2: account.EC2,
+		// No EKS: the cluster endpoint and CA are the options'.
+		clients: aws.Clients{Region: Region, EC2: account.EC2, Pricing: account.Pricing, SSM: account.SSM, IAM: account.IAM},
 		deps: aws.Dependencies{
 			Clock:            clk,
 			Recorder:         &events.FakeRecorder{}, // no channel: events are dropped

@@ -12,8 +12,8 @@ import (
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/awstest"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/userdata"
+	"github.com/karp-autoscaler/karp/pkg/test/awstest"
 )
 
 func newTestSim(t *testing.T) *Sim {

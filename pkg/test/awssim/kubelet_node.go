@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/karp-autoscaler/karp/pkg/localcluster"
+	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
 )
 
 // The EKS-optimized AMIs' kubelet defaults.
@@ -63,7 +63,8 @@ func (l launch) privateIP() string {
 // DNS name, with its providerID, the user data's labels and taints over the
 // kubelet's well-known labels, and capacity and allocatable as the AMI's
 // kubelet computes them. kwok manages it from there (Ready, heartbeats,
-// pods).
+// pods): the Node carries the annotation the kwok provider puts on its
+// Nodes and the local cluster's kwok selects, defined with the kwok API.
 func (l launch) node(boot bootConfig) *corev1.Node {
 	inst := l.instance
 	name := l.nodeName()
@@ -91,7 +92,7 @@ func (l launch) node(boot bootConfig) *corev1.Node {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
 			Labels:      labels,
-			Annotations: map[string]string{localcluster.KWOKNodeAnnotationKey: localcluster.KWOKNodeAnnotationValue},
+			Annotations: map[string]string{kwokv1alpha1.KWOKNodeAnnotationKey: kwokv1alpha1.KWOKNodeAnnotationValue},
 		},
 		Spec: corev1.NodeSpec{
 			ProviderID: fmt.Sprintf("aws:///%s/%s", zone, aws.ToString(inst.InstanceId)),

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/awssim"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
+	"github.com/karp-autoscaler/karp/pkg/test/awssim"
+	"github.com/karp-autoscaler/karp/pkg/test/awssim/fake"
 )
 
 // TestServesEveryCallKarpMakes: every EC2 and IAM method karp's provider is

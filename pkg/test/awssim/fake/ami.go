@@ -1,8 +1,4 @@
-// Package amitest publishes EKS-optimized AMIs into the AWS fakes the way
-// AWS does: an image in EC2 and its ID under the alias's SSM parameters, so
-// an EC2NodeClass with an alias (al2023@latest, bottlerocket@latest, ...)
-// resolves in tests exactly as it does against AWS.
-package amitest
+package fake
 
 import (
 	"crypto/sha256"
@@ -14,16 +10,17 @@ import (
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/ami"
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/version"
 )
 
-// Publish registers one image per SSM parameter of alias (for example
-// "al2023@latest") on Kubernetes k8s ("1.31"), created at created, and
-// points the parameter at it. Publishing again with a later created time is
-// a new release: new images, the parameters moved to them. It returns the
+// PublishAMI publishes an EKS-optimized AMI alias the way AWS does, so an
+// EC2NodeClass with the alias resolves against the fakes exactly as it does
+// against AWS: it registers one image per SSM parameter of alias (for
+// example "al2023@latest") on Kubernetes k8s ("1.31"), created at created,
+// and points the parameter at it. Publishing again with a later created time
+// is a new release: new images, the parameters moved to them. It returns the
 // image ID of each parameter path.
-func Publish(ec2 *fake.EC2, ssm *fake.SSM, alias, k8s string, created time.Time) map[string]string {
+func PublishAMI(ec2 *EC2, ssm *SSM, alias, k8s string, created time.Time) map[string]string {
 	parsed, err := awsv1.ParseAlias(alias)
 	if err != nil {
 		panic(err)
@@ -38,13 +35,13 @@ func Publish(ec2 *fake.EC2, ssm *fake.SSM, alias, k8s string, created time.Time)
 	}
 	out := map[string]string{}
 	for _, param := range params {
-		id := ImageID(param.Path, created)
+		id := AMIImageID(param.Path, created)
 		arch := ec2types.ArchitectureValuesX8664
 		if strings.Contains(param.Path, "arm64") {
 			arch = ec2types.ArchitectureValuesArm64
 		}
 		name := strings.ToLower(parsed.Family) + "-" + strings.Trim(strings.ReplaceAll(strings.TrimPrefix(param.Path, "/aws/service/"), "/", "-"), "-") + "-" + created.UTC().Format("20060102")
-		img := fake.NewImage(id, name, arch, created, nil)
+		img := NewImage(id, name, arch, created, nil)
 		img.OwnerId = ptr("602401143452")
 		img.ImageOwnerAlias = ptr("amazon")
 		ec2.AddImages(img)
@@ -54,11 +51,9 @@ func Publish(ec2 *fake.EC2, ssm *fake.SSM, alias, k8s string, created time.Time)
 	return out
 }
 
-// ImageID is the deterministic ID Publish gives the image of param released
-// at created.
-func ImageID(param string, created time.Time) string {
+// AMIImageID is the deterministic ID PublishAMI gives the image of param
+// released at created.
+func AMIImageID(param string, created time.Time) string {
 	sum := sha256.Sum256([]byte(param + "@" + created.UTC().Format(time.RFC3339)))
 	return "ami-" + hex.EncodeToString(sum[:])[:17]
 }
-
-func ptr[T any](v T) *T { return &v }

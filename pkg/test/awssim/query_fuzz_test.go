@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
+	"github.com/karp-autoscaler/karp/pkg/test/awssim/fake"
 )
 
 // FuzzEC2Query posts arbitrary forms to the EC2 handler over a stateful

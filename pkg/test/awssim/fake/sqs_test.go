@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/fake"
+	"github.com/karp-autoscaler/karp/pkg/test/awssim/fake"
 )
 
 func newQueue(t *testing.T, attributes map[string]string) (*fake.SQS, *clocktesting.FakeClock, string) {
