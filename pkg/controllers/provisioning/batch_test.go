@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -318,22 +319,24 @@ func TestBatchHoldLiftOnAStaleCacheIsQuiet(t *testing.T) {
 		}
 		return true
 	})
-	patches := 0
+	// The controller lifts a batch's nodes in parallel: the count is
+	// atomic.
+	var patches atomic.Int32
 	frozen := interceptor.NewClient(noWatch{h.mgr.GetClient()}, interceptor.Funcs{
 		Get: laggingGets(stale),
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			patches++
+			patches.Add(1)
 			return c.Patch(ctx, obj, patch, opts...)
 		},
 	})
 	c := batchhold.NewController(frozen, h.cluster, h.clock, holdBound, nominationTTL)
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Name: "b5"}}
 	h.reconcileBatch(c, "b5", map[string]bool{"stale-a": true, "stale-b": true})
-	if h.held(nodeA) || h.held(nodeB) || patches != 2 {
-		t.Fatalf("first pass: held a=%v b=%v after %d patches, want both lifted by 2", h.held(nodeA), h.held(nodeB), patches)
+	if h.held(nodeA) || h.held(nodeB) || patches.Load() != 2 {
+		t.Fatalf("first pass: held a=%v b=%v after %d patches, want both lifted by 2", h.held(nodeA), h.held(nodeB), patches.Load())
 	}
-	if _, err := c.Reconcile(h.ctx, req); err != nil || patches != 2 {
-		t.Errorf("second pass on the stale cache: err %v, %d patches in all, want no error and none new", err, patches)
+	if _, err := c.Reconcile(h.ctx, req); err != nil || patches.Load() != 2 {
+		t.Errorf("second pass on the stale cache: err %v, %d patches in all, want no error and none new", err, patches.Load())
 	}
 
 	// A fresh controller does not know what it lifted: its guarded patch
