@@ -70,6 +70,23 @@ func (c *Cluster) RenewNominations(nodeID string, ttl time.Duration) int {
 	return renewed
 }
 
+// ReleaseNominations drops every nomination to the StateNode with the
+// given ID and returns how many it dropped: the pods are no longer
+// expected there (a disruption command that meant to move them to it was
+// rolled back), so the node's room is free again for the next solve.
+func (c *Cluster) ReleaseNominations(nodeID string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	released := 0
+	for key, n := range c.nominations {
+		if n.nodeID == nodeID {
+			delete(c.nominations, key)
+			released++
+		}
+	}
+	return released
+}
+
 // HintedNode returns the ID of the StateNode the pod is nominated to with
 // a scheduler hint, or "".
 func (c *Cluster) HintedNode(key types.NamespacedName) string {

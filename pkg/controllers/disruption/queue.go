@@ -255,6 +255,14 @@ func (c *Controller) rollback(ctx context.Context, q *queued) error {
 		errs = append(errs, c.setDisrupted(ctx, cand.Name(), false), c.setReason(ctx, cand.NodeClaim().Name, ""))
 	}
 	c.cluster.UnmarkForDeletion(q.ids()...)
+	// The candidates' pods stay where they are: their nominations to the
+	// replacements go too. A kept replacement (one that never initialized)
+	// is then seen empty, so the next decision that would rest on it is
+	// refused as upstream refuses it, instead of a nomination for pods that
+	// are not coming making it look full and buying another node.
+	for _, name := range q.replacements {
+		c.cluster.ReleaseNominations(state.NodeClaimID(name))
+	}
 	return errors.Join(errs...)
 }
 

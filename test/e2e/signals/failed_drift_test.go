@@ -228,3 +228,72 @@ func mapKeys[V any](m map[string]V) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestTwoNodeDriftKeepsOneUninitializedReplacement drifts a two-node pool
+// (one pod per node, required hostname anti-affinity, the default 10%
+// budget) onto a template whose startup taint nothing removes. The first
+// node's replacement never initializes and is kept after the timeout, as
+// upstream keeps it. The second node's pod could only move to that kept
+// replacement, so no decision may rest on it: no second replacement is
+// launched, for as long as the first stays uninitialized, and both old
+// nodes keep serving.
+func TestTwoNodeDriftKeepsOneUninitializedReplacement(t *testing.T) {
+	const name = "e2e-drift-stuck-two"
+	const timeout = 20 * time.Second
+	never := corev1.Taint{Key: "e2e.karp.sh/never-removed", Effect: corev1.TaintEffectNoSchedule}
+	pool := test.MakeNodePool(name).
+		Labels(map[string]string{"rollout": "v1"}).
+		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand).
+		ConsolidationPolicy(karpv1.ConsolidationPolicyWhenEmpty).
+		ConsolidateAfter(karpv1.MustParseNillableDuration(karpv1.Never)).
+		Obj()
+	f, _ := framework.RunPool(t, name, pool, append(slices.Clone(framework.FastDisruptionArgs),
+		"--disruption-replacement-timeout="+timeout.String())...)
+	cl := f.Client
+	framework.Create(t, cl, framework.SpreadOverHosts(framework.Deployment(name, name, name, 2, "500m")))
+	running := framework.WaitRunningClaims(t, cl, name, 2)
+	if len(running) != 2 {
+		t.Fatalf("the pods run under %d NodeClaims, want 2", len(running))
+	}
+	created := watchCreated(t, f, name)
+
+	current := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	framework.Mutate(t, cl, current, func() {
+		current.Spec.Template.ObjectMeta.Labels["rollout"] = "v2"
+		current.Spec.Template.Spec.StartupTaints = append(current.Spec.Template.Spec.StartupTaints, never)
+	})
+
+	// The first replacement registers (with the taint it never loses).
+	framework.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
+		got := created()
+		return len(got) >= 1, fmt.Sprintf("NodeClaims created since the drift: %v", got)
+	})
+	first := created()[0]
+
+	// Past its timeout, and past more than two further timeouts (the other
+	// drifted node's turn comes at once; the first node's backoff ends
+	// after two): one replacement, both old nodes serving their pods.
+	deadline := time.Now().Add(4*timeout + 10*time.Second)
+	for time.Now().Before(deadline) {
+		claims := framework.PoolNodeClaimsByName(t.Context(), cl, name)
+		if got := created(); len(got) > 1 {
+			t.Fatalf("NodeClaims created since the drift: %v; want only the first replacement %s\n%s", got, first,
+				framework.Describe(t.Context(), cl, name))
+		}
+		if nc, ok := claims[first]; ok && nc.StatusConditions().IsTrue(karpv1.ConditionTypeInitialized) {
+			t.Fatalf("replacement %s initialized despite its startup taint", first)
+		}
+		for old := range running {
+			if nc, ok := claims[old]; !ok || nc.DeletionTimestamp != nil {
+				t.Fatalf("old NodeClaim %s gone or deleting while its replacement cannot initialize", old)
+			}
+		}
+		time.Sleep(time.Second)
+	}
+	if pods := framework.AvailablePods(t.Context(), cl, name, nil); len(pods) != 2 {
+		t.Fatalf("%d pods available; want both, on the old nodes", len(pods))
+	}
+	if got := created(); !slices.Equal(got, []string{first}) {
+		t.Fatalf("NodeClaims created since the drift: %v; want only %s", got, first)
+	}
+}
