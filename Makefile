@@ -59,11 +59,16 @@ test-integration: tools ## run the integration tier: controller and API tests ag
 # order given), so the tier is not left waiting on one that started last.
 E2E_PARALLEL ?= 4
 MODULE := $(shell $(GO) list -m)
-E2E_LONGEST = $(addprefix $(MODULE)/test/e2e/,chaos aws signals disruption faults)
+E2E_LONGEST = $(addprefix $(MODULE)/test/e2e/,chaos aws signals faults availability disruption)
 .PHONY: e2e
 e2e: tools build ## run the end-to-end tier against the full local control plane
 	KARP_TEST_TIER=e2e KARP_E2E_PREBUILT_DIR=$(BIN) $(GO) test -p $(E2E_PARALLEL) -count=1 -timeout 30m \
 		$(E2E_LONGEST) $(filter-out $(E2E_LONGEST),$(call TIER_PKGS,e2e))
+
+.PHONY: availability
+availability: tools build ## run the availability e2e verbose, each phase also with karp's protections off (upstream's behaviour), and print both figures
+	KARP_E2E_AVAILABILITY_BASELINE=1 KARP_TEST_TIER=e2e KARP_E2E_PREBUILT_DIR=$(BIN) $(GO) test -count=1 -timeout 40m -v \
+		-run TestDisruptionKeepsDeploymentsWithinTheirRolloutBudget ./test/e2e/availability/
 
 # `make e2e` runs the chaos suite's short presubmit run (a fixed seed, one
 # fault a phase); `make chaos` runs the full one with a new seed.

@@ -72,6 +72,7 @@ func nonDefault() map[string]any {
 			"kubeClientQPS":         50,
 			"instanceTypesFilePath": "/catalog/types.json",
 			"featureGates":          map[string]any{"spotToSpotConsolidation": true, "nodeRepair": true},
+			"respectRolloutBudget":  false,
 		},
 	}
 }
@@ -216,7 +217,7 @@ func TestDefaults(t *testing.T) {
 	}
 	env := envOf(c)
 	for name, value := range map[string]string{
-		"CLOUD_PROVIDER": "kwok", "LOG_LEVEL": "info", "METRICS_PORT": "8080", "HEALTH_PROBE_PORT": "8081",
+		"CLOUD_PROVIDER": "kwok", "LOG_LEVEL": "info", "METRICS_PORT": "8080", "HEALTH_PROBE_PORT": "8081", "RESPECT_ROLLOUT_BUDGET": "true",
 		"BATCH_MAX_DURATION": "10s", "BATCH_IDLE_DURATION": "1s", "PREFERENCE_POLICY": "Respect", "MIN_VALUES_POLICY": "Strict",
 		"FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=false",
 	} {
@@ -309,6 +310,7 @@ func TestNonDefault(t *testing.T) {
 		"BATCH_MAX_DURATION": "20s", "BATCH_IDLE_DURATION": "2s", "MIN_VALUES_POLICY": "BestEffort", "KUBE_CLIENT_QPS": "50",
 		"INSTANCE_TYPES_FILE_PATH": "/catalog/types.json", "AWS_FEATURE_GATES": "NodeClassCEL=false", "EXTRA": "1",
 		"VM_MEMORY_OVERHEAD_PERCENT": "0.075",
+		"RESPECT_ROLLOUT_BUDGET":     "false",
 		"SCHEDULER_CONFIG":           `{"podTopologySpread":{"defaultConstraints":[{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"DoNotSchedule"}]}}`,
 		"FEATURE_GATES":              "CapacityBuffer=false,NodeOverlay=false,NodeRepair=true,ReservedCapacity=true,SpotToSpotConsolidation=true,StaticCapacity=false",
 	} {

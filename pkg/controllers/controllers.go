@@ -94,10 +94,11 @@ func NewControllers(deps Deps) []Controller {
 			WithRegistrationHealth(registrationHealth),
 		// Deletes a deleting NodeClaim's Node and instance, then lets it go.
 		termination.NewController(deps.KubeClient, deps.CloudProvider, deps.Clock, deps.Recorder),
-		// Drains a deleting Node through the Eviction API (its own queue),
+		// Drains a deleting Node through the Eviction API (its own queue,
+		// which holds back evictions beyond a controller's rollout budget),
 		// waits for volumes and the instance, then releases the Node.
 		nodetermination.NewController(deps.KubeClient, deps.APIReader, deps.CloudProvider, deps.Clock, deps.Recorder,
-			nodetermination.NewQueue(deps.KubeClient, deps.Recorder)),
+			evictionQueue(deps)),
 		// Deletes NodeClaims whose instance vanished and instances no
 		// NodeClaim owns.
 		garbagecollection.NewController(deps.KubeClient, deps.APIReader, deps.CloudProvider, deps.Clock),
@@ -173,11 +174,23 @@ func disruptionOptions(o *options.Options) disruption.Options {
 	}
 	opts.SpotToSpot = o.FeatureGates.Enabled(options.FeatureSpotToSpotConsolidation)
 	opts.ProtectRunningJobs = o.ProtectRunningJobs
+	opts.RespectRolloutBudget = o.RespectRolloutBudget
+	opts.ReplaceFirst = o.ReplaceFirst
 	opts.NominationTTL = provisioningOptions(o).NominationTTL()
 	if o.SchedulerConfig != nil {
 		opts.DefaultSpread = o.SchedulerConfig.Spread
 	}
 	return opts
+}
+
+// evictionQueue is the drain's eviction queue, respecting rollout budgets
+// unless --respect-rollout-budget=false.
+func evictionQueue(deps Deps) *nodetermination.Queue {
+	q := nodetermination.NewQueue(deps.KubeClient, deps.Recorder)
+	if deps.Options == nil || deps.Options.RespectRolloutBudget {
+		q = q.WithRolloutBudgets(deps.KubeClient)
+	}
+	return q
 }
 
 // solverOptions are the solver settings the provisioner uses.
@@ -224,7 +237,7 @@ func signalControllers(deps Deps) []Controller {
 	if deps.Options != nil && deps.Options.FeatureGates.Enabled(options.FeatureNodeRepair) {
 		// Replaces nodes unhealthy past the provider's repair policies.
 		list = append(list, health.NewController(deps.KubeClient, deps.CloudProvider, deps.Clock, deps.Recorder,
-			health.WithToleration(deps.Options.NodeRepairToleration)))
+			health.WithToleration(deps.Options.NodeRepairToleration), health.WithReplaceFirst(deps.Options.ReplaceFirst)))
 	}
 	return list
 }

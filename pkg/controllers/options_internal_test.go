@@ -30,3 +30,25 @@ func TestDisruptionOptionsTakeTheReplacementTimeout(t *testing.T) {
 		})
 	}
 }
+
+func TestDisruptionOptionsReplaceFirstUnlessTurnedOff(t *testing.T) {
+	for name, tc := range map[string]struct {
+		args []string
+		want bool
+	}{
+		"default":  {nil, true},
+		"flag off": {[]string{"--replace-first=false"}, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			o, err := options.Parse(fs, tc.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := disruptionOptions(o).ReplaceFirst; got != tc.want {
+				t.Errorf("ReplaceFirst = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

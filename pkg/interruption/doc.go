@@ -1,13 +1,18 @@
-// Package interruption is what every interruption handler does to a
-// NodeClaim whose instance the cloud is taking away, whichever way the
-// notice arrives (a kwok Node annotation, an EC2 message on SQS): set the
-// termination deadline to the moment the instance goes, delete the
-// NodeClaim so the core's graceful termination cordons and drains the node
-// while the provisioner launches the replacement in parallel, and count
-// the disruption.
+// Package interruption is what every handler does to a NodeClaim whose
+// instance must go, whichever way the notice arrives (a kwok Node
+// annotation, an EC2 message on SQS, a repair): set the termination
+// deadline to the moment the instance goes and either delete the NodeClaim
+// at once (Terminate), so the core's graceful termination cordons and
+// drains the node while the provisioner launches for its pods, or, when
+// the notice leaves time for a launch (ReplaceByForNotice,
+// ObservedLaunchTime), annotate it with a replace-by deadline
+// (ReplaceFirst) so the disruption controller launches the replacement and
+// drains the node once it is initialized, the nodeclaim expiration
+// controller deleting it at the deadline whatever is in flight.
 //
 // It holds no controller: the controllers in
-// pkg/cloudprovider/kwok/controllers/interruption and
-// pkg/cloudprovider/aws/interruption call it. It imports API types,
-// controller-runtime's client and pkg/metrics only.
+// pkg/cloudprovider/kwok/controllers/interruption,
+// pkg/cloudprovider/aws/interruption and pkg/controllers/node/health call
+// it. It imports API types, controller-runtime's client and pkg/metrics
+// only.
 package interruption

@@ -58,6 +58,12 @@ const (
 // on SIGTERM.
 const KWOKPodDeleteDelayAnnotationKey = "pod-delete.stage.kwok.x-k8s.io/delay"
 
+// KWOKPodReadyDelayAnnotationKey on a Pod sets how long a bound Pod stays
+// Pending before kwok starts it Running and Ready, as a Go duration
+// ("5s"): a workload whose pods take seconds to become Ready. It is the annotation upstream's
+// kwok pod-ready stage reads.
+const KWOKPodReadyDelayAnnotationKey = "pod-ready.stage.kwok.x-k8s.io/delay"
+
 // kwokStages is the configuration kwok runs with: the stages that move
 // managed Nodes and their Pods through a lifecycle. kwok has no built-in
 // stages when run as a plain binary, so without these nothing would turn
@@ -77,7 +83,9 @@ const KWOKPodDeleteDelayAnnotationKey = "pod-delete.stage.kwok.x-k8s.io/delay"
 //     No node stage plays on a Node labelled kwok.x-k8s.io/stage=unhealthy
 //     (see KWOKStageLabelKey).
 //   - pod-running: a Pending Pod bound to a managed Node becomes Running and
-//     Ready with an IP (not Ready when labelled kwok.x-k8s.io/stage=unhealthy).
+//     Ready with an IP (not Ready when labelled kwok.x-k8s.io/stage=unhealthy),
+//     at once or after the delay its pod-ready.stage.kwok.x-k8s.io/delay
+//     annotation gives (see KWOKPodReadyDelayAnnotationKey).
 //   - pod-not-ready, pod-stage-unhealthy: a Running Pod annotated
 //     karp.sh/kwok-ready=false, or labelled kwok.x-k8s.io/stage=unhealthy,
 //     reports Ready=False (reason KWOKNotReady, ContainersReady=False too),
@@ -264,6 +272,10 @@ spec:
     - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
       operator: NotIn
       values: ['True']
+  delay:
+    durationMilliseconds: 0
+    durationFrom:
+      expressionFrom: '.metadata.annotations["pod-ready.stage.kwok.x-k8s.io/delay"] // "0s"'
   next:
     statusTemplate: |
       {{ $now := Now }}

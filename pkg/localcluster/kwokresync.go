@@ -150,7 +150,8 @@ func nodeOverdue(n *corev1.Node, now time.Time) string {
 
 // podOverdue says why kwok should have moved the pod of a managed Node on
 // by now, or "" if it should not have:
-//   - pod-running: a bound Pending pod becomes Running;
+//   - pod-running: a bound Pending pod becomes Running (after the delay of
+//     its KWOKPodReadyDelayAnnotationKey annotation);
 //   - pod-ready-again: a Running pod whose Ready is False becomes Ready,
 //     unless annotated karp.sh/kwok-ready=false or labelled
 //     kwok.x-k8s.io/stage=unhealthy;
@@ -179,6 +180,9 @@ func podOverdue(p *corev1.Pod, now time.Time) string {
 	}
 	switch p.Status.Phase {
 	case corev1.PodPending:
+		if d, err := time.ParseDuration(p.Annotations[KWOKPodReadyDelayAnnotationKey]); err == nil && d > 0 {
+			bound = bound.Add(d)
+		}
 		if now.Sub(bound) >= resyncAfter {
 			return fmt.Sprintf("bound, Pending for %s", now.Sub(bound).Round(time.Second))
 		}

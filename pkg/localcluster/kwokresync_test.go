@@ -57,6 +57,15 @@ func TestPodOverdue(t *testing.T) {
 		pod: corev1.Pod{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: ago(time.Hour), Annotations: map[string]string{KWOKReadyAnnotationKey: KWOKNotReadyValue}},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: ago(time.Hour)}}}},
 	}, {
+		name: "bound, Pending within its ready delay and the wait",
+		pod: corev1.Pod{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: ago(30 * time.Second),
+			Annotations: map[string]string{KWOKPodReadyDelayAnnotationKey: "20s"}}, Status: corev1.PodStatus{Phase: corev1.PodPending}},
+	}, {
+		name: "bound, Pending past its ready delay and the wait",
+		pod: corev1.Pod{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: ago(time.Minute),
+			Annotations: map[string]string{KWOKPodReadyDelayAnnotationKey: "20s"}}, Status: corev1.PodStatus{Phase: corev1.PodPending}},
+		want: "bound, Pending for 40s",
+	}, {
 		name: "deleted without a hook, gone long ago by kwok's rule",
 		pod: corev1.Pod{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: ago(time.Hour),
 			DeletionTimestamp: ptr.To(metav1.NewTime(resyncNow.Add(10 * time.Second))), DeletionGracePeriodSeconds: ptr.To[int64](30)}},

@@ -82,5 +82,6 @@ func (o *Operator) AWSDependencies(opts *options.Options, restConfig *rest.Confi
 		Options:          opts.AWS,
 		ReservedCapacity: opts.FeatureGates.Enabled(options.FeatureReservedCapacity),
 		Registerer:       crmetrics.Registry,
+		ReplaceFirst:     opts.ReplaceFirst,
 	}
 }

@@ -76,8 +76,9 @@ func newKWOKProvider(opts *options.Options, op *Operator) (*Provider, error) {
 		// Re-stamps NodeClaims whose KWOKNodeClass hash is of an older
 		// algorithm version, so the change is not read as drift.
 		kwoknodeclasshash.NewController(op.KubeClient),
-		// Replaces nodes on a spot interruption notice (forceful), marking
-		// the interrupted offering unavailable in the provider.
-		kwokinterruption.NewController(op.KubeClient, cp, op.Clock, op.Recorder),
+		// Replaces nodes on a spot interruption notice (forceful; the
+		// replacement first when the notice allows), marking the
+		// interrupted offering unavailable in the provider.
+		kwokinterruption.NewController(op.KubeClient, cp, op.Clock, op.Recorder, kwokinterruption.WithReplaceFirst(opts.ReplaceFirst)),
 	}}, nil
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -193,8 +194,14 @@ func managerOptions(opts *options.Options, leader LeaderElectionTimings) manager
 			// Managed fields are never read; dropping them saves memory.
 			DefaultTransform: stripManagedFields,
 			// Pods keep only what karp reads, and alike pods share their
-			// common parts (see newPodTransform).
-			ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: newPodTransform(newPodInterner())}},
+			// common parts (see newPodTransform); workload controllers drop
+			// their pod templates (see slimWorkload).
+			ByObject: map[client.Object]cache.ByObject{
+				&corev1.Pod{}:         {Transform: newPodTransform(newPodInterner())},
+				&appsv1.Deployment{}:  {Transform: slimWorkload},
+				&appsv1.ReplicaSet{}:  {Transform: slimWorkload},
+				&appsv1.StatefulSet{}: {Transform: slimWorkload},
+			},
 		},
 		Metrics:                       metricsserver.Options{BindAddress: bindAddress(opts.MetricsPort), ExtraHandlers: profilingHandlers(opts.EnableProfiling)},
 		HealthProbeBindAddress:        bindAddress(opts.HealthProbePort),

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -73,4 +74,31 @@ func slimContainer(c *corev1.Container) {
 	c.LivenessProbe, c.ReadinessProbe, c.StartupProbe = nil, nil, nil
 	c.Lifecycle, c.SecurityContext = nil, nil
 	c.TerminationMessagePath, c.TerminationMessagePolicy = "", ""
+}
+
+// slimWorkload is the cache's transform for Deployments, ReplicaSets and
+// StatefulSets, which karp reads for their selectors, replicas, update
+// strategy and owners (rollout budgets, default topology spread) and never
+// for their pod template: it drops the template's spec (most of the object,
+// and a Deployment keeps up to ten old ReplicaSets). The template's labels
+// stay.
+func slimWorkload(in any) (any, error) {
+	out, err := stripManagedFields(in)
+	if err != nil {
+		return out, err
+	}
+	obj := out
+	if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	switch w := obj.(type) {
+	case *appsv1.Deployment:
+		w.Spec.Template.Spec = corev1.PodSpec{}
+	case *appsv1.ReplicaSet:
+		w.Spec.Template.Spec = corev1.PodSpec{}
+	case *appsv1.StatefulSet:
+		w.Spec.Template.Spec = corev1.PodSpec{}
+		w.Spec.VolumeClaimTemplates = nil
+	}
+	return out, nil
 }

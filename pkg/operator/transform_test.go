@@ -3,6 +3,7 @@ package operator
 import (
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -100,5 +101,51 @@ func TestTransformPodHandlesTombstonesAndOtherKinds(t *testing.T) {
 	node.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}
 	if out, err := newPodTransform(newPodInterner())(node); err != nil || out.(*corev1.Node).ManagedFields != nil {
 		t.Errorf("a non-pod: %v, managed fields %v", err, out.(*corev1.Node).ManagedFields)
+	}
+}
+
+// TestSlimWorkloadKeepsWhatRolloutBudgetsRead: the cached Deployments,
+// ReplicaSets and StatefulSets keep their selector, replicas, strategy,
+// owners and template labels, and lose the template's pod spec.
+func TestSlimWorkloadKeepsWhatRolloutBudgetsRead(t *testing.T) {
+	d := test.MakeDeployment("web").Replicas(4).Recreate().Obj()
+	d.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
+	rs := test.ReplicaSetOf(d, "h1")
+	sts := test.MakeStatefulSet("db").Replicas(3).Obj()
+	sts.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}}
+	for name, tc := range map[string]struct {
+		in       any
+		kept     func(any) bool
+		template func(any) *corev1.PodTemplateSpec
+	}{
+		"Deployment": {d.DeepCopy(), func(o any) bool {
+			got := o.(*appsv1.Deployment)
+			return *got.Spec.Replicas == 4 && got.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType &&
+				got.Spec.Selector.MatchLabels["app"] == "web" && got.ManagedFields == nil
+		}, func(o any) *corev1.PodTemplateSpec { return &o.(*appsv1.Deployment).Spec.Template }},
+		"ReplicaSet": {rs.DeepCopy(), func(o any) bool {
+			got := o.(*appsv1.ReplicaSet)
+			return *got.Spec.Replicas == 4 && len(got.OwnerReferences) == 1 && got.Spec.Selector.MatchLabels["pod-template-hash"] == "h1"
+		}, func(o any) *corev1.PodTemplateSpec { return &o.(*appsv1.ReplicaSet).Spec.Template }},
+		"StatefulSet": {toolscache.DeletedFinalStateUnknown{Obj: sts.DeepCopy()}, func(o any) bool {
+			got := o.(toolscache.DeletedFinalStateUnknown).Obj.(*appsv1.StatefulSet)
+			return *got.Spec.Replicas == 3 && got.Spec.VolumeClaimTemplates == nil
+		}, func(o any) *corev1.PodTemplateSpec {
+			return &o.(toolscache.DeletedFinalStateUnknown).Obj.(*appsv1.StatefulSet).Spec.Template
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out, err := slimWorkload(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.kept(out) {
+				t.Errorf("transformed %s lost what karp reads: %+v", name, out)
+			}
+			tmpl := tc.template(out)
+			if len(tmpl.Spec.Containers) != 0 || tmpl.Labels["app"] == "" {
+				t.Errorf("template = %+v, want its labels without its pod spec", tmpl)
+			}
+		})
 	}
 }

@@ -101,7 +101,16 @@ type Options struct {
 	// ProtectRunningJobs keeps a node with a Running pod of a Job from
 	// consolidation and drift until the pod ends (karp's default).
 	ProtectRunningJobs bool
-	FeatureGates       FeatureGates
+	// RespectRolloutBudget makes drains and consolidation respect, for a
+	// pod no PodDisruptionBudget selects, its controller's rollout budget
+	// (maxUnavailable) (karp's default).
+	RespectRolloutBudget bool
+	// ReplaceFirst launches the replacement of a node that is expiring,
+	// interrupted with enough notice or being repaired ahead of its
+	// deadline, and drains the node once that is initialized (karp's
+	// default).
+	ReplaceFirst bool
+	FeatureGates FeatureGates
 	// SchedulerConfigSource is --scheduler-config: a kube-scheduler
 	// configuration document, or the path of a file holding one;
 	// SchedulerConfig is what Validate read from it.
@@ -147,6 +156,8 @@ func AddFlags(fs *flag.FlagSet) *Options {
 	fs.DurationVar(&o.DisruptionReplacementTimeout, "disruption-replacement-timeout", envDuration("DISRUPTION_REPLACEMENT_TIMEOUT", 10*time.Minute), "How long a disruption waits for its replacement nodes to initialize before it is rolled back and its nodes are left alone for a while.")
 	fs.DurationVar(&o.NodeRepairToleration, "node-repair-toleration", envDuration("NODE_REPAIR_TOLERATION", 0), "With the NodeRepair gate: how long a node may be unhealthy before it is replaced; 0 uses the cloud provider's repair policies.")
 	fs.BoolVar(&o.ProtectRunningJobs, "protect-running-jobs", envBool("PROTECT_RUNNING_JOBS", true), "Treat a Running pod owned by a Job as karpenter.sh/do-not-disrupt: \"true\": consolidation and drift leave its node until the pod ends (expiry, interruption and terminationGracePeriod still apply). A pod opts out with karpenter.sh/do-not-disrupt: \"false\".")
+	fs.BoolVar(&o.RespectRolloutBudget, "respect-rollout-budget", envBool("RESPECT_ROLLOUT_BUDGET", true), "For a pod no PodDisruptionBudget selects, never make more of its controller's replicas unavailable at once than the controller's rollout budget allows (a Deployment's or StatefulSet's maxUnavailable; 25% for a ReplicaSet alone or a Recreate Deployment; at least 1): drains wait, and consolidation leaves nodes whose pods cannot go now (terminationGracePeriod still forces a drain).")
+	fs.BoolVar(&o.ReplaceFirst, "replace-first", envBool("REPLACE_FIRST", true), "Launch the capacity the pods of an expiring, interrupted or unhealthy node need before the node is drained, and drain it once that capacity is initialized, instead of deleting it at once and provisioning for its pods afterwards: ahead of expiry by the NodePool's observed launch-to-initialized time, within the first half of an interruption notice when that holds a launch, within a launch time of a repair. The deadlines (expireAfter, half the notice, repair) still hold; disruption budgets do not apply, as to the forceful paths.")
 	fs.StringVar(&o.SchedulerConfigSource, "scheduler-config", env("SCHEDULER_CONFIG", ""), "The cluster's kube-scheduler configuration karp mirrors when it simulates scheduling (the PodTopologySpread default constraints): upstream Karpenter's YAML/JSON document (podTopologySpread.defaultConstraints), or a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1), given inline or as the path of a file. Empty: no default constraints.")
 	o.AWS = awsoptions.AddFlags(fs)
 	o.FeatureGates = DefaultFeatureGates()

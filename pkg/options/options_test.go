@@ -39,6 +39,8 @@ func TestDefaultsMatchUpstream(t *testing.T) {
 		"node repair":       {o.FeatureGates.Enabled(options.FeatureNodeRepair), false},
 		"replacement wait":  {o.DisruptionReplacementTimeout, 10 * time.Minute},
 		"running jobs kept": {o.ProtectRunningJobs, true},
+		"rollout budgets":   {o.RespectRolloutBudget, true},
+		"replace first":     {o.ReplaceFirst, true},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s = %v, want %v", name, tc.got, tc.want)
@@ -53,6 +55,8 @@ func TestEnvironmentThenFlags(t *testing.T) {
 	t.Setenv("INSTANCE_TYPES_FILE_PATH", "/catalog.json")
 	t.Setenv("DISRUPTION_REPLACEMENT_TIMEOUT", "30s")
 	t.Setenv("PROTECT_RUNNING_JOBS", "false")
+	t.Setenv("RESPECT_ROLLOUT_BUDGET", "false")
+	t.Setenv("REPLACE_FIRST", "false")
 	o, err := parse(t, "--kube-client-qps=75", "--feature-gates=SpotToSpotConsolidation=true")
 	if err != nil {
 		t.Fatal(err)
@@ -71,6 +75,12 @@ func TestEnvironmentThenFlags(t *testing.T) {
 	}
 	if o.ProtectRunningJobs {
 		t.Error("running Jobs protected, want the environment's false")
+	}
+	if o.RespectRolloutBudget {
+		t.Error("rollout budgets respected, want the environment's false")
+	}
+	if o.ReplaceFirst {
+		t.Error("expiring nodes replaced first, want the environment's false")
 	}
 	if o.InstanceTypesFilePath != "/catalog.json" {
 		t.Errorf("instance types file = %q", o.InstanceTypesFilePath)

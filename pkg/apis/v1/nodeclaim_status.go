@@ -32,6 +32,12 @@ const (
 	// ConditionTypeConsistentStateFound is False when the Node disagrees with
 	// the NodeClaim (for example, smaller capacity than launched).
 	ConditionTypeConsistentStateFound = "ConsistentStateFound"
+	// ConditionTypeRebalanceRecommended (karp's own) is True once the cloud
+	// recommended rebalancing the NodeClaim's spot instance and its NodePool
+	// opted in to replacement (SpotRebalanceAnnotationKey): the disruption
+	// controller then replaces the node, replacement first. It is never
+	// cleared; the NodeClaim goes with its node.
+	ConditionTypeRebalanceRecommended = "RebalanceRecommended"
 )
 
 // NodeClaimStatus is the observed state of a NodeClaim.

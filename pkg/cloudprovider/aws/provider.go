@@ -63,6 +63,10 @@ type Dependencies struct {
 	// Registerer takes the provider's own metrics (launch failures, fleet
 	// batch sizes).
 	Registerer prometheus.Registerer
+	// ReplaceFirst is --replace-first: a spot interruption warning that
+	// leaves time for a launch marks the NodeClaim to be replaced first
+	// instead of deleting it at once.
+	ReplaceFirst bool
 }
 
 // Controller is one controller the AWS provider needs beside the core
@@ -247,7 +251,9 @@ func (p *Provider) interruptionController(deps Dependencies, queue string, api S
 	if p.CapacityReservations != nil {
 		full = p.CapacityReservations
 	}
-	return awsinterruption.NewController(deps.KubeClient, api, queue, p.UnavailableOfferings, full, deps.Clock, deps.Recorder), nil
+	c := awsinterruption.NewController(deps.KubeClient, api, queue, p.UnavailableOfferings, full, deps.Clock, deps.Recorder)
+	c.ReplaceFirst(deps.ReplaceFirst)
+	return c, nil
 }
 
 // ticker is clk when it can make tickers (a fake clock in tests), else the

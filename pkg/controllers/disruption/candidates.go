@@ -13,6 +13,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
@@ -71,6 +72,11 @@ type world struct {
 	// approvals are the Balanced NodePools' acceptances of moves found
 	// this pass; the controller turns them into events.
 	approvals []approval
+	// rollouts are the rollout budgets of the candidates' pods, by
+	// controller UID, and rolloutTakes how many available pods of each
+	// every node holds (rollout.go).
+	rollouts     map[types.UID]*scheduling.RolloutBudget
+	rolloutTakes map[string]map[types.UID]int
 }
 
 // approval is a Balanced NodePool accepting a move with its score.
@@ -119,12 +125,13 @@ func (c *Controller) buildWorld(ctx context.Context, queued map[string]bool) *wo
 		w.typeList[np.Name] = its
 	}
 	pdbs := newPDBIndex(c.cluster.PDBs())
+	rollouts := c.newRolloutIndex()
 	w.stateNodes = c.cluster.Nodes()
 	for _, sn := range w.stateNodes {
 		if !sn.Managed() || sn.Node == nil || !sn.Initialized() || queued[sn.ID()] || sn.MarkedForDeletion {
 			continue
 		}
-		if cand := c.newCandidate(w, sn, pdbs); cand != nil {
+		if cand := c.newCandidate(ctx, w, sn, pdbs, rollouts); cand != nil {
 			w.candidates = append(w.candidates, cand)
 		}
 	}
@@ -136,7 +143,7 @@ func (c *Controller) buildWorld(ctx context.Context, queued map[string]bool) *wo
 
 // newCandidate returns the node as a candidate, or nil after recording why
 // it is not one.
-func (c *Controller) newCandidate(w *world, sn *state.StateNode, pdbs *pdbIndex) *Candidate {
+func (c *Controller) newCandidate(ctx context.Context, w *world, sn *state.StateNode, pdbs *pdbIndex, rollouts *rolloutIndex) *Candidate {
 	name := sn.Name()
 	np := w.nodePools[sn.NodePool()]
 	if np == nil {
@@ -195,6 +202,13 @@ func (c *Controller) newCandidate(w *world, sn *state.StateNode, pdbs *pdbIndex)
 		}
 		if msg := pdbs.blocks(pod); msg != "" {
 			w.block(name, BlockedPDB, "%s", msg)
+			return podBlocked(cand, graceful)
+		}
+		if pdbs.covers(pod) {
+			continue // a PDB's pod follows its PDB only
+		}
+		if msg := rollouts.check(ctx, w, name, pod); msg != "" {
+			w.block(name, BlockedRolloutBudget, "%s", msg)
 			return podBlocked(cand, graceful)
 		}
 	}
@@ -364,6 +378,16 @@ func (x *pdbIndex) blocks(pod *corev1.Pod) string {
 		return ""
 	}
 	return fmt.Sprintf("PDB %s/%s prevents evicting pod %s/%s", only.Namespace, only.Name, pod.Namespace, pod.Name)
+}
+
+// covers reports whether a PDB selects the pod.
+func (x *pdbIndex) covers(pod *corev1.Pod) bool {
+	for _, e := range x.byNamespace[pod.Namespace] {
+		if e.selector.Matches(labels.Set(pod.Labels)) {
+			return true
+		}
+	}
+	return false
 }
 
 func podReady(pod *corev1.Pod) bool {

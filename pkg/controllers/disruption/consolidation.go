@@ -134,11 +134,11 @@ func percent(part, whole float64) float64 {
 }
 
 // MultiNodeConsolidation looks for the largest prefix of the candidates
-// (in consolidation order, within budgets, at most MaxMultiNodeCandidates)
-// that can go at once, by binary search on the prefix length: the search
-// is O(log n) solves, which bounds it at 1,000 nodes (upstream issue 3186).
-// A prefix succeeds when it can be deleted or replaced by fewer, cheaper
-// nodes.
+// (in consolidation order, within budgets and the rollout budgets of their
+// pods' controllers, at most MaxMultiNodeCandidates) that can go at once,
+// by binary search on the prefix length: the search is O(log n) solves,
+// which bounds it at 1,000 nodes (upstream issue 3186). A prefix succeeds
+// when it can be deleted or replaced by fewer, cheaper nodes.
 type MultiNodeConsolidation struct{ consolidation }
 
 // Name is "multi".
@@ -150,6 +150,7 @@ func (m *MultiNodeConsolidation) ConsolidationType() string { return "multi" }
 // ComputeCommand runs the prefix search.
 func (m *MultiNodeConsolidation) ComputeCommand(ctx context.Context, w *world, sim Simulator, budgets Budgets, candidates ...*Candidate) (Command, error) {
 	cands := w.withinBudget(budgets, m.Reason(), sortForConsolidation(candidates))
+	cands, _ = w.withinRolloutBudgets(cands)
 	if n := m.opts.MaxMultiNodeCandidates; len(cands) > n {
 		cands = cands[:n]
 	}

@@ -196,7 +196,10 @@ func (c *Controller) compute(ctx context.Context, w *world) (Command, error) {
 		if len(cands) == 0 {
 			continue
 		}
-		budgets := c.budgets(ctx, w, m.Reason())
+		var budgets Budgets
+		if nb, ok := m.(interface{ IgnoresBudgets() bool }); !ok || !nb.IgnoresBudgets() {
+			budgets = c.budgets(ctx, w, m.Reason())
+		}
 		// A consolidation search whose input has not changed since it last
 		// found nothing is not run again (until memoTTL).
 		key := ""
@@ -274,5 +277,6 @@ func memoKey(w *world, cands []*Candidate, budgets Budgets) string {
 	for _, name := range w.poolNames {
 		b.WriteString(w.nodePools[name].ResourceVersion)
 	}
+	b.WriteString("|" + w.rolloutKey())
 	return b.String()
 }

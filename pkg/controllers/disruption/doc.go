@@ -4,6 +4,14 @@
 // within each NodePool's budgets and never against a PDB or a
 // karpenter.sh/do-not-disrupt pod or node.
 //
+// Spot nodes whose NodeClaim is RebalanceRecommended (set by a provider's
+// interruption handling for NodePools annotated karp.sh/spot-rebalance:
+// replace) are replaced by the method SpotRebalance, before drift: the
+// replacement launches at once and the node is drained once it is
+// initialized, within the Drifted budgets, with reason SpotRebalance.
+// Being marked is the whole signal, so a repeated recommendation, or one
+// for a node already queued or deleting, starts nothing.
+//
 // One pass (Controller.Reconcile):
 //  1. Wait until the cluster state is synced.
 //  2. Advance the orchestration queue: delete candidates whose
@@ -36,6 +44,17 @@
 // the why-not decision (whyNot) are pure functions of the pass's world,
 // tested without an API server; the controller publishes their metrics
 // and writes their conditions and events.
+//
+// Rollout budgets (Options.RespectRolloutBudget): a pod no PDB selects is
+// held to its controller's own rollout budget (a Deployment's or
+// StatefulSet's maxUnavailable; pkg/rollout reads it from the cache,
+// pkg/scheduling RolloutBudget counts it). A node with a Ready pod whose
+// controller already has as many unavailable replicas as its budget allows
+// is blocked (reason RolloutBudget), as a PDB allowing no disruption blocks
+// it, and a multi-node command takes together no more of a controller's
+// Ready pods than its budget allows now (withinRolloutBudgets, re-checked
+// at validation); a node holding more goes alone, its drain then evicting
+// them in turn.
 //
 // Decisions are made by the pure simulator (pkg/simulation Consolidate):
 // every reschedulable pod of the candidates must fit on the remaining

@@ -25,7 +25,7 @@ func TestCandidatesProtectAPodNotYetStarted(t *testing.T) {
 	sn.Pods = []*corev1.Pod{pod}
 	w := pureWorld(now, []*karpv1.NodePool{poolWithBudgets("default")}, sn)
 	w.poolCost, w.poolDisruption = map[string]float64{}, map[string]float64{}
-	if cand := (&Controller{}).newCandidate(w, sn, newPDBIndex(nil)); cand != nil {
+	if cand := (&Controller{}).newCandidate(t.Context(), w, sn, newPDBIndex(nil), nil); cand != nil {
 		t.Fatal("node with a do-not-disrupt pod that has not started is a candidate")
 	}
 	if got := w.blocked["n"]; got.reason != BlockedDoNotDisrupt {

@@ -39,12 +39,24 @@ type Options struct {
 	// until it ends (karp's default; upstream has no such rule). The pod
 	// opts out with karpenter.sh/do-not-disrupt: "false".
 	ProtectRunningJobs bool
+	// RespectRolloutBudget makes a pod no PDB selects block its node while
+	// its eviction would make more of its controller's replicas
+	// unavailable than the controller's rollout budget (maxUnavailable)
+	// allows, as a PDB allowing no disruption does, and keeps a multi-node
+	// command within each controller's budget (karp's default; upstream
+	// honours PDBs only).
+	RespectRolloutBudget bool
+	// ReplaceFirst launches an expiring node's replacement capacity
+	// ahead of its expiry and drains it once that is initialized (the
+	// Expiration method; karp's default). Off, a node is deleted at expiry
+	// and its pods wait for new capacity, as upstream.
+	ReplaceFirst bool
 }
 
 // DefaultOptions are upstream's settings, and karp's protection of
-// running Jobs.
+// running Jobs, respect of rollout budgets and replacement before expiry.
 func DefaultOptions() Options {
 	return Options{PollPeriod: 10 * time.Second, ValidationDelay: 15 * time.Second, QueueTimeout: 10 * time.Minute,
 		MultiNodeTimeout: time.Minute, SingleNodeTimeout: 3 * time.Minute, MaxMultiNodeCandidates: 100, SingleNodeBatch: 25,
-		NominationTTL: 20 * time.Second, ProtectRunningJobs: true}
+		NominationTTL: 20 * time.Second, ProtectRunningJobs: true, RespectRolloutBudget: true, ReplaceFirst: true}
 }

@@ -163,6 +163,13 @@ func (c *Controller) finish(ctx context.Context, q *queued) error {
 	var errs []error
 	for _, cand := range q.cmd.Candidates {
 		nc := cand.NodeClaim()
+		// A deadline may have deleted it meanwhile (expiry, replace-by):
+		// that deletion was counted already.
+		current := &karpv1.NodeClaim{}
+		if err := c.kubeClient.Get(ctx, client.ObjectKeyFromObject(nc), current); apierrors.IsNotFound(err) ||
+			(err == nil && (current.UID != nc.UID || current.DeletionTimestamp != nil)) {
+			continue
+		}
 		if err := c.kubeClient.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
 			errs = append(errs, fmt.Errorf("deleting nodeclaim %s: %w", nc.Name, err))
 			continue

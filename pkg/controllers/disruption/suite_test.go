@@ -162,6 +162,8 @@ type nodeOpts struct {
 	initialized time.Time
 	// terminationGracePeriod, when set, is the NodeClaim's.
 	terminationGracePeriod time.Duration
+	// expireAfter, when set, is the NodeClaim's.
+	expireAfter time.Duration
 }
 
 // runningNode creates an initialized NodeClaim and its Ready Node of the
@@ -182,6 +184,9 @@ func (h *harness) runningNode(name string, o nodeOpts, pods ...*corev1.Pod) *kar
 	ncw := test.MakeNodeClaim(name).Labels(labels).Annotations(o.annotations).Finalizers(o.finalizers...)
 	if o.terminationGracePeriod > 0 {
 		ncw.TerminationGracePeriod(o.terminationGracePeriod)
+	}
+	if o.expireAfter > 0 {
+		ncw.ExpireAfter(karpv1.NillableDuration{Duration: &o.expireAfter})
 	}
 	nc := ncw.Obj()
 	h.create(nc)

@@ -67,6 +67,15 @@ func (c *Controller) validate(ctx context.Context, w *world, p *pending) (Comman
 	if len(inBudget) < len(still) || len(still) == 0 {
 		return Command{}, "the disruption budget no longer allows the move"
 	}
+	if len(still) > 1 {
+		if kept, over := w.withinRolloutBudgets(still); len(kept) < len(still) {
+			for _, cand := range still {
+				if why, ok := over[cand.Name()]; ok {
+					return Command{}, fmt.Sprintf("node %s would take more pods than the rollout budget allows: %s", cand.Name(), why)
+				}
+			}
+		}
+	}
 	ev, ok := method.(evaluator)
 	if !ok {
 		return Command{}, fmt.Sprintf("method %s cannot re-check its move", method.Name())

@@ -9,8 +9,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok/controllers/interruption"
 	"github.com/karp-autoscaler/karp/pkg/test"
@@ -21,7 +23,9 @@ import (
 // interruption notice with `karp interrupt NODE` and checks, by sampling
 // the cluster, that the pod runs on a new node and the interrupted node is
 // gone before the notice's reclaim time, and that the replacement uses a
-// different offering.
+// different offering. Nodes take 5 s to register: the notice leaves time
+// for that, so the replacement is initialized before the drain evicts the
+// pod, which never waits for a launch (--replace-first).
 func TestInterruptionReplacesTheNodeBeforeTheNoticeEnds(t *testing.T) {
 	const name = "e2e-interruption"
 	pool := test.MakeNodePool(name).
@@ -31,6 +35,10 @@ func TestInterruptionReplacesTheNodeBeforeTheNoticeEnds(t *testing.T) {
 		Obj()
 	f, _ := framework.RunPool(t, name, pool)
 	cl := f.Client
+	nodeClass := &kwokv1alpha1.KWOKNodeClass{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	framework.Mutate(t, cl, nodeClass, func() {
+		nodeClass.Spec.NodeRegistrationDelay = &metav1.Duration{Duration: 5 * time.Second}
+	})
 	framework.Create(t, cl, framework.Deployment(name, name, name, 1, "1"))
 	claims := framework.WaitRunningClaims(t, cl, name, 1)
 	if len(claims) != 1 {
@@ -41,6 +49,7 @@ func TestInterruptionReplacesTheNodeBeforeTheNoticeEnds(t *testing.T) {
 		victim = framework.PoolNodeClaimsByName(t.Context(), cl, name)[n]
 	}
 	node := victim.Status.NodeName
+	watch := framework.WatchAvailability(t, f, name)
 
 	out, err := exec.Command(framework.KarpBinary(t), "interrupt", "--kubeconfig", f.Cluster.Kubeconfig, node).CombinedOutput()
 	if err != nil {
@@ -63,6 +72,12 @@ func TestInterruptionReplacesTheNodeBeforeTheNoticeEnds(t *testing.T) {
 	})
 	if now := time.Now(); !now.Before(reclaimAt) {
 		t.Errorf("the node was replaced only at %s, after the notice ended at %s", now.UTC().Format(time.RFC3339), reclaimAt.UTC().Format(time.RFC3339))
+	}
+	if late := watch.WaitedForLaunch(t.Context(), cl, name); len(late) > 0 {
+		t.Errorf("pods waited for their node to launch: %v", late)
+	}
+	if got := len(watch.NewPods()); got != 1 {
+		t.Errorf("%d pods created after the notice, want the evicted pod's one replacement", got)
 	}
 	offering := func(nc karpv1.NodeClaim) string {
 		return nc.Labels[corev1.LabelInstanceTypeStable] + "/" + nc.Labels[corev1.LabelTopologyZone] + "/" + nc.Labels[karpv1.CapacityTypeLabelKey]

@@ -74,6 +74,9 @@ type Controller struct {
 	reservations ReservationMarker
 	clock        clock.Clock
 	recorder     events.EventRecorder
+	// replaceFirst: a spot warning that leaves time for a launch marks the
+	// NodeClaim to be replaced first (ReplaceFirst).
+	replaceFirst bool
 
 	mu       sync.Mutex
 	queueURL string
@@ -86,6 +89,13 @@ func NewController(kubeClient client.Client, api SQSAPI, queueName string, offer
 	return &Controller{kubeClient: kubeClient, sqs: api, queueName: queueName, offerings: offerings, reservations: reservations,
 		clock: clk, recorder: recorder}
 }
+
+// ReplaceFirst makes a spot interruption warning whose first half holds
+// twice the pool's observed launch time mark the NodeClaim to be replaced
+// before it is deleted (half way through the notice at the latest; the
+// drain keeps the other half) instead of deleting it at once
+// (--replace-first).
+func (c *Controller) ReplaceFirst(on bool) { c.replaceFirst = on }
 
 // Name is the controller's name (upstream's).
 func (c *Controller) Name() string { return "interruption" }
@@ -111,6 +121,8 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 }
 
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims/status,verbs=patch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 

@@ -12,7 +12,14 @@
 //   - AWS Health scheduled change for EC2, instance stopping / stopped,
 //     shutting-down / terminated, capacity reservation interruption: the
 //     NodeClaim is deleted;
-//   - rebalance recommendation: an event only.
+//   - rebalance recommendation: an event; for a spot NodeClaim whose
+//     NodePool has the annotation karp.sh/spot-rebalance: replace, the
+//     spot offering is also marked unavailable and then the NodeClaim's
+//     RebalanceRecommended condition set True. The disruption controller
+//     does the rest (replacement first, drain once it is initialized,
+//     within the Drifted budgets). A NodeClaim already marked, being
+//     disrupted or deleting is left alone, so a repeated recommendation
+//     changes nothing.
 //
 // Deleting the NodeClaim hands the node to the core's graceful
 // termination (cordon, drain within the deadline, terminate) while the

@@ -3,6 +3,7 @@ package interruption
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -53,20 +54,25 @@ func (c *Controller) handleInstance(ctx context.Context, msg Message, instanceID
 	switch msg.Kind {
 	case KindSpotInterrupted:
 		// The replacement must not land on the offering being reclaimed.
-		instanceType, zone := nodeClaim.Labels[corev1.LabelInstanceTypeStable], nodeClaim.Labels[corev1.LabelTopologyZone]
-		if instanceType != "" && zone != "" && c.offerings != nil {
-			c.offerings.MarkUnavailable(ctx, string(msg.Kind), instanceType, zone, karpv1.CapacityTypeSpot)
-		}
+		c.markOffering(ctx, nodeClaim, msg.Kind)
 		reclaimAt = c.clock.Now().Add(SpotNoticePeriod)
 		if !msg.Time.IsZero() {
 			reclaimAt = msg.Time.Add(SpotNoticePeriod)
+		}
+		if by, ok, err := c.replaceBy(ctx, nodeClaim, reclaimAt); err != nil || ok {
+			if err != nil {
+				return err
+			}
+			return c.replaceFirstBy(ctx, nodeClaim, node, reclaimAt, by)
 		}
 	case KindCapacityReservationInterrupted:
 		if id := nodeClaim.Labels[awsv1.LabelCapacityReservationID]; id != "" && c.reservations != nil {
 			c.reservations.MarkUnavailable(id)
 		}
 	case KindRebalanceRecommendation:
-		return nil
+		// Replaced gracefully by the disruption controller when the
+		// NodePool opted in; otherwise the event is all.
+		return c.rebalance(ctx, nodeClaim)
 	}
 	deleted, err := interruption.Terminate(ctx, c.kubeClient, nodeClaim, reclaimAt, string(msg.Kind))
 	if err != nil || !deleted {
@@ -88,4 +94,37 @@ func (c *Controller) publish(nodeClaim *karpv1.NodeClaim, node *corev1.Node, eve
 	if node != nil {
 		c.recorder.Eventf(node, nil, eventType, reason, "Interrupt", message)
 	}
+}
+
+// replaceBy is when the NodeClaim is deleted if its replacement is
+// launched first, and whether there is time for that (ReplaceFirst).
+func (c *Controller) replaceBy(ctx context.Context, nodeClaim *karpv1.NodeClaim, reclaimAt time.Time) (time.Time, bool, error) {
+	pool := nodeClaim.Labels[karpv1.NodePoolLabelKey]
+	if !c.replaceFirst || pool == "" {
+		return time.Time{}, false, nil
+	}
+	launch, err := interruption.ObservedLaunchTime(ctx, c.kubeClient, pool)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	by, ok := interruption.ReplaceByForNotice(c.clock.Now(), reclaimAt, launch)
+	return by, ok, nil
+}
+
+// replaceFirstBy marks the NodeClaim to be replaced first and deleted by
+// the given time, its drain ending at reclaimAt.
+func (c *Controller) replaceFirstBy(ctx context.Context, nodeClaim *karpv1.NodeClaim, node *corev1.Node, reclaimAt, by time.Time) error {
+	marked, err := interruption.ReplaceFirst(ctx, c.kubeClient, nodeClaim, reclaimAt, by, string(KindSpotInterrupted))
+	if err != nil || !marked {
+		return err
+	}
+	log.FromContext(ctx).Info("replacing interrupted nodeclaim first", "replaceBy", by.UTC().Format(time.RFC3339),
+		"reclaimAt", reclaimAt.UTC().Format(time.RFC3339))
+	msg := fmt.Sprintf("Interruption triggered termination: launching the replacement first, draining the node once it is initialized or at %s at the latest",
+		by.UTC().Format(time.RFC3339))
+	c.recorder.Eventf(nodeClaim, nil, corev1.EventTypeWarning, interruption.ReasonTerminatingOnInterruption, "Interrupt", "%s", msg)
+	if node != nil {
+		c.recorder.Eventf(node, nil, corev1.EventTypeWarning, interruption.ReasonTerminatingOnInterruption, "Interrupt", "%s", msg)
+	}
+	return nil
 }

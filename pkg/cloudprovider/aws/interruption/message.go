@@ -21,7 +21,10 @@ const (
 	// deleted with the reclaim time as its termination deadline.
 	KindSpotInterrupted Kind = "spot_interrupted"
 	// KindRebalanceRecommendation: a spot instance is at elevated risk of
-	// interruption. Only an event is published.
+	// interruption. An event is published; when the NodePool opted in
+	// (karp.sh/spot-rebalance: replace), the spot offering is marked
+	// unavailable and the NodeClaim RebalanceRecommended, for the
+	// disruption controller to replace it.
 	KindRebalanceRecommendation Kind = "rebalance_recommendation"
 	// KindScheduledChange: AWS Health scheduled maintenance (a retirement,
 	// a reboot) for an EC2 instance. The NodeClaim is deleted.

@@ -24,6 +24,7 @@ import (
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 	"github.com/karp-autoscaler/karp/pkg/index"
+	"github.com/karp-autoscaler/karp/pkg/interruption"
 	"github.com/karp-autoscaler/karp/pkg/metrics"
 )
 
@@ -43,7 +44,24 @@ type Controller struct {
 	recorder      events.EventRecorder
 	// toleration, when positive, replaces every policy's toleration.
 	toleration time.Duration
+	// replaceFirst marks the NodeClaim for replacement ahead of its
+	// deletion (--replace-first) instead of deleting it at once.
+	replaceFirst bool
 }
+
+// WithReplaceFirst makes a repair launch the node's replacement first:
+// the NodeClaim is marked to be deleted within twice the pool's observed
+// launch time (at least repairLead) and the disruption controller deletes
+// it as soon as the replacement is initialized.
+func WithReplaceFirst(on bool) Option {
+	return func(c *Controller) { c.replaceFirst = on }
+}
+
+// Bounds of the time a repair gives the replacement (WithReplaceFirst).
+const (
+	minRepairLead = 30 * time.Second
+	maxRepairLead = 5 * time.Minute
+)
 
 // Option configures the controller.
 type Option func(*Controller)
@@ -131,8 +149,33 @@ func (c *Controller) policies() []cloudprovider.RepairPolicy {
 }
 
 // repair deletes the NodeClaim with a termination deadline of now, so the
-// drain does not wait on a node that cannot run its pods anyway.
+// drain does not wait on a node that cannot run its pods anyway. With
+// replaceFirst it marks the NodeClaim instead, to be deleted (with that
+// deadline) by the time a replacement can launch, or as soon as the
+// disruption controller has one initialized.
 func (c *Controller) repair(ctx context.Context, node *corev1.Node, nodeClaim *karpv1.NodeClaim, cond *corev1.NodeCondition, now time.Time) error {
+	pool, capacityType := nodeClaim.Labels[karpv1.NodePoolLabelKey], nodeClaim.Labels[karpv1.CapacityTypeLabelKey]
+	if c.replaceFirst && pool != "" {
+		if _, _, marked := nodeClaim.ReplaceBy(); marked {
+			return nil // the deadline controller deletes it when due
+		}
+		launch, err := interruption.ObservedLaunchTime(ctx, c.kubeClient, pool)
+		if err != nil {
+			return err
+		}
+		by := now.Add(min(max(2*launch+10*time.Second, minRepairLead), maxRepairLead))
+		marked, err := interruption.ReplaceFirst(ctx, c.kubeClient, nodeClaim, by, by, metrics.ReasonUnhealthy)
+		if err != nil || !marked {
+			return err
+		}
+		c.recorder.Eventf(node, nil, corev1.EventTypeWarning, ReasonNodeRepair, "Repair",
+			"Replacing node: condition %s has been %s since %s; launching its replacement first, deleting the node by %s",
+			cond.Type, cond.Status, cond.LastTransitionTime.UTC().Format(time.RFC3339), by.UTC().Format(time.RFC3339))
+		log.FromContext(ctx).Info("replacing unhealthy nodeclaim first", "condition", string(cond.Type),
+			"NodeClaim", klog.KObj(nodeClaim), "replaceBy", by.UTC().Format(time.RFC3339))
+		UnhealthyDisruptedTotal.WithLabelValues(string(cond.Type), pool, capacityType).Inc()
+		return nil
+	}
 	stored := nodeClaim.DeepCopy()
 	if nodeClaim.Annotations == nil {
 		nodeClaim.Annotations = map[string]string{}
@@ -148,7 +191,6 @@ func (c *Controller) repair(ctx context.Context, node *corev1.Node, nodeClaim *k
 		"Replacing node: condition %s has been %s since %s", cond.Type, cond.Status, cond.LastTransitionTime.UTC().Format(time.RFC3339))
 	log.FromContext(ctx).Info("disrupting nodeclaim", "reason", metrics.ReasonUnhealthy, "condition", string(cond.Type),
 		"NodeClaim", klog.KObj(nodeClaim))
-	pool, capacityType := nodeClaim.Labels[karpv1.NodePoolLabelKey], nodeClaim.Labels[karpv1.CapacityTypeLabelKey]
 	UnhealthyDisruptedTotal.WithLabelValues(string(cond.Type), pool, capacityType).Inc()
 	metrics.NodeClaimsDisruptedTotal.WithLabelValues(metrics.ReasonUnhealthy, pool, capacityType, "", metrics.TerminationModeForceful).Inc()
 	return nil

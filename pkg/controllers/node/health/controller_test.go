@@ -165,3 +165,37 @@ func TestTolerationOverride(t *testing.T) {
 		t.Error("not repaired after the overridden 30s toleration")
 	}
 }
+
+// With --replace-first a repair marks the NodeClaim instead of deleting
+// it: to be deleted within the repair lead (the 30 s floor here: no launch
+// observed), drain deadline the same, reason unhealthy; a second
+// reconcile changes nothing.
+func TestRepairReplacesFirst(t *testing.T) {
+	h.Reset(t)
+	cp := fake.New()
+	cp.SetRepairPolicies(cloudprovider.RepairPolicy{ConditionType: corev1.NodeReady, ConditionStatus: corev1.ConditionFalse, TolerationDuration: toleration})
+	c := health.NewController(h.Client, cp, h.Clock, h.Recorder, health.WithReplaceFirst(true))
+	managedNode(t, "sick", corev1.ConditionFalse)
+	for i := range 9 {
+		managedNode(t, fmt.Sprintf("ok-%d", i), corev1.ConditionTrue)
+	}
+	h.Clock.Step(toleration)
+	want := h.Clock.Now().Add(30 * time.Second).UTC().Truncate(time.Second)
+	for range 2 {
+		if _, err := operatortest.Reconcile(t, h, c, "sick"); err != nil {
+			t.Fatal(err)
+		}
+		h.Clock.Step(5 * time.Second)
+	}
+	nc := claim(t, "sick")
+	if !nc.DeletionTimestamp.IsZero() {
+		t.Fatal("deleted at once, want it marked for replacement first")
+	}
+	by, why, ok := nc.ReplaceBy()
+	if !ok || why != "unhealthy" || !by.Equal(want) {
+		t.Errorf("replace-by = %s (%q, valid %v), want %s (unhealthy), unchanged by the second reconcile", by, why, ok, want)
+	}
+	if got := nc.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey]; got != want.Format(time.RFC3339) {
+		t.Errorf("termination deadline %q, want %s", got, want.Format(time.RFC3339))
+	}
+}

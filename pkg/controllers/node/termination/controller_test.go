@@ -35,6 +35,9 @@ type fixture struct {
 	queue     *Queue
 	stopQueue func()
 	cp        *fake.CloudProvider
+	// ignoreRolloutBudgets builds the queue as --respect-rollout-budget=false
+	// does (the default respects them, as production does).
+	ignoreRolloutBudgets bool
 }
 
 // setup resets the cluster and starts a controller whose eviction queue
@@ -55,6 +58,9 @@ func (f *fixture) restart(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	q := NewQueue(h.Client, h.Recorder)
+	if !f.ignoreRolloutBudgets {
+		q = q.WithRolloutBudgets(h.Client)
+	}
 	done := make(chan struct{})
 	go func() { _ = q.Start(ctx); close(done) }()
 	stop := func() { cancel(); <-done }

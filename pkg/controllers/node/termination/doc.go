@@ -16,7 +16,8 @@
 //     enforced by the API server and a refusal (429) is retried with
 //     exponential backoff. Pods tolerating the disrupted taint, mirror pods
 //     and finished pods are left alone. Pods annotated
-//     karpenter.sh/do-not-disrupt are not evicted;
+//     karpenter.sh/do-not-disrupt are not evicted. A pod no PDB selects is
+//     held to its controller's rollout budget instead (see below);
 //  4. when the NodeClaim's terminationGracePeriod runs out (annotation
 //     karpenter.sh/nodeclaim-termination-timestamp), each remaining pod is
 //     deleted directly at the deadline minus its own grace period, PDBs and
@@ -25,6 +26,19 @@
 //     deadline passed);
 //  6. delete the instance and wait until the provider no longer has it;
 //  7. release the finalizer.
+//
+// Rollout budgets (Queue.WithRolloutBudgets, --respect-rollout-budget):
+// before evicting a Ready pod that no PodDisruptionBudget selects and whose
+// controller is a Deployment (through its ReplicaSet), a ReplicaSet or a
+// StatefulSet, the queue reads from the cache how many of the controller's
+// replicas are unavailable (spec.replicas minus its Ready, non-terminating
+// pods; pkg/rollout, pkg/scheduling RolloutBudget). If they already reach
+// the controller's maxUnavailable, the eviction waits with the usual
+// backoff and the pod gets a FailedDraining event naming the budget. A pod
+// the queue let go counts as unavailable until the cache shows it
+// terminating, so the queue's workers and the drains of several nodes never
+// spend one budget twice. The termination deadline (step 4) bypasses the
+// queue and so the budget.
 //
 // Progress is recorded on the NodeClaim as the Drained, VolumesDetached
 // and InstanceTerminating conditions. All decisions are made from the API

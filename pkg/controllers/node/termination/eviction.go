@@ -38,13 +38,17 @@ type evictionRequest struct {
 
 // Queue evicts pods through the Eviction API, one worker per request at a
 // time, retrying refused evictions (a PodDisruptionBudget allows none now)
-// with per-pod exponential backoff. It holds no state that matters across
-// restarts: the node termination controller adds the pods still to evict
-// on every pass, and adding a pod already queued is a no-op.
+// with per-pod exponential backoff. With WithRolloutBudgets it also holds
+// back, with the same backoff, the eviction of a pod no PDB selects while
+// its controller's rollout budget has no room. It holds no state that
+// matters across restarts: the node termination controller adds the pods
+// still to evict on every pass, and adding a pod already queued is a no-op.
 type Queue struct {
 	kubeClient client.Client
 	recorder   events.EventRecorder
 	queue      workqueue.TypedRateLimitingInterface[evictionRequest]
+	// rollout gates evictions on rollout budgets; nil when off.
+	rollout *rolloutGate
 
 	mu sync.Mutex
 	// tracked holds the requests queued or backing off, with the reason
@@ -63,6 +67,17 @@ func NewQueue(kubeClient client.Client, recorder events.EventRecorder) *Queue {
 			workqueue.TypedRateLimitingQueueConfig[evictionRequest]{Name: "eviction-queue"}),
 		tracked: map[evictionRequest]string{},
 	}
+}
+
+// WithRolloutBudgets makes the queue respect the rollout budget of the
+// controller of each pod no PodDisruptionBudget selects (a Deployment's,
+// ReplicaSet's or StatefulSet's maxUnavailable), read from reader (the
+// manager's cache): an eviction that would make more of its replicas
+// unavailable waits, with backoff, and the pod gets a FailedDraining
+// event naming the budget.
+func (q *Queue) WithRolloutBudgets(reader client.Reader) *Queue {
+	q.rollout = newRolloutGate(reader)
+	return q
 }
 
 // Add queues pods for eviction. reason labels the drained-pods metric.
@@ -123,6 +138,19 @@ func (q *Queue) processNext(ctx context.Context) bool {
 // again later.
 func (q *Queue) evict(ctx context.Context, req evictionRequest) bool {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: req.Name, UID: req.UID}}
+	if q.rollout != nil {
+		held, err := q.rollout.admit(ctx, req)
+		if err != nil {
+			log.FromContext(ctx).Error(err, "reading the rollout budget", "Pod", klog.KObj(pod))
+			return true
+		}
+		if held != "" {
+			podsEvictionsHeldTotal.Inc()
+			q.recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonFailedDraining, "Evict",
+				"Failed to evict pod: it would exceed its controller's rollout budget: %s", truncate(held))
+			return true
+		}
+	}
 	uid := req.UID
 	eviction := &policyv1.Eviction{
 		ObjectMeta:    metav1.ObjectMeta{Namespace: req.Namespace, Name: req.Name},
@@ -130,6 +158,9 @@ func (q *Queue) evict(ctx context.Context, req evictionRequest) bool {
 	}
 	err := q.kubeClient.SubResource("eviction").Create(ctx, pod, eviction)
 	podsEvictionRequestsTotal.WithLabelValues(strconv.Itoa(statusCode(err))).Inc()
+	if err != nil && q.rollout != nil {
+		q.rollout.release(req.UID)
+	}
 	switch {
 	case err == nil:
 		reason := q.reason(req)

@@ -44,10 +44,17 @@ var (
 		Namespace: metrics.Namespace, Subsystem: podsSubsystem, Name: "eviction_requests_total",
 		Help: "The number of eviction requests by response code.",
 	}, []string{codeLabel})
+
+	// podsEvictionsHeldTotal counts evictions karp held back because they
+	// would exceed the rollout budget of the pod's controller (karp's own).
+	podsEvictionsHeldTotal = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Subsystem: podsSubsystem, Name: "evictions_held_by_rollout_budget_total",
+		Help: "The number of evictions held back because they would make more of the pod's controller's replicas unavailable than its rollout budget (maxUnavailable) allows.",
+	})
 )
 
 // collectors lists this package's metrics for registration.
 func collectors() []prometheus.Collector {
 	return []prometheus.Collector{nodesDrainedTotal, nodesTerminationDurationSeconds, nodesLifetimeDurationSeconds,
-		podsDrainedTotal, podsEvictionRequestsTotal}
+		podsDrainedTotal, podsEvictionRequestsTotal, podsEvictionsHeldTotal}
 }

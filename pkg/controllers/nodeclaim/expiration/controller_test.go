@@ -83,3 +83,47 @@ func TestNeverAndForeignNodeClaimsDoNotExpire(t *testing.T) {
 		}
 	}
 }
+
+// A replace-by deadline (an interruption or repair the disruption
+// controller had until then to replace first) deletes the NodeClaim when
+// it comes, before a later expiry, counted under the annotation's reason;
+// until then the controller requeues for it.
+func TestDeletesAtTheReplaceByDeadline(t *testing.T) {
+	h.Reset(t)
+	c := expiration.NewController(h.Client, fake.New(), h.Clock)
+	h.Create(t, test.MakeNodePool("p").Obj())
+	nc := test.MakeNodeClaim("interrupted").NodePool("p").Label(karpv1.CapacityTypeLabelKey, karpv1.CapacityTypeSpot).
+		ExpireAfter(karpv1.NewNillableDuration(time.Hour)).Obj()
+	nc = create(t, nc)
+	by := nc.CreationTimestamp.Add(time.Minute)
+	nc.Annotations = map[string]string{karpv1.ReplaceByAnnotationKey: by.UTC().Format(time.RFC3339),
+		karpv1.ReplaceReasonAnnotationKey: metrics.ReasonInterrupted}
+	if err := h.Client.Update(t.Context(), nc); err != nil {
+		t.Fatal(err)
+	}
+	counter := metrics.NodeClaimsDisruptedTotal.WithLabelValues(metrics.ReasonInterrupted, "p", karpv1.CapacityTypeSpot,
+		string(karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized), metrics.TerminationModeForceful)
+	before := testutil.ToFloat64(counter)
+
+	h.Clock.Step(20 * time.Second)
+	res, err := operatortest.Reconcile(t, h, c, nc.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if deleting(t, nc.Name) {
+		t.Fatal("deleted before its replace-by deadline")
+	}
+	if res.RequeueAfter != 40*time.Second {
+		t.Errorf("RequeueAfter = %s, want the 40s left to the replace-by deadline (not the hour to expiry)", res.RequeueAfter)
+	}
+	h.Clock.Step(40 * time.Second)
+	if _, err := operatortest.Reconcile(t, h, c, nc.Name); err != nil {
+		t.Fatal(err)
+	}
+	if !deleting(t, nc.Name) {
+		t.Fatal("not deleted at its replace-by deadline")
+	}
+	if got := testutil.ToFloat64(counter) - before; got != 1 {
+		t.Errorf("disrupted_total{reason=interrupted} grew by %v, want 1", got)
+	}
+}

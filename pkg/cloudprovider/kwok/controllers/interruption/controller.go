@@ -50,14 +50,29 @@ type Controller struct {
 	offerings  OfferingMarker
 	clock      clock.Clock
 	recorder   events.EventRecorder
+	// replaceFirst marks the NodeClaim for replacement ahead of its
+	// deletion when the notice leaves time for a launch.
+	replaceFirst bool
 }
+
+// Option configures the controller.
+type Option func(*Controller)
+
+// WithReplaceFirst makes a notice that leaves time for a launch mark the
+// NodeClaim to be replaced first (--replace-first) instead of deleting it
+// at once.
+func WithReplaceFirst(on bool) Option { return func(c *Controller) { c.replaceFirst = on } }
 
 var _ reconcile.ObjectReconciler[*corev1.Node] = (*Controller)(nil)
 
 // NewController builds the interruption controller. offerings may be nil
 // (the provider keeps no availability cache).
-func NewController(kubeClient client.Client, offerings OfferingMarker, clk clock.Clock, recorder events.EventRecorder) *Controller {
-	return &Controller{kubeClient: kubeClient, offerings: offerings, clock: clk, recorder: recorder}
+func NewController(kubeClient client.Client, offerings OfferingMarker, clk clock.Clock, recorder events.EventRecorder, opts ...Option) *Controller {
+	c := &Controller{kubeClient: kubeClient, offerings: offerings, clock: clk, recorder: recorder}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
 }
 
 // Name is the controller's name.
@@ -100,6 +115,23 @@ func (c *Controller) Reconcile(ctx context.Context, node *corev1.Node) (reconcil
 	if c.offerings != nil && key.InstanceType != "" {
 		c.offerings.MarkOfferingUnavailable(ctx, key)
 	}
+	if by, ok, err := c.replaceBy(ctx, nodeClaim, reclaimAt); err != nil || ok {
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		marked, err := interruption.ReplaceFirst(ctx, c.kubeClient, nodeClaim, reclaimAt, by, metrics.ReasonInterrupted)
+		if err != nil || !marked {
+			return reconcile.Result{}, err
+		}
+		c.recorder.Eventf(node, nil, corev1.EventTypeWarning, ReasonSpotInterrupted, "Interrupt",
+			"Node received an interruption notice; its instance is reclaimed at %s", reclaimAt.UTC().Format(time.RFC3339))
+		c.recorder.Eventf(nodeClaim, nil, corev1.EventTypeWarning, ReasonTerminatingOnInterruption, "Interrupt",
+			"Terminating on interruption: launching the replacement first, draining the node once it is initialized or at %s at the latest; offering %s unavailable for a while",
+			by.UTC().Format(time.RFC3339), key)
+		log.FromContext(ctx).Info("replacing interrupted nodeclaim first", "NodeClaim", klog.KObj(nodeClaim),
+			"offering", key.String(), "replaceBy", by.UTC().Format(time.RFC3339), "reclaimAt", reclaimAt.UTC().Format(time.RFC3339))
+		return reconcile.Result{}, nil
+	}
 	deleted, err := interruption.Terminate(ctx, c.kubeClient, nodeClaim, reclaimAt, metrics.ReasonInterrupted)
 	if err != nil || !deleted {
 		return reconcile.Result{}, err
@@ -112,4 +144,20 @@ func (c *Controller) Reconcile(ctx context.Context, node *corev1.Node) (reconcil
 	log.FromContext(ctx).Info("disrupting nodeclaim", "reason", metrics.ReasonInterrupted, "NodeClaim", klog.KObj(nodeClaim),
 		"offering", key.String(), "reclaimIn", left.String())
 	return reconcile.Result{}, nil
+}
+
+// replaceBy is when the NodeClaim is deleted if its replacement is
+// launched first, and whether there is time for that: replace-first is on
+// and half the notice holds twice the pool's observed launch time.
+func (c *Controller) replaceBy(ctx context.Context, nodeClaim *karpv1.NodeClaim, reclaimAt time.Time) (time.Time, bool, error) {
+	pool := nodeClaim.Labels[karpv1.NodePoolLabelKey]
+	if !c.replaceFirst || pool == "" {
+		return time.Time{}, false, nil
+	}
+	launch, err := interruption.ObservedLaunchTime(ctx, c.kubeClient, pool)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	by, ok := interruption.ReplaceByForNotice(c.clock.Now(), reclaimAt, launch)
+	return by, ok, nil
 }

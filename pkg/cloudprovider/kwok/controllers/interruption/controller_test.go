@@ -2,6 +2,7 @@ package interruption_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,5 +139,50 @@ func TestMalformedNoticeIsATerminalError(t *testing.T) {
 	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "n"}}
 	if h.Get(t, nc); !nc.DeletionTimestamp.IsZero() {
 		t.Error("deleted on a malformed notice")
+	}
+}
+
+// With --replace-first, a notice whose first half holds a launch marks the
+// NodeClaim to be replaced first, to be deleted half way through the
+// notice at the latest (the drain keeps the other half, its deadline the
+// reclaim time); a second reconcile changes nothing. A notice too short
+// for a launch deletes the NodeClaim at once, as without the option.
+func TestNoticeWithTimeToLaunchReplacesFirst(t *testing.T) {
+	h.Reset(t)
+	cp, err := kwok.New(h.Client, kwok.WithInstanceTypes(fake.DefaultInstanceTypes()), kwok.WithClock(h.Clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cp.Close)
+	c := interruption.NewController(h.Client, cp, h.Clock, h.Recorder, interruption.WithReplaceFirst(true))
+	now := h.Clock.Now()
+	reclaimAt := now.Add(interruption.NoticePeriod)
+	spotNode(t, "warned", reclaimAt.UTC().Format(time.RFC3339))
+	spotNode(t, "short", now.Add(15*time.Second).UTC().Format(time.RFC3339))
+
+	for range 2 {
+		for _, name := range []string{"warned", "short"} {
+			if _, err := operatortest.Reconcile(t, h, c, name); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	warned := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "warned"}}
+	if !h.Get(t, warned) || !warned.DeletionTimestamp.IsZero() {
+		t.Fatal("NodeClaim with a 2m notice deleted at once, want it marked for replacement first")
+	}
+	by, why, ok := warned.ReplaceBy()
+	if !ok || why != "interrupted" || !by.Equal(now.Add(time.Minute).Truncate(time.Second)) {
+		t.Errorf("replace-by = %s (%q, valid %v), want %s (interrupted)", by, why, ok, now.Add(time.Minute).Truncate(time.Second))
+	}
+	if got := warned.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey]; got != reclaimAt.UTC().Format(time.RFC3339) {
+		t.Errorf("termination deadline %q, want the reclaim time %s", got, reclaimAt.UTC().Format(time.RFC3339))
+	}
+	short := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "short"}}
+	if h.Get(t, short) && short.DeletionTimestamp.IsZero() {
+		t.Error("NodeClaim with a 15s notice not deleted at once")
+	}
+	if note := h.EventNote(t, "NodeClaim", "warned", interruption.ReasonTerminatingOnInterruption); !strings.Contains(note, "replacement first") {
+		t.Errorf("%s note %q does not say the replacement comes first", interruption.ReasonTerminatingOnInterruption, note)
 	}
 }

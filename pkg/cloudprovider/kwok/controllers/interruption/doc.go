@@ -7,11 +7,16 @@
 //     unavailable for a few minutes, so the replacement lands elsewhere;
 //  2. sets the NodeClaim's termination deadline to the reclaim time, so
 //     the drain finishes before the instance would vanish; and
-//  3. deletes the NodeClaim at once. Its pods become pending for the
-//     provisioner while the drain runs, so the replacement launches in
-//     parallel with the drain, well before the notice ends.
+//  3. with --replace-first (WithReplaceFirst), when half the notice holds
+//     twice the pool's observed launch time plus slack, annotates the
+//     NodeClaim to be replaced first, deleted half way through the notice
+//     at the latest: the disruption controller launches the replacement
+//     and deletes the NodeClaim once it is initialized, so the evicted
+//     pods land on ready capacity. Otherwise it deletes the NodeClaim at
+//     once: its pods become pending for the provisioner while the drain
+//     runs, so the replacement launches in parallel with the drain.
 //
-// Steps 2 and 3 are pkg/interruption's Terminate, which the AWS provider's
-// SQS interruption controller uses too. Interruption is forceful: budgets
-// do not apply (the capacity is going away regardless).
+// Steps 2 and 3 are pkg/interruption's ReplaceFirst and Terminate, which
+// the AWS provider's SQS interruption controller uses too. Interruption is
+// forceful: budgets do not apply (the capacity is going away regardless).
 package interruption
