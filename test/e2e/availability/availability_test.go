@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -47,14 +48,22 @@ var apps = []app{{"web", 6, 1}, {"api", 3, 1}} // web: the default 25% of 6, rou
 // with no PDB whose pods take 5 s to become Ready, on nodes that take 8 s
 // to register, with a 100% disruption budget (nothing but karp's own
 // rules holds the drains back). Through a drift of every node, a
-// consolidation, and an expiry of every node, no Deployment ever has
-// fewer available pods than replicas - maxUnavailable; during the expiry
-// every pod the drains recreate lands on a node that was initialized
-// before the pod was created (its replacement was ready before the drain
-// began), so none waits for a launch.
+// consolidation, an expiry of every node and a spot interruption notice
+// for every node, no Deployment ever has fewer available pods than
+// replicas - maxUnavailable; during the expiry and the interruption every
+// pod the drains recreate lands on a node that was initialized before the
+// pod was created (its replacement was ready before the drain began), so
+// none waits for a launch. The baseline run (make availability) also
+// measures a repair (one node of three stops reporting Ready), which has
+// no floor to assert: the broken node's pods are unavailable before any
+// drain.
 func TestDisruptionKeepsDeploymentsWithinTheirRolloutBudget(t *testing.T) {
 	baseline := os.Getenv("KARP_E2E_AVAILABILITY_BASELINE") == "1"
-	for _, phase := range []string{"drift", "consolidation", "expiry"} {
+	phases := []string{"drift", "consolidation", "expiry", "interruption"}
+	if baseline {
+		phases = append(phases, "repair")
+	}
+	for _, phase := range phases {
 		t.Run(phase, func(t *testing.T) {
 			// Each run in its own subtest: its controller stops with it,
 			// before the next run starts its own (a second one would only
@@ -62,6 +71,9 @@ func TestDisruptionKeepsDeploymentsWithinTheirRolloutBudget(t *testing.T) {
 			var on, off result
 			t.Run("protected", func(t *testing.T) {
 				on = run(t, phase, true)
+				if phase == "repair" {
+					return // measured only: a broken node's pods are unavailable before any drain
+				}
 				if msg := on.violations(); msg != "" {
 					t.Errorf("%s with karp's protections: %s", phase, msg)
 				}
@@ -116,9 +128,13 @@ func run(t *testing.T, phase string, on bool) result {
 	if phase == "consolidation" {
 		consolidateAfter = "10s"
 	}
+	capacityType := karpv1.CapacityTypeOnDemand
+	if phase == "interruption" {
+		capacityType = karpv1.CapacityTypeSpot
+	}
 	pw := test.MakeNodePool(name).
 		Labels(map[string]string{"rollout": "v1"}).
-		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand).
+		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, capacityType).
 		Requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, instanceType).
 		Budgets(karpv1.Budget{Nodes: "100%"}).
 		ConsolidationPolicy(karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized).
@@ -127,6 +143,9 @@ func run(t *testing.T, phase string, on bool) result {
 		pw = pw.ExpireAfter(karpv1.NewNillableDuration(expireAfter))
 	}
 	args := slices.Clone(framework.FastDisruptionArgs)
+	if phase == "repair" {
+		args = append(args, "--feature-gates=NodeRepair=true", "--node-repair-toleration=15s")
+	}
 	if !on {
 		args = append(args, "--respect-rollout-budget=false", "--replace-first=false")
 	}
@@ -154,6 +173,7 @@ func run(t *testing.T, phase string, on bool) result {
 		return n == want, fmt.Sprintf("%d of %d pods available", n, want)
 	})
 	original := framework.PoolNodeClaimsByName(t.Context(), cl, name)
+	broken := "" // repair: the node made unhealthy
 	watch.Reset()
 
 	switch phase {
@@ -164,11 +184,35 @@ func run(t *testing.T, phase string, on bool) result {
 		filler := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "filler", Namespace: name}}
 		framework.Mutate(t, cl, filler, func() { filler.Spec.Replicas = new(int32) })
 		want -= 3
+	case "interruption":
+		// A spot interruption notice (two minutes) for every node at once.
+		for _, nc := range original {
+			out, err := exec.Command(framework.KarpBinary(t), "interrupt", "--kubeconfig", f.Cluster.Kubeconfig, nc.Status.NodeName).CombinedOutput()
+			if err != nil {
+				t.Fatalf("karp interrupt %s: %v\n%s", nc.Status.NodeName, err, out)
+			}
+		}
+	case "repair":
+		// One node of the three stops reporting Ready (repair takes at
+		// most a fifth of a pool at a time, rounded up).
+		for _, nc := range original {
+			broken = nc.Status.NodeName
+			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nc.Status.NodeName}}
+			framework.Mutate(t, cl, node, func() {
+				if node.Annotations == nil {
+					node.Annotations = map[string]string{}
+				}
+				node.Annotations[localcluster.KWOKReadyAnnotationKey] = localcluster.KWOKNotReadyValue
+			})
+			original = map[string]karpv1.NodeClaim{nc.Name: nc}
+			break
+		}
 	}
 
 	// The window ends when every original node is gone (for the
 	// consolidation: when at most two-thirds remain) and every pod is
-	// available again.
+	// available again (for the repair: off the broken node, whose pods the
+	// API may still show Ready after it is gone).
 	framework.Eventually(t, 5*time.Minute, func(ctx context.Context) (bool, string) {
 		claims := framework.PoolNodeClaimsByName(ctx, cl, name)
 		left, deleting := 0, 0
@@ -184,7 +228,12 @@ func run(t *testing.T, phase string, on bool) result {
 		if phase == "consolidation" {
 			gone = left*3 <= len(original)*2 && deleting == 0
 		}
-		n := len(framework.AvailablePods(ctx, cl, name, nil))
+		n := 0
+		for _, p := range framework.AvailablePods(ctx, cl, name, nil) {
+			if p.Spec.NodeName != broken {
+				n++
+			}
+		}
 		return gone && n == want, fmt.Sprintf("%d of %d original NodeClaims left (%d deleting), %d of %d pods available; %s",
 			left, len(original), deleting, n, want, watch.Summary())
 	})
@@ -193,7 +242,7 @@ func run(t *testing.T, phase string, on bool) result {
 	for _, a := range apps {
 		res.lowest[a.name] = watch.Lowest(a.name)
 	}
-	if phase == "expiry" {
+	if phase == "expiry" || phase == "interruption" {
 		res.late = watch.WaitedForLaunch(t.Context(), cl, name)
 	}
 	return res
