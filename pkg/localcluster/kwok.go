@@ -58,6 +58,11 @@ const (
 // on SIGTERM.
 const KWOKPodDeleteDelayAnnotationKey = "pod-delete.stage.kwok.x-k8s.io/delay"
 
+// KWOKPodCompleteDelayAnnotationKey on a Pod of a Job sets how long it
+// runs before kwok completes it (Succeeded), as a Go duration ("45s"); the
+// annotation upstream's kwok pod-complete stage reads.
+const KWOKPodCompleteDelayAnnotationKey = "pod-complete.stage.kwok.x-k8s.io/delay"
+
 // KWOKPodReadyDelayAnnotationKey on a Pod sets how long a bound Pod stays
 // Pending before kwok starts it Running and Ready, as a Go duration
 // ("5s"): a workload whose pods take seconds to become Ready. It is the annotation upstream's
@@ -103,7 +108,9 @@ const KWOKPodReadyDelayAnnotationKey = "pod-ready.stage.kwok.x-k8s.io/delay"
 //     resyncs as long as it runs, whether or not the Node is annotated
 //     karp.sh/kwok-ready=false (a kubelet reporting its node not Ready
 //     still runs).
-//   - pod-succeeded: a Running Pod owned by a Job completes.
+//   - pod-succeeded: a Running Pod owned by a Job completes, at once or
+//     after the delay its pod-complete.stage.kwok.x-k8s.io/delay annotation
+//     gives (see KWOKPodCompleteDelayAnnotationKey).
 //   - pod-remove: a Pod being deleted is removed, as a kubelet would: at
 //     once, or when its deletion timestamp (the end of its grace period)
 //     comes if it has a preStop hook, or after the delay its
@@ -466,6 +473,10 @@ spec:
     - key: '.metadata.ownerReferences.[].kind'
       operator: In
       values: [Job]
+  delay:
+    durationMilliseconds: 0
+    durationFrom:
+      expressionFrom: '.metadata.annotations["pod-complete.stage.kwok.x-k8s.io/delay"] // "0s"'
   next:
     statusTemplate: |
       {{ $now := Now }}

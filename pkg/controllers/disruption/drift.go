@@ -6,7 +6,6 @@ import (
 	"time"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
-	"github.com/karp-autoscaler/karp/pkg/simulation"
 )
 
 // Drift replaces nodes whose NodeClaim is Drifted (set by the NodeClaim
@@ -42,19 +41,8 @@ func (d *Drift) ComputeCommand(ctx context.Context, w *world, sim Simulator, bud
 		}
 		return driftedAt(cands[i]).Before(driftedAt(cands[j]))
 	})
-	for _, c := range w.withinBudget(budgets, d.Reason(), cands) {
-		res, err := sim.Simulate(ctx, simulation.ConsolidationOptions{SpotToSpot: true}, c)
-		if err != nil {
-			return Command{}, err
-		}
-		if res.Decision == simulation.ConsolidationNone {
-			w.block(c.Name(), BlockedNoCheaper, "drifted, but %s", res.Reason)
-			continue
-		}
-		return Command{Candidates: []*Candidate{c}, Replacements: res.Replacements, Reason: d.Reason(),
-			Method: d, Savings: res.Savings}, nil
-	}
-	return Command{}, nil
+	return firstReplaceable(ctx, w, sim, d, d.Reason(), w.withinBudget(budgets, d.Reason(), cands),
+		func(*Candidate) string { return "drifted, but " })
 }
 
 func driftedAt(c *Candidate) time.Time {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
-	"github.com/karp-autoscaler/karp/pkg/simulation"
 )
 
 // DisruptionReasonExpired is the reason of the commands that replace an
@@ -77,21 +76,10 @@ func (e *Expiration) ComputeCommand(ctx context.Context, w *world, sim Simulator
 		aj, _ := expiresAt(cands[j])
 		return ai.Before(aj)
 	})
-	for _, c := range cands {
-		res, err := sim.Simulate(ctx, simulation.ConsolidationOptions{SpotToSpot: true}, c)
-		if err != nil {
-			return Command{}, err
-		}
-		if res.Decision == simulation.ConsolidationNone {
-			at, _ := expiresAt(c)
-			w.block(c.Name(), BlockedNoCheaper, "expires at %s, but its replacement cannot be launched ahead: %s",
-				at.UTC().Format(time.RFC3339), res.Reason)
-			continue
-		}
-		return Command{Candidates: []*Candidate{c}, Replacements: res.Replacements, Reason: e.Reason(),
-			Method: e, Savings: res.Savings}, nil
-	}
-	return Command{}, nil
+	return firstReplaceable(ctx, w, sim, e, e.Reason(), cands, func(c *Candidate) string {
+		at, _ := expiresAt(c)
+		return "expires at " + at.UTC().Format(time.RFC3339) + ", but its replacement cannot be launched ahead: "
+	})
 }
 
 // expiresAt is when the candidate's NodeClaim expires, if it does.

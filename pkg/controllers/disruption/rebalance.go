@@ -6,7 +6,6 @@ import (
 	"time"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
-	"github.com/karp-autoscaler/karp/pkg/simulation"
 )
 
 // ReasonSpotRebalance is the disruption reason of the commands of
@@ -69,19 +68,8 @@ func (r *SpotRebalance) ComputeCommand(ctx context.Context, w *world, sim Simula
 		}
 		return recommendedAt(cands[i]).Before(recommendedAt(cands[j]))
 	})
-	for _, c := range w.withinBudget(budgets, r.Reason(), cands) {
-		res, err := sim.Simulate(ctx, simulation.ConsolidationOptions{SpotToSpot: true}, c)
-		if err != nil {
-			return Command{}, err
-		}
-		if res.Decision == simulation.ConsolidationNone {
-			w.block(c.Name(), BlockedNoCheaper, "rebalance recommended, but %s", res.Reason)
-			continue
-		}
-		return Command{Candidates: []*Candidate{c}, Replacements: res.Replacements, Reason: ReasonSpotRebalance,
-			Method: r, Savings: res.Savings}, nil
-	}
-	return Command{}, nil
+	return firstReplaceable(ctx, w, sim, r, ReasonSpotRebalance, w.withinBudget(budgets, r.Reason(), cands),
+		func(*Candidate) string { return "rebalance recommended, but " })
 }
 
 func recommendedAt(c *Candidate) time.Time {

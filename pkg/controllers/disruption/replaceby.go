@@ -7,7 +7,6 @@ import (
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/metrics"
-	"github.com/karp-autoscaler/karp/pkg/simulation"
 )
 
 // Reasons of the commands that replace a node ahead of a forceful
@@ -78,20 +77,8 @@ func (r *ReplaceBy) ComputeCommand(ctx context.Context, w *world, sim Simulator,
 		aj, _, _ := cands[j].NodeClaim().ReplaceBy()
 		return ai.Before(aj)
 	})
-	for _, c := range cands {
-		res, err := sim.Simulate(ctx, simulation.ConsolidationOptions{SpotToSpot: true}, c)
-		if err != nil {
-			return Command{}, err
-		}
-		if res.Decision == simulation.ConsolidationNone {
-			at, _, _ := c.NodeClaim().ReplaceBy()
-			_, why, _ := c.NodeClaim().ReplaceBy()
-			w.block(c.Name(), BlockedNoCheaper, "%s: deleted by %s, but its replacement cannot be launched first: %s",
-				why, at.UTC().Format(time.RFC3339), res.Reason)
-			continue
-		}
-		return Command{Candidates: []*Candidate{c}, Replacements: res.Replacements, Reason: r.reason,
-			Method: r, Savings: res.Savings}, nil
-	}
-	return Command{}, nil
+	return firstReplaceable(ctx, w, sim, r, r.reason, cands, func(c *Candidate) string {
+		at, why, _ := c.NodeClaim().ReplaceBy()
+		return why + ": deleted by " + at.UTC().Format(time.RFC3339) + ", but its replacement cannot be launched first: "
+	})
 }
