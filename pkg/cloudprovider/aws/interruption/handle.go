@@ -100,7 +100,8 @@ func (c *Controller) publish(nodeClaim *karpv1.NodeClaim, node *corev1.Node, eve
 // launched first, and whether there is time for that (ReplaceFirst).
 func (c *Controller) replaceBy(ctx context.Context, nodeClaim *karpv1.NodeClaim, reclaimAt time.Time) (time.Time, bool, error) {
 	pool := nodeClaim.Labels[karpv1.NodePoolLabelKey]
-	if !c.replaceFirst || pool == "" {
+	if !c.replaceFirst || pool == "" || !nodeClaim.StatusConditions().IsTrue(karpv1.ConditionTypeInitialized) {
+		// An uninitialized node runs no pods to protect: it goes at once.
 		return time.Time{}, false, nil
 	}
 	launch, err := interruption.ObservedLaunchTime(ctx, c.kubeClient, pool)

@@ -155,7 +155,7 @@ func (c *Controller) policies() []cloudprovider.RepairPolicy {
 // disruption controller has one initialized.
 func (c *Controller) repair(ctx context.Context, node *corev1.Node, nodeClaim *karpv1.NodeClaim, cond *corev1.NodeCondition, now time.Time) error {
 	pool, capacityType := nodeClaim.Labels[karpv1.NodePoolLabelKey], nodeClaim.Labels[karpv1.CapacityTypeLabelKey]
-	if c.replaceFirst && pool != "" {
+	if c.replaceFirst && pool != "" && nodeClaim.StatusConditions().IsTrue(karpv1.ConditionTypeInitialized) {
 		if _, _, marked := nodeClaim.ReplaceBy(); marked {
 			return nil // the deadline controller deletes it when due
 		}

@@ -176,6 +176,9 @@ func TestRepairReplacesFirst(t *testing.T) {
 	cp.SetRepairPolicies(cloudprovider.RepairPolicy{ConditionType: corev1.NodeReady, ConditionStatus: corev1.ConditionFalse, TolerationDuration: toleration})
 	c := health.NewController(h.Client, cp, h.Clock, h.Recorder, health.WithReplaceFirst(true))
 	managedNode(t, "sick", corev1.ConditionFalse)
+	sick := claim(t, "sick")
+	sick.StatusConditions().SetTrue(karpv1.ConditionTypeInitialized)
+	h.UpdateStatus(t, sick)
 	for i := range 9 {
 		managedNode(t, fmt.Sprintf("ok-%d", i), corev1.ConditionTrue)
 	}

@@ -151,7 +151,8 @@ func (c *Controller) Reconcile(ctx context.Context, node *corev1.Node) (reconcil
 // and half the notice holds twice the pool's observed launch time.
 func (c *Controller) replaceBy(ctx context.Context, nodeClaim *karpv1.NodeClaim, reclaimAt time.Time) (time.Time, bool, error) {
 	pool := nodeClaim.Labels[karpv1.NodePoolLabelKey]
-	if !c.replaceFirst || pool == "" {
+	if !c.replaceFirst || pool == "" || !nodeClaim.StatusConditions().IsTrue(karpv1.ConditionTypeInitialized) {
+		// An uninitialized node runs no pods to protect: it goes at once.
 		return time.Time{}, false, nil
 	}
 	launch, err := interruption.ObservedLaunchTime(ctx, c.kubeClient, pool)

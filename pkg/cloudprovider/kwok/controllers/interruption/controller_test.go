@@ -146,7 +146,8 @@ func TestMalformedNoticeIsATerminalError(t *testing.T) {
 // NodeClaim to be replaced first, to be deleted half way through the
 // notice at the latest (the drain keeps the other half, its deadline the
 // reclaim time); a second reconcile changes nothing. A notice too short
-// for a launch deletes the NodeClaim at once, as without the option.
+// for a launch, or a NodeClaim not initialized yet, is deleted at once, as
+// without the option.
 func TestNoticeWithTimeToLaunchReplacesFirst(t *testing.T) {
 	h.Reset(t)
 	cp, err := kwok.New(h.Client, kwok.WithInstanceTypes(fake.DefaultInstanceTypes()), kwok.WithClock(h.Clock))
@@ -159,9 +160,13 @@ func TestNoticeWithTimeToLaunchReplacesFirst(t *testing.T) {
 	reclaimAt := now.Add(interruption.NoticePeriod)
 	spotNode(t, "warned", reclaimAt.UTC().Format(time.RFC3339))
 	spotNode(t, "short", now.Add(15*time.Second).UTC().Format(time.RFC3339))
+	spotNode(t, "starting", reclaimAt.UTC().Format(time.RFC3339))
+	for _, name := range []string{"warned", "short"} {
+		initialized(t, name)
+	}
 
 	for range 2 {
-		for _, name := range []string{"warned", "short"} {
+		for _, name := range []string{"warned", "short", "starting"} {
 			if _, err := operatortest.Reconcile(t, h, c, name); err != nil {
 				t.Fatal(err)
 			}
@@ -182,7 +187,21 @@ func TestNoticeWithTimeToLaunchReplacesFirst(t *testing.T) {
 	if h.Get(t, short) && short.DeletionTimestamp.IsZero() {
 		t.Error("NodeClaim with a 15s notice not deleted at once")
 	}
+	// Not initialized: it runs no pods to protect, so it goes at once.
+	starting := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "starting"}}
+	if h.Get(t, starting) && starting.DeletionTimestamp.IsZero() {
+		t.Error("uninitialized NodeClaim not deleted at once")
+	}
 	if note := h.EventNote(t, "NodeClaim", "warned", interruption.ReasonTerminatingOnInterruption); !strings.Contains(note, "replacement first") {
 		t.Errorf("%s note %q does not say the replacement comes first", interruption.ReasonTerminatingOnInterruption, note)
 	}
+}
+
+// initialized marks the NodeClaim Initialized.
+func initialized(t *testing.T, name string) {
+	t.Helper()
+	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	h.Get(t, nc)
+	nc.StatusConditions().SetTrue(karpv1.ConditionTypeInitialized)
+	h.UpdateStatus(t, nc)
 }
