@@ -186,10 +186,15 @@ func (c *Controller) newCandidate(ctx context.Context, w *world, sn *state.State
 	// A pod blocker keeps the node from every method, except that drift
 	// may still take a node whose NodeClaim has a terminationGracePeriod.
 	graceful := sn.NodeClaim.Spec.TerminationGracePeriod != nil
-	for _, pod := range cand.ReschedulablePods {
-		dnd := doNotDisrupt(pod, w.now)
-		c.events.doNotDisrupt(string(sn.Node.UID), pod, dnd)
-		if dnd.active {
+	// Every pod's do-not-disrupt annotation is explained (an invalid value
+	// warned about), whichever pod blocks the node first.
+	dnds := make([]doNotDisruptStatus, len(cand.ReschedulablePods))
+	for i, pod := range cand.ReschedulablePods {
+		dnds[i] = doNotDisrupt(pod, w.now)
+		c.events.doNotDisrupt(string(sn.Node.UID), pod, dnds[i])
+	}
+	for i, pod := range cand.ReschedulablePods {
+		if dnds[i].active {
 			w.block(name, BlockedDoNotDisrupt, "pod %s/%s has the %s annotation", pod.Namespace, pod.Name,
 				karpv1.DoNotDisruptAnnotationKey)
 			return podBlocked(cand, graceful)

@@ -133,6 +133,26 @@ func TestDoNotDisruptAnnotationEvents(t *testing.T) {
 	}
 }
 
+// An invalid do-not-disrupt value is warned about even when another pod of
+// the node blocks it first (here one with do-not-disrupt "true", either
+// order).
+func TestInvalidDoNotDisruptIsWarnedBehindABlocker(t *testing.T) {
+	h := newHarness(t)
+	h.readyNodePool(test.MakeNodePool("default").Obj())
+	blocker, invalid := pod("a-blocker", "500m"), pod("b-invalid", "500m")
+	blocker.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}
+	invalid.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "maybe"}
+	h.runningNode("big", nodeOpts{it: largeType}, blocker, invalid)
+	h.pass()
+	note := h.base.EventNote(h.podObj("b-invalid"), disruption.ReasonInvalidDoNotDisruptAnnotation)
+	if want := `Invalid karpenter.sh/do-not-disrupt annotation: "maybe" is not a duration`; !strings.HasPrefix(note, want) {
+		t.Errorf("note = %q, want %q", note, want)
+	}
+	if c := h.blocked("big"); c == nil || c.Reason != disruption.BlockedDoNotDisrupt {
+		t.Errorf("DisruptionBlocked = %+v, want %s", c, disruption.BlockedDoNotDisrupt)
+	}
+}
+
 // A karpenter.sh/do-not-disrupt annotation on a Node or NodeClaim protects
 // it only when "true" (a duration is a pod's). Another value used to be
 // ignored silently; it is still ignored, as upstream does, but with a
