@@ -3,6 +3,7 @@ package interruption
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"k8s.io/client-go/util/retry"
@@ -11,21 +12,36 @@ import (
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 )
 
-// launchSlack is added to twice the observed launch time: the disruption
-// loop's poll and the replacement's scheduling.
-const launchSlack = 10 * time.Second
-
 // ReplaceByForNotice is when a NodeClaim whose instance is reclaimed at
 // reclaimAt is deleted if its replacement is launched first: half way
 // through the notice, so the drain keeps the other half. ok is false when
 // that half does not hold twice the pool's launch time (launch) plus
-// slack: the notice is too short, and the NodeClaim is deleted at once.
+// LaunchSlack (LaunchLead): the notice is too short, and the NodeClaim is
+// deleted at once.
 func ReplaceByForNotice(now, reclaimAt time.Time, launch time.Duration) (time.Time, bool) {
 	half := reclaimAt.Sub(now) / 2
-	if half < 2*launch+launchSlack {
+	if half < LaunchLead(launch, LaunchSlack, 0, NoLeadCeiling) {
 		return time.Time{}, false
 	}
 	return now.Add(half), true
+}
+
+// ReplaceByForNodeClaim is ReplaceByForNotice for the NodeClaim, with its
+// NodePool's ObservedLaunchTime: when the NodeClaim is deleted if its
+// replacement is launched first, and whether there is time for that. ok
+// is false, without a lookup, for a NodeClaim of no NodePool or not
+// initialized: it runs no pods to protect and goes at once.
+func ReplaceByForNodeClaim(ctx context.Context, kubeClient client.Reader, nodeClaim *karpv1.NodeClaim, now, reclaimAt time.Time) (time.Time, bool, error) {
+	pool := nodeClaim.Labels[karpv1.NodePoolLabelKey]
+	if pool == "" || !nodeClaim.StatusConditions().IsTrue(karpv1.ConditionTypeInitialized) {
+		return time.Time{}, false, nil
+	}
+	launch, err := ObservedLaunchTime(ctx, kubeClient, pool)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	by, ok := ReplaceByForNotice(now, reclaimAt, launch)
+	return by, ok, nil
 }
 
 // ReplaceFirst marks a NodeClaim whose instance is going to be replaced
@@ -68,7 +84,7 @@ func ReplaceFirst(ctx context.Context, kubeClient client.Client, nodeClaim *karp
 			nodeClaim.Annotations[karpv1.ReplaceByAnnotationKey] = replaceBy.UTC().Format(time.RFC3339)
 			nodeClaim.Annotations[karpv1.ReplaceReasonAnnotationKey] = reason
 		}
-		if len(stored.Annotations) == len(nodeClaim.Annotations) && equalAnnotations(stored.Annotations, nodeClaim.Annotations) {
+		if maps.Equal(stored.Annotations, nodeClaim.Annotations) {
 			return nil
 		}
 		return kubeClient.Patch(ctx, nodeClaim, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
@@ -77,15 +93,6 @@ func ReplaceFirst(ctx context.Context, kubeClient client.Client, nodeClaim *karp
 		return false, client.IgnoreNotFound(fmt.Errorf("marking nodeclaim for replacement: %w", err))
 	}
 	return marked, nil
-}
-
-func equalAnnotations(a, b map[string]string) bool {
-	for k, v := range a {
-		if bv, ok := b[k]; !ok || bv != v {
-			return false
-		}
-	}
-	return true
 }
 
 // ObservedLaunchTime is the longest time one of the NodePool's current
@@ -98,12 +105,9 @@ func ObservedLaunchTime(ctx context.Context, kubeClient client.Reader, nodePool 
 	}
 	var longest time.Duration
 	for i := range list.Items {
-		nc := &list.Items[i]
-		if !nc.StatusConditions().IsTrue(karpv1.ConditionTypeInitialized) {
-			continue
+		if launch, ok := LaunchTime(&list.Items[i]); ok {
+			longest = max(longest, launch)
 		}
-		init := nc.StatusConditions().Get(karpv1.ConditionTypeInitialized)
-		longest = max(longest, init.LastTransitionTime.Sub(nc.CreationTimestamp.Time))
 	}
 	return longest, nil
 }

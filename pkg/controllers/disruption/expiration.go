@@ -6,6 +6,7 @@ import (
 	"time"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/interruption"
 )
 
 // DisruptionReasonExpired is the reason of the commands that replace an
@@ -92,38 +93,36 @@ func expiresAt(c *Candidate) (time.Time, bool) {
 	return nc.CreationTimestamp.Add(*d), true
 }
 
-// lead is how long before expiry the candidate's replacement is launched:
-// twice the longest launch-to-initialized time observed among its
-// NodePool's nodes (the candidate's own included), plus a poll period, at
-// least minExpiryLead, at most the replacement timeout (a node migrated or
-// long stuck initializing says nothing of launch times) and half its
-// expireAfter.
+// lead is how long before expiry the candidate's replacement is launched
+// (interruption.LaunchLead): twice the longest launch-to-initialized time
+// observed among its NodePool's nodes (the candidate's own included), plus
+// a poll period, at least minExpiryLead, at most the replacement timeout
+// (a node migrated or long stuck initializing says nothing of launch
+// times) and half its expireAfter.
 func (e *Expiration) lead(w *world, c *Candidate) time.Duration {
 	if e.leadsAt != w {
 		e.leads, e.leadsAt = observedLaunchTimes(w), w
 	}
-	lead := min(max(2*e.leads[c.NodePool.Name]+e.pollPeriod, minExpiryLead), e.queueTimeout)
+	lead := interruption.LaunchLead(e.leads[c.NodePool.Name], e.pollPeriod, minExpiryLead, e.queueTimeout)
 	if d := c.NodeClaim().Spec.ExpireAfter.Duration; d != nil {
 		lead = min(lead, *d/expiryLeadShare)
 	}
 	return lead
 }
 
-// observedLaunchTimes is, per NodePool, the longest time one of its
-// current NodeClaims took from creation to Initialized.
+// observedLaunchTimes is, per NodePool, the longest LaunchTime of its
+// current NodeClaims (interruption.ObservedLaunchTime from the cluster
+// state).
 func observedLaunchTimes(w *world) map[string]time.Duration {
 	out := map[string]time.Duration{}
 	for _, sn := range w.stateNodes {
-		nc := sn.NodeClaim
-		if nc == nil || !sn.Managed() {
+		if sn.NodeClaim == nil || !sn.Managed() {
 			continue
 		}
-		init := nc.StatusConditions().Get(karpv1.ConditionTypeInitialized)
-		if init == nil || !nc.StatusConditions().IsTrue(karpv1.ConditionTypeInitialized) {
-			continue
+		if launch, ok := interruption.LaunchTime(sn.NodeClaim); ok {
+			pool := sn.NodePool()
+			out[pool] = max(out[pool], launch)
 		}
-		pool := sn.NodePool()
-		out[pool] = max(out[pool], init.LastTransitionTime.Sub(nc.CreationTimestamp.Time))
 	}
 	return out
 }

@@ -11,13 +11,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
-	"github.com/karp-autoscaler/karp/pkg/test/environment"
 )
 
 // Availability watches the pods of one namespace and follows, per app
@@ -52,45 +50,18 @@ type NewPod struct {
 // now (Reset begins a new one). The watch ends with the test.
 func WatchAvailability(t testing.TB, f *Framework, namespace string) *Availability {
 	t.Helper()
-	wc, err := client.NewWithWatch(f.Config, client.Options{Scheme: environment.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var list corev1.PodList
-	if err := wc.List(t.Context(), &list, client.InNamespace(namespace)); err != nil {
-		t.Fatal(err)
-	}
 	a := &Availability{pods: map[types.UID]*podTrack{}, available: map[string]int{}}
-	for i := range list.Items {
-		a.observe(&list.Items[i], false)
-	}
-	a.Reset()
-	ctx, cancel := context.WithCancel(context.Background())
-	w, err := wc.Watch(ctx, &corev1.PodList{}, client.InNamespace(namespace),
-		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer w.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case ev, ok := <-w.ResultChan():
-				if !ok {
-					return
-				}
-				if pod, isPod := ev.Object.(*corev1.Pod); isPod {
-					a.observe(pod, ev.Type == watch.Deleted)
-				}
-			}
+	var list corev1.PodList
+	ListAndWatch(t, f, &list, func() {
+		for i := range list.Items {
+			a.observe(&list.Items[i], false)
 		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+		a.Reset()
+	}, func(ev watch.Event) {
+		if pod, isPod := ev.Object.(*corev1.Pod); isPod {
+			a.observe(pod, ev.Type == watch.Deleted)
+		}
+	}, client.InNamespace(namespace))
 	return a
 }
 

@@ -19,7 +19,6 @@ import (
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/controllers/disruption"
 	"github.com/karp-autoscaler/karp/pkg/test"
-	"github.com/karp-autoscaler/karp/pkg/test/environment"
 	"github.com/karp-autoscaler/karp/test/e2e/framework"
 )
 
@@ -169,53 +168,19 @@ func stuckCheck(ctx context.Context, cl client.Client, pool, old, oldNode, repl 
 // function listing, sorted, the names of those created since.
 func watchCreated(t *testing.T, f *framework.Framework, pool string) func() []string {
 	t.Helper()
-	wc, err := client.NewWithWatch(f.Config, client.Options{Scheme: environment.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var list karpv1.NodeClaimList
-	if err := wc.List(t.Context(), &list, client.MatchingLabels{karpv1.NodePoolLabelKey: pool}); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	w, err := wc.Watch(ctx, &karpv1.NodeClaimList{}, client.MatchingLabels{karpv1.NodePoolLabelKey: pool},
-		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	seen := map[string]bool{}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer w.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case ev, ok := <-w.ResultChan():
-				if !ok {
-					return
-				}
-				if nc, isClaim := ev.Object.(*karpv1.NodeClaim); isClaim && ev.Type == watch.Added {
-					mu.Lock()
-					seen[nc.Name] = true
-					mu.Unlock()
-				}
-			}
+	framework.ListAndWatch(t, f, &karpv1.NodeClaimList{}, nil, func(ev watch.Event) {
+		if nc, isClaim := ev.Object.(*karpv1.NodeClaim); isClaim && ev.Type == watch.Added {
+			mu.Lock()
+			seen[nc.Name] = true
+			mu.Unlock()
 		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	}, client.MatchingLabels{karpv1.NodePoolLabelKey: pool})
 	return func() []string {
 		mu.Lock()
 		defer mu.Unlock()
-		out := make([]string, 0, len(seen))
-		for n := range seen {
-			out = append(out, n)
-		}
-		slices.Sort(out)
-		return out
+		return mapKeys(seen)
 	}
 }
 

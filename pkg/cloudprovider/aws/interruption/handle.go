@@ -59,11 +59,14 @@ func (c *Controller) handleInstance(ctx context.Context, msg Message, instanceID
 		if !msg.Time.IsZero() {
 			reclaimAt = msg.Time.Add(SpotNoticePeriod)
 		}
-		if by, ok, err := c.replaceBy(ctx, nodeClaim, reclaimAt); err != nil || ok {
+		if c.replaceFirst {
+			by, ok, err := interruption.ReplaceByForNodeClaim(ctx, c.kubeClient, nodeClaim, c.clock.Now(), reclaimAt)
 			if err != nil {
 				return err
 			}
-			return c.replaceFirstBy(ctx, nodeClaim, node, reclaimAt, by)
+			if ok {
+				return c.replaceFirstBy(ctx, nodeClaim, node, reclaimAt, by)
+			}
 		}
 	case KindCapacityReservationInterrupted:
 		if id := nodeClaim.Labels[awsv1.LabelCapacityReservationID]; id != "" && c.reservations != nil {
@@ -94,22 +97,6 @@ func (c *Controller) publish(nodeClaim *karpv1.NodeClaim, node *corev1.Node, eve
 	if node != nil {
 		c.recorder.Eventf(node, nil, eventType, reason, "Interrupt", message)
 	}
-}
-
-// replaceBy is when the NodeClaim is deleted if its replacement is
-// launched first, and whether there is time for that (ReplaceFirst).
-func (c *Controller) replaceBy(ctx context.Context, nodeClaim *karpv1.NodeClaim, reclaimAt time.Time) (time.Time, bool, error) {
-	pool := nodeClaim.Labels[karpv1.NodePoolLabelKey]
-	if !c.replaceFirst || pool == "" || !nodeClaim.StatusConditions().IsTrue(karpv1.ConditionTypeInitialized) {
-		// An uninitialized node runs no pods to protect: it goes at once.
-		return time.Time{}, false, nil
-	}
-	launch, err := interruption.ObservedLaunchTime(ctx, c.kubeClient, pool)
-	if err != nil {
-		return time.Time{}, false, err
-	}
-	by, ok := interruption.ReplaceByForNotice(c.clock.Now(), reclaimAt, launch)
-	return by, ok, nil
 }
 
 // replaceFirstBy marks the NodeClaim to be replaced first and deleted by

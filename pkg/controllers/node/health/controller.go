@@ -163,7 +163,7 @@ func (c *Controller) repair(ctx context.Context, node *corev1.Node, nodeClaim *k
 		if err != nil {
 			return err
 		}
-		by := now.Add(min(max(2*launch+10*time.Second, minRepairLead), maxRepairLead))
+		by := now.Add(interruption.LaunchLead(launch, interruption.LaunchSlack, minRepairLead, maxRepairLead))
 		marked, err := interruption.ReplaceFirst(ctx, c.kubeClient, nodeClaim, by, by, metrics.ReasonUnhealthy)
 		if err != nil || !marked {
 			return err

@@ -115,22 +115,14 @@ func (c *Controller) Reconcile(ctx context.Context, node *corev1.Node) (reconcil
 	if c.offerings != nil && key.InstanceType != "" {
 		c.offerings.MarkOfferingUnavailable(ctx, key)
 	}
-	if by, ok, err := c.replaceBy(ctx, nodeClaim, reclaimAt); err != nil || ok {
+	if c.replaceFirst {
+		by, ok, err := interruption.ReplaceByForNodeClaim(ctx, c.kubeClient, nodeClaim, c.clock.Now(), reclaimAt)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
-		marked, err := interruption.ReplaceFirst(ctx, c.kubeClient, nodeClaim, reclaimAt, by, metrics.ReasonInterrupted)
-		if err != nil || !marked {
-			return reconcile.Result{}, err
+		if ok {
+			return reconcile.Result{}, c.replaceFirstBy(ctx, node, nodeClaim, key, reclaimAt, by)
 		}
-		c.recorder.Eventf(node, nil, corev1.EventTypeWarning, ReasonSpotInterrupted, "Interrupt",
-			"Node received an interruption notice; its instance is reclaimed at %s", reclaimAt.UTC().Format(time.RFC3339))
-		c.recorder.Eventf(nodeClaim, nil, corev1.EventTypeWarning, ReasonTerminatingOnInterruption, "Interrupt",
-			"Terminating on interruption: launching the replacement first, draining the node once it is initialized or at %s at the latest; offering %s unavailable for a while",
-			by.UTC().Format(time.RFC3339), key)
-		log.FromContext(ctx).Info("replacing interrupted nodeclaim first", "NodeClaim", klog.KObj(nodeClaim),
-			"offering", key.String(), "replaceBy", by.UTC().Format(time.RFC3339), "reclaimAt", reclaimAt.UTC().Format(time.RFC3339))
-		return reconcile.Result{}, nil
 	}
 	deleted, err := interruption.Terminate(ctx, c.kubeClient, nodeClaim, reclaimAt, metrics.ReasonInterrupted)
 	if err != nil || !deleted {
@@ -146,19 +138,19 @@ func (c *Controller) Reconcile(ctx context.Context, node *corev1.Node) (reconcil
 	return reconcile.Result{}, nil
 }
 
-// replaceBy is when the NodeClaim is deleted if its replacement is
-// launched first, and whether there is time for that: replace-first is on
-// and half the notice holds twice the pool's observed launch time.
-func (c *Controller) replaceBy(ctx context.Context, nodeClaim *karpv1.NodeClaim, reclaimAt time.Time) (time.Time, bool, error) {
-	pool := nodeClaim.Labels[karpv1.NodePoolLabelKey]
-	if !c.replaceFirst || pool == "" || !nodeClaim.StatusConditions().IsTrue(karpv1.ConditionTypeInitialized) {
-		// An uninitialized node runs no pods to protect: it goes at once.
-		return time.Time{}, false, nil
+// replaceFirstBy marks the NodeClaim to be replaced first and deleted by
+// the given time, its drain ending at reclaimAt.
+func (c *Controller) replaceFirstBy(ctx context.Context, node *corev1.Node, nodeClaim *karpv1.NodeClaim, key cloudprovider.OfferingKey, reclaimAt, by time.Time) error {
+	marked, err := interruption.ReplaceFirst(ctx, c.kubeClient, nodeClaim, reclaimAt, by, metrics.ReasonInterrupted)
+	if err != nil || !marked {
+		return err
 	}
-	launch, err := interruption.ObservedLaunchTime(ctx, c.kubeClient, pool)
-	if err != nil {
-		return time.Time{}, false, err
-	}
-	by, ok := interruption.ReplaceByForNotice(c.clock.Now(), reclaimAt, launch)
-	return by, ok, nil
+	c.recorder.Eventf(node, nil, corev1.EventTypeWarning, ReasonSpotInterrupted, "Interrupt",
+		"Node received an interruption notice; its instance is reclaimed at %s", reclaimAt.UTC().Format(time.RFC3339))
+	c.recorder.Eventf(nodeClaim, nil, corev1.EventTypeWarning, ReasonTerminatingOnInterruption, "Interrupt",
+		"Terminating on interruption: launching the replacement first, draining the node once it is initialized or at %s at the latest; offering %s unavailable for a while",
+		by.UTC().Format(time.RFC3339), key)
+	log.FromContext(ctx).Info("replacing interrupted nodeclaim first", "NodeClaim", klog.KObj(nodeClaim),
+		"offering", key.String(), "replaceBy", by.UTC().Format(time.RFC3339), "reclaimAt", reclaimAt.UTC().Format(time.RFC3339))
+	return nil
 }
