@@ -519,3 +519,33 @@ func TestSchedulerConfigValue(t *testing.T) {
 		t.Errorf("SCHEDULER_CONFIG = %q, want the path %q", got, path)
 	}
 }
+
+// TestExplainRole: off by default; when created, the ClusterRole only
+// reads, and covers what `karp explain` lists.
+func TestExplainRole(t *testing.T) {
+	if _, ok := render(t, charts.Karp, charts.Release{})["ClusterRole/karp-explain"]; ok {
+		t.Error("the explain ClusterRole is created by default")
+	}
+	objs := render(t, charts.Karp, charts.Release{Values: map[string]any{"explainRole": map[string]any{"create": true}}})
+	obj, ok := objs["ClusterRole/karp-explain"]
+	if !ok {
+		t.Fatalf("no ClusterRole karp-explain; rendered %v", keys(objs))
+	}
+	role := convert[rbacv1.ClusterRole](t, obj)
+	granted := map[string]bool{}
+	for _, rule := range role.Rules {
+		for _, verb := range rule.Verbs {
+			if verb != "get" && verb != "list" {
+				t.Errorf("rule %+v grants %q; the explain role only reads", rule, verb)
+			}
+		}
+		for _, r := range rule.Resources {
+			granted[r] = true
+		}
+	}
+	for _, r := range []string{"nodepools", "nodeclaims", "nodes", "pods", "daemonsets", "poddisruptionbudgets", "namespaces", "limitranges"} {
+		if !granted[r] {
+			t.Errorf("the explain role cannot read %s", r)
+		}
+	}
+}

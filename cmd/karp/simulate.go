@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok"
@@ -68,6 +69,9 @@ func parseSimulateFlags(args []string, stderr io.Writer) (*simulateOptions, erro
 
 // runSimulate is `karp simulate`.
 func runSimulate(args []string, stdout, stderr io.Writer) error {
+	if slices.ContainsFunc(args, func(a string) bool { return a == "--disruption" || a == "-disruption" || a == "--disruption=true" }) {
+		return runSimulateDisruption(args, stdout, stderr)
+	}
 	opts, err := parseSimulateFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil

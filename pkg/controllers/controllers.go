@@ -241,3 +241,16 @@ func signalControllers(deps Deps) []Controller {
 	}
 	return list
 }
+
+// DisruptionOptions, ProvisioningOptions and SolverOptions map the process
+// settings onto the controllers' options, for tools (`karp explain`) that
+// run the controllers' decisions outside the manager.
+func DisruptionOptions(o *options.Options) disruption.Options { return disruptionOptions(o) }
+
+// ProvisioningOptions: see DisruptionOptions.
+func ProvisioningOptions(o *options.Options) provisioning.Options { return provisioningOptions(o) }
+
+// SolverOptions: see DisruptionOptions.
+func SolverOptions(o *options.Options) simulation.Options {
+	return solverOptions(provisioningOptions(o))
+}

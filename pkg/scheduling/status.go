@@ -1,6 +1,9 @@
 package scheduling
 
-import "strings"
+import (
+	"regexp"
+	"strings"
+)
 
 // Code says how a scheduling attempt ended, in the kube-scheduler sense.
 type Code int
@@ -32,11 +35,94 @@ func (c Code) String() string {
 	return "Error"
 }
 
-// Status is the outcome of trying to place a pod: a code and human-readable
-// reasons, one per NodePool (or node) tried, stable for the same input.
+// ReasonCode is the stable, machine-readable name of why a pod cannot go
+// somewhere. The same codes appear in the pods' FailedScheduling events
+// (in brackets after each message), in `karp explain` and `karp simulate`,
+// so every place that says why agrees.
+type ReasonCode string
+
+// The reasons a NodePool (or the whole solve) cannot take a pod.
+const (
+	// ReasonTaintNotTolerated: the NodePool's taints include one the pod
+	// does not tolerate.
+	ReasonTaintNotTolerated ReasonCode = "TaintNotTolerated"
+	// ReasonIncompatibleRequirements: the pod's node selector or affinity
+	// and the NodePool's requirements share no value for a key.
+	ReasonIncompatibleRequirements ReasonCode = "IncompatibleRequirements"
+	// ReasonNoInstanceTypeOffered: no instance type of the NodePool has an
+	// available offering that meets both sides' requirements (a zone,
+	// architecture or capacity type nothing offers).
+	ReasonNoInstanceTypeOffered ReasonCode = "NoInstanceTypeOffered"
+	// ReasonInstanceTypesTooSmall: no instance type of the NodePool holds
+	// the pod's requests next to its DaemonSets.
+	ReasonInstanceTypesTooSmall ReasonCode = "InstanceTypesTooSmall"
+	// ReasonHostPortConflict: a DaemonSet takes the host port the pod asks
+	// for.
+	ReasonHostPortConflict ReasonCode = "HostPortConflict"
+	// ReasonMinValues: the instance types that fit do not meet the
+	// NodePool's minValues.
+	ReasonMinValues ReasonCode = "MinValues"
+	// ReasonNodePoolLimit: the NodePool's limits leave no room for the
+	// node the pod needs.
+	ReasonNodePoolLimit ReasonCode = "NodePoolLimit"
+	// ReasonTopology: a topology spread constraint or (anti-)affinity term
+	// cannot be met by a new node of the NodePool.
+	ReasonTopology ReasonCode = "Topology"
+	// ReasonNodePoolNotReady: the NodePool (or its NodeClass) is not Ready,
+	// or its instance types cannot be read, so karp launches nothing from it.
+	ReasonNodePoolNotReady ReasonCode = "NodePoolNotReady"
+	// ReasonNoNodePool: no NodePool can launch nodes at all.
+	ReasonNoNodePool ReasonCode = "NoNodePool"
+	// ReasonNotSimulated: the pod uses something karp does not simulate
+	// (dynamic resource allocation).
+	ReasonNotSimulated ReasonCode = "NotSimulated"
+	// ReasonInvalidPod: the pod's node constraints are invalid or ask for
+	// no karp node; karp does not provision for it.
+	ReasonInvalidPod ReasonCode = "InvalidPod"
+	// ReasonVolume: the pod's volumes cannot be resolved (a claim, volume
+	// or StorageClass is missing) or their limits are reached.
+	ReasonVolume ReasonCode = "Volume"
+	// ReasonSolveError: the solve itself stopped (cancelled, bad input).
+	ReasonSolveError ReasonCode = "SolveError"
+)
+
+// Reason is one structured reason: which NodePool (empty when the reason
+// is not a NodePool's), its code and the human message with the numbers.
+type Reason struct {
+	NodePool string     `json:"nodePool,omitempty"`
+	Code     ReasonCode `json:"code"`
+	Message  string     `json:"message"`
+}
+
+// String is the reason as events and logs print it:
+// "NodePool default: message [Code]".
+func (r Reason) String() string {
+	var b strings.Builder
+	if r.NodePool != "" {
+		b.WriteString("NodePool " + r.NodePool + ": ")
+	}
+	b.WriteString(r.Message)
+	if r.Code != "" {
+		b.WriteString(" [" + string(r.Code) + "]")
+	}
+	return b.String()
+}
+
+// Because builds a reason that is not a NodePool's.
+func Because(code ReasonCode, message string) Reason {
+	return Reason{Code: code, Message: message}
+}
+
+// PoolReason builds a NodePool's reason.
+func PoolReason(nodePool string, code ReasonCode, message string) Reason {
+	return Reason{NodePool: nodePool, Code: code, Message: message}
+}
+
+// Status is the outcome of trying to place a pod: a code and the reasons,
+// one per NodePool (or node) tried, stable for the same input.
 type Status struct {
 	Code    Code
-	Reasons []string
+	Reasons []Reason
 }
 
 // IsSuccess reports whether the pod was placed.
@@ -47,10 +133,33 @@ func (s *Status) Message() string {
 	if s == nil {
 		return ""
 	}
-	return strings.Join(s.Reasons, "; ")
+	parts := make([]string, len(s.Reasons))
+	for i, r := range s.Reasons {
+		parts[i] = r.String()
+	}
+	return strings.Join(parts, "; ")
 }
 
 // NewStatus builds a status.
-func NewStatus(code Code, reasons ...string) *Status {
+func NewStatus(code Code, reasons ...Reason) *Status {
 	return &Status{Code: code, Reasons: reasons}
+}
+
+// reasonPattern matches one printed reason: an optional NodePool (after
+// any prefix the event recorder adds), the message and the bracketed code
+// at its end.
+var reasonPattern = regexp.MustCompile(`^(?:.*?NodePool ([^ :]+): )?(.*) \[([A-Za-z]+)\]$`)
+
+// ParseReasons reads back the reasons of a message Status.Message (or a
+// FailedScheduling event) printed; text without a code is skipped.
+func ParseReasons(message string) []Reason {
+	var out []Reason
+	for _, part := range strings.Split(message, "; ") {
+		m := reasonPattern.FindStringSubmatch(strings.TrimSpace(part))
+		if m == nil {
+			continue
+		}
+		out = append(out, Reason{NodePool: m[1], Code: ReasonCode(m[3]), Message: m[2]})
+	}
+	return out
 }

@@ -27,7 +27,7 @@ Total: 1 node, 3 pods, $12.24/hour, $8935.20/month
 1 pod would stay pending:
   default/gpu-no-toleration
     why (UnschedulableAndUnresolvable):
-      NodePool gpu: taint nvidia.com/gpu=true:NoSchedule not tolerated
+      NodePool gpu: taint nvidia.com/gpu=true:NoSchedule not tolerated [TaintNotTolerated]
 `
 	if diff := cmp.Diff(want, out.String()); diff != "" {
 		t.Errorf("table (-want,+got):\n%s", diff)

@@ -9,6 +9,7 @@ import (
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/manifest"
 	"github.com/karp-autoscaler/karp/pkg/render"
+	"github.com/karp-autoscaler/karp/pkg/scheduling"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
 )
 
@@ -69,8 +70,12 @@ type Unschedulable struct {
 	// limit frees up) or UnschedulableAndUnresolvable (needs a
 	// configuration change).
 	Code string `json:"code"`
-	// Reasons are the simulator's, one per NodePool (or node) tried.
+	// Reasons are the simulator's, one per NodePool (or node) tried, as
+	// the FailedScheduling event prints them.
 	Reasons []string `json:"reasons"`
+	// Details are the same reasons structured: NodePool, stable code and
+	// message.
+	Details []scheduling.Reason `json:"details"`
 }
 
 // NodeClaimObjects returns the karpv1.NodeClaim objects karp would create.
@@ -109,10 +114,13 @@ func newReport(res *simulation.Result, cluster *manifest.Cluster) *Report {
 		rep.ExistingNodes = append(rep.ExistingNodes, s)
 	}
 	for _, pe := range res.PodErrors {
-		u := Unschedulable{Pod: podKey(pe.Pod), Reasons: []string{}}
+		u := Unschedulable{Pod: podKey(pe.Pod), Reasons: []string{}, Details: []scheduling.Reason{}}
 		if pe.Status != nil {
 			u.Code = pe.Status.Code.String()
-			u.Reasons = append(u.Reasons, pe.Status.Reasons...)
+			for _, r := range pe.Status.Reasons {
+				u.Reasons = append(u.Reasons, r.String())
+			}
+			u.Details = append(u.Details, pe.Status.Reasons...)
 		}
 		rep.Unschedulable = append(rep.Unschedulable, u)
 	}

@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/karp-autoscaler/karp/pkg/scheduling"
 )
 
 // TestSeedScenarios runs each seed scenario the way a user would apply it
@@ -210,12 +212,17 @@ func TestUnschedulableReasons(t *testing.T) {
 		"GPU pod without the toleration": {
 			files: []string{seed(t, "nodepool-gpu.yaml"), seed(t, "deployment-inflate-gpu.yaml"), testdata("gpu-without-toleration.yaml")},
 			want: []Unschedulable{{Pod: "default/gpu-no-toleration", Code: "UnschedulableAndUnresolvable",
-				Reasons: []string{"NodePool gpu: taint nvidia.com/gpu=true:NoSchedule not tolerated"}}},
+				Reasons: []string{"NodePool gpu: taint nvidia.com/gpu=true:NoSchedule not tolerated [TaintNotTolerated]"},
+				Details: []scheduling.Reason{{NodePool: "gpu", Code: scheduling.ReasonTaintNotTolerated, Message: "taint nvidia.com/gpu=true:NoSchedule not tolerated"}}}},
 		},
 		"pod larger than every instance type": {
 			files: []string{seed(t, "nodepools-default-stable.yaml"), testdata("oversized-pod.yaml")},
 			want: []Unschedulable{{Pod: "batch/oversized", Code: "UnschedulableAndUnresolvable",
-				Reasons: []string{"NodePool stable: taint nodepool/stable:NoSchedule not tolerated", "NodePool default: no instance type has 1k cpu"}}},
+				Reasons: []string{"NodePool stable: taint nodepool/stable:NoSchedule not tolerated [TaintNotTolerated]",
+					"NodePool default: no instance type has 1k cpu (the largest allocatable is 893690m) [InstanceTypesTooSmall]"},
+				Details: []scheduling.Reason{
+					{NodePool: "stable", Code: scheduling.ReasonTaintNotTolerated, Message: "taint nodepool/stable:NoSchedule not tolerated"},
+					{NodePool: "default", Code: scheduling.ReasonInstanceTypesTooSmall, Message: "no instance type has 1k cpu (the largest allocatable is 893690m)"}}}},
 		},
 	}
 	for name, tc := range tests {
@@ -247,7 +254,7 @@ func TestNodePoolAtItsLimit(t *testing.T) {
 		}
 	}
 	limits := map[corev1.ResourceName]resource.Quantity{corev1.ResourceCPU: resource.MustParse("1000"), corev1.ResourceMemory: resource.MustParse("1000Gi")}
-	reasonRE := regexp.MustCompile(`^NodePool limited: limit (cpu|memory)=(\S+) reached \((\S+) in use\)$`)
+	reasonRE := regexp.MustCompile(`^NodePool limited: limit (cpu|memory)=(\S+) reached \((\S+) in use\) \[NodePoolLimit\]$`)
 	for _, u := range rep.Unschedulable {
 		if u.Code != "Unschedulable" || len(u.Reasons) != 1 {
 			t.Fatalf("pod %s: %s %q, want one Unschedulable reason", u.Pod, u.Code, u.Reasons)

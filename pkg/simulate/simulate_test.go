@@ -155,7 +155,7 @@ func TestNoNodePools(t *testing.T) {
 	if rep.TotalNodes != 0 || len(rep.Unschedulable) != 2 {
 		t.Fatalf("%d nodes and %d pending, want 0 and 2", rep.TotalNodes, len(rep.Unschedulable))
 	}
-	if diff := cmp.Diff([]string{"no NodePool can launch nodes"}, rep.Unschedulable[0].Reasons); diff != "" {
+	if diff := cmp.Diff([]string{"no NodePool can launch nodes [NoNodePool]"}, rep.Unschedulable[0].Reasons); diff != "" {
 		t.Errorf("reasons (-want,+got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{"no dynamic NodePool among the manifests: karp would launch nothing"}, rep.Warnings); diff != "" {

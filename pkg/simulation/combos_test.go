@@ -34,7 +34,7 @@ func TestSolveCombinations(t *testing.T) {
 		"hostname anti-affinity against a node limit": {
 			pools:  []*NodePool{withTypes(test.MakeNodePool("default").Limits(test.ResourceList("nodes", "2")).Obj())},
 			pods:   webPods(3, func(w *test.PodWrapper) *test.PodWrapper { return w.PodAntiAffinity(corev1.LabelHostname, web) }),
-			claims: n(2), reasons: map[string]string{"web-2": "NodePool default: limit nodes=2 reached (2 in use)"},
+			claims: n(2), reasons: map[string]string{"web-2": "NodePool default: limit nodes=2 reached (2 in use) [NodePoolLimit]"},
 		},
 		"preferred zone with a required arch": {
 			pods: onePod(func(w *test.PodWrapper) *test.PodWrapper {

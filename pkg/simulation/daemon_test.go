@@ -45,7 +45,7 @@ func TestSolveDaemonSets(t *testing.T) {
 			pods: onePod(func(w *test.PodWrapper) *test.PodWrapper {
 				return w.Requests("cpu", "3500m").NodeSelector(map[string]string{"kubernetes.io/arch": "arm64"})
 			}),
-			reasons: map[string]string{"p": "NodePool default: no instance type has room for 3500m cpu next to its DaemonSets"},
+			reasons: map[string]string{"p": "NodePool default: no instance type has room for 3500m cpu next to its DaemonSets (at most 3 is left after them) [InstanceTypesTooSmall]"},
 		},
 		"a DaemonSet with instance-type affinity counts only there": {
 			daemonSets: []*appsDaemonSet{ds("agent").NodeAffinityTerm(req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "general-large")).Obj()},
@@ -79,7 +79,7 @@ func TestSolveDaemonSets(t *testing.T) {
 		"a DaemonSet host port blocks the pod's": {
 			daemonSets: []*appsDaemonSet{test.MakeDaemonSet("agent").HostPort(80).Obj()},
 			pods:       onePod(func(w *test.PodWrapper) *test.PodWrapper { return w.HostPort(80) }),
-			reasons:    map[string]string{"p": "NodePool default: host port 0.0.0.0:80/TCP is taken by a DaemonSet"},
+			reasons:    map[string]string{"p": "NodePool default: host port 0.0.0.0:80/TCP is taken by a DaemonSet [HostPortConflict]"},
 		},
 		"a DaemonSet for another zone": {
 			daemonSets: []*appsDaemonSet{ds("agent").NodeSelector(map[string]string{corev1.LabelTopologyZone: zoneA}).Obj()},

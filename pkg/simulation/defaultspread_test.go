@@ -117,7 +117,7 @@ func TestSolveDefaultSpreadSaysWhereItComesFrom(t *testing.T) {
 	tc := solveCase{
 		pools:   []*NodePool{withTypes(test.MakeNodePool("default").Requirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, zoneA, zoneB).Obj())},
 		pods:    plain,
-		reasons: map[string]string{"web-2": "NodePool default: default topology spread (scheduler config) on topology.kubernetes.io/zone (maxSkew 1) would be exceeded"},
+		reasons: map[string]string{"web-2": "NodePool default: default topology spread (scheduler config) on topology.kubernetes.io/zone (maxSkew 1) would be exceeded [Topology]"},
 	}
 	in := tc.input()
 	in.DefaultSpread = defaultSpreadFor(plain, def)

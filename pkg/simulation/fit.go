@@ -104,9 +104,10 @@ func (s *solver) minValuesOK(e *entry, used, req scheduling.Vector) bool {
 	return true
 }
 
-// fitReason explains why no type of e holds the pod alone; resolvable is
-// true when only limits are in the way.
-func (s *solver) fitReason(e *entry, v *variant) (string, bool) {
+// fitReason explains why no type of e holds the pod alone; only a
+// NodePoolLimit reason may resolve itself (once capacity is freed).
+func (s *solver) fitReason(e *entry, v *variant) scheduling.Reason {
+	pool := e.pool.name
 	req := v.class.requests
 	zero := s.zero()
 	for k := range req {
@@ -114,18 +115,22 @@ func (s *solver) fitReason(e *entry, v *variant) (string, bool) {
 			continue
 		}
 		fits, alone := false, false
+		var most, free int64
 		for _, i := range e.order {
 			alloc := e.pool.types[i].alloc[k]
+			most, free = max(most, alloc), max(free, alloc-s.overhead(e, i)[k])
 			fits = fits || req[k]+s.overhead(e, i)[k] <= alloc
 			alone = alone || req[k] <= alloc
 		}
 		if !fits {
 			name := s.resources.Name(k)
 			q := scheduling.UnitsQuantity(name, req[k])
+			m, f := scheduling.UnitsQuantity(name, most), scheduling.UnitsQuantity(name, max(free, 0))
+			msg := fmt.Sprintf("no instance type has %s %s (the largest allocatable is %s)", q.String(), name, m.String())
 			if alone {
-				return fmt.Sprintf("no instance type has room for %s %s next to its DaemonSets", q.String(), name), false
+				msg = fmt.Sprintf("no instance type has room for %s %s next to its DaemonSets (at most %s is left after them)", q.String(), name, f.String())
 			}
-			return fmt.Sprintf("no instance type has %s %s", q.String(), name), false
+			return scheduling.PoolReason(pool, scheduling.ReasonInstanceTypesTooSmall, msg)
 		}
 	}
 	for _, i := range e.order {
@@ -134,18 +139,18 @@ func (s *solver) fitReason(e *entry, v *variant) (string, bool) {
 		}
 		if !s.portsFree(e, i, v) {
 			port, _ := scheduling.HostPortConflict(e.ports[i], v.class.ports)
-			return fmt.Sprintf("host port %s is taken by a DaemonSet", port), false
+			return scheduling.PoolReason(pool, scheduling.ReasonHostPortConflict, fmt.Sprintf("host port %s is taken by a DaemonSet", port))
 		}
 		if r := s.limitReason(e.pool, e.pool.types[i].capacity); r != "" {
-			return r, true
+			return scheduling.PoolReason(pool, scheduling.ReasonNodePoolLimit, r)
 		}
 		if len(e.pool.minValues) > 0 {
-			return "minValues not satisfied by the instance types that fit", false
+			return scheduling.PoolReason(pool, scheduling.ReasonMinValues, "minValues not satisfied by the instance types that fit")
 		}
 	}
 	list := s.resources.List(req)
 	delete(list, corev1.ResourcePods)
-	return fmt.Sprintf("no instance type fits %s together", formatList(s, list)), false
+	return scheduling.PoolReason(pool, scheduling.ReasonInstanceTypesTooSmall, fmt.Sprintf("no instance type fits %s together", formatList(s, list)))
 }
 
 func formatList(s *solver, rl corev1.ResourceList) string {

@@ -116,38 +116,38 @@ func (s *solver) limitExcludes(p *pool, used, req, curCap scheduling.Vector) boo
 // of a variant on a new NodeClaim of a limited pool, and why, under the
 // pool usage it was found with.
 type newFitMemo struct {
-	used       scheduling.Vector
-	nodesUsed  int64
-	reason     string
-	resolvable bool
+	used      scheduling.Vector
+	nodesUsed int64
+	reason    scheduling.Reason
 }
 
 // newClaimFit is cheapestFit for a new NodeClaim of e and, when no type
-// fits, fitReason. On a limited pool a refusal is remembered per entry and
+// fits, fitReason (cur is then -1). On a limited pool a refusal is remembered per entry and
 // variant until the pool's usage changes: under a binding limit every
 // pending pod asks again on each pass, and the answer depends only on the
 // entry, the variant's requests and host ports, and the pool's usage.
-func (s *solver) newClaimFit(e *entry, v *variant) (cur int, reason string, resolvable bool) {
+func (s *solver) newClaimFit(e *entry, v *variant) (int, scheduling.Reason) {
 	p := e.pool
 	memo := p.hasLimits && !s.noLimitBound
 	key := [2]int{e.id, v.id}
 	if m, ok := s.newFitMemos[key]; memo && ok && m.nodesUsed == p.nodesUsed && slices.Equal(m.used, p.used) {
-		return -1, m.reason, m.resolvable
+		return -1, m.reason
 	}
+	var cur int
 	if p.binding {
 		cur = s.efficientFit(e, v)
 	} else {
 		cur = s.cheapestFit(e, nil, v)
 	}
 	if cur >= 0 {
-		return cur, "", false
+		return cur, scheduling.Reason{}
 	}
-	reason, resolvable = s.fitReason(e, v)
+	reason := s.fitReason(e, v)
 	if memo {
 		if s.newFitMemos == nil {
 			s.newFitMemos = map[[2]int]*newFitMemo{}
 		}
-		s.newFitMemos[key] = &newFitMemo{used: p.used.Clone(), nodesUsed: p.nodesUsed, reason: reason, resolvable: resolvable}
+		s.newFitMemos[key] = &newFitMemo{used: p.used.Clone(), nodesUsed: p.nodesUsed, reason: reason}
 	}
-	return -1, reason, resolvable
+	return -1, reason
 }

@@ -142,7 +142,7 @@ func AdmitLimits(in Input, res *Result) {
 			index[i] = -1
 			for _, pod := range nc.Pods {
 				res.PodErrors = append(res.PodErrors, PodError{Pod: pod,
-					Status: scheduling.NewStatus(scheduling.Unschedulable, fmt.Sprintf("NodePool %s: %s", nc.NodePool.Name, reason))})
+					Status: scheduling.NewStatus(scheduling.Unschedulable, scheduling.PoolReason(nc.NodePool.Name, scheduling.ReasonNodePoolLimit, reason))})
 			}
 			continue
 		}

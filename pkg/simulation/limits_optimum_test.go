@@ -453,7 +453,7 @@ func TestLimitAccountingMatchesNodeClaims(t *testing.T) {
 		"a refused pod is told the capacity the NodeClaims list": {
 			pools:   []*NodePool{limited()},
 			pods:    pods("p", 3, only),
-			reasons: map[string]string{"p-2": "NodePool limited: limit cpu=10 reached (8 in use)"},
+			reasons: map[string]string{"p-2": "NodePool limited: limit cpu=10 reached (8 in use) [NodePoolLimit]"},
 			check: func(t *testing.T, res *Result) {
 				if len(res.NodeClaims) != 2 {
 					t.Fatalf("%d NodeClaims, want 2", len(res.NodeClaims))

@@ -2,7 +2,6 @@ package simulation
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"strings"
 
@@ -43,7 +42,7 @@ func (s *solver) run(ctx context.Context, pods []*podInfo) []*podInfo {
 		for i, p := range queue {
 			if ctx.Err() != nil {
 				for _, q := range queue[i:] {
-					q.status = scheduling.NewStatus(scheduling.Error, cancelledMessage+ctx.Err().Error())
+					q.status = scheduling.NewStatus(scheduling.Error, scheduling.Because(scheduling.ReasonSolveError, cancelledMessage+ctx.Err().Error()))
 				}
 				return append(next, queue[i:]...)
 			}
@@ -306,37 +305,38 @@ func (s *solver) grown(v *variant, t *target) (option, bool) {
 // the pod, or explains per NodePool why none can.
 func (s *solver) tryNew(v *variant) (*option, *scheduling.Status) {
 	code := scheduling.UnschedulableAndUnresolvable
-	var reasons []string
+	var reasons []scheduling.Reason
 	fresh := &target{id: len(s.targets)}
 	for pi, p := range s.pools {
 		pc := s.poolFor(v, pi)
 		if pc.entry == nil {
-			reasons = append(reasons, fmt.Sprintf("NodePool %s: %s", p.name, pc.reason))
+			reasons = append(reasons, pc.reason)
 			continue
 		}
 		e, reason := s.topoCheck(v, fresh, pc.entry, true)
+		why := scheduling.ReasonTopology
 		if reason == "" && p.nodeLimit >= 0 && p.nodesUsed >= p.nodeLimit {
-			reason = s.limitReason(p, make(scheduling.Vector, s.resources.Len()))
+			reason, why = s.limitReason(p, make(scheduling.Vector, s.resources.Len())), scheduling.ReasonNodePoolLimit
 			p.refuse()
 		}
 		if reason != "" {
 			code = scheduling.Unschedulable
-			reasons = append(reasons, fmt.Sprintf("NodePool %s: %s", p.name, reason))
+			reasons = append(reasons, scheduling.PoolReason(p.name, why, reason))
 			continue
 		}
-		cur, reason, resolvable := s.newClaimFit(e, v)
+		cur, fit := s.newClaimFit(e, v)
 		if cur < 0 {
-			if resolvable {
+			if fit.Code == scheduling.ReasonNodePoolLimit {
 				code = scheduling.Unschedulable
 				p.refuse()
 			}
-			reasons = append(reasons, fmt.Sprintf("NodePool %s: %s", p.name, reason))
+			reasons = append(reasons, fit)
 			continue
 		}
 		return &option{pool: p, e: e, cur: cur, delta: e.price[cur]}, nil
 	}
 	if len(s.pools) == 0 {
-		reasons = append(reasons, "no NodePool can launch nodes")
+		reasons = append(reasons, scheduling.Because(scheduling.ReasonNoNodePool, "no NodePool can launch nodes"))
 	}
 	return nil, scheduling.NewStatus(code, reasons...)
 }

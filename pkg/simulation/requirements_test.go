@@ -41,7 +41,7 @@ func TestSolveRequirements(t *testing.T) {
 		},
 		"nodeSelector on a label the NodePool does not define": {
 			pods:    onePod(func(w *test.PodWrapper) *test.PodWrapper { return w.NodeSelector(map[string]string{"team": "x"}) }),
-			reasons: map[string]string{"p": "NodePool default: incompatible requirements: label team is not defined by the NodePool (requires team In [x])"},
+			reasons: map[string]string{"p": "NodePool default: incompatible requirements: label team is not defined by the NodePool (requires team In [x]) [IncompatibleRequirements]"},
 		},
 		"nodeSelector on a template label": {
 			pools:  []*NodePool{withTypes(test.MakeNodePool("default").Labels(map[string]string{"team": "x"}).Obj())},
@@ -51,7 +51,7 @@ func TestSolveRequirements(t *testing.T) {
 		"nodeSelector on a template label with another value": {
 			pools:   []*NodePool{withTypes(test.MakeNodePool("default").Labels(map[string]string{"team": "x"}).Obj())},
 			pods:    onePod(func(w *test.PodWrapper) *test.PodWrapper { return w.NodeSelector(map[string]string{"team": "y"}) }),
-			reasons: map[string]string{"p": "NodePool default: incompatible requirements: requires team In [y], NodePool allows team In [x]"},
+			reasons: map[string]string{"p": "NodePool default: incompatible requirements: requires team In [y], NodePool allows team In [x] [IncompatibleRequirements]"},
 		},
 		"a template requirement narrows to the pod's value": {
 			pools: []*NodePool{withTypes(test.MakeNodePool("default").Requirement("team", corev1.NodeSelectorOpIn, "x", "y").Obj())},
@@ -85,7 +85,7 @@ func TestSolveRequirements(t *testing.T) {
 			pods: onePod(func(w *test.PodWrapper) *test.PodWrapper {
 				return w.NodeAffinityTerm(req("team", corev1.NodeSelectorOpExists))
 			}),
-			reasons: map[string]string{"p": "NodePool default: incompatible requirements: label team is not defined by the NodePool (requires team Exists)"},
+			reasons: map[string]string{"p": "NodePool default: incompatible requirements: label team is not defined by the NodePool (requires team Exists) [IncompatibleRequirements]"},
 		},
 		"Gt on an instance label": {
 			pods: onePod(func(w *test.PodWrapper) *test.PodWrapper {
@@ -109,7 +109,7 @@ func TestSolveRequirements(t *testing.T) {
 			pods: onePod(func(w *test.PodWrapper) *test.PodWrapper {
 				return w.NodeAffinityTerm(req(labelCPU, corev1.NodeSelectorOpGt, "64"))
 			}),
-			reasons: map[string]string{"p": "NodePool default: no instance type satisfies " + labelCPU + " Gte 65"},
+			reasons: map[string]string{"p": "NodePool default: no instance type satisfies " + labelCPU + " Gte 65 [NoInstanceTypeOffered]"},
 		},
 		"a NodePool restricted to arm64": {
 			pools:  []*NodePool{withTypes(test.MakeNodePool("default").Requirement(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "arm64").Obj())},
@@ -121,7 +121,7 @@ func TestSolveRequirements(t *testing.T) {
 			pods: onePod(func(w *test.PodWrapper) *test.PodWrapper {
 				return w.NodeSelector(map[string]string{corev1.LabelArchStable: "amd64"})
 			}),
-			reasons: map[string]string{"p": "NodePool default: incompatible requirements: requires kubernetes.io/arch In [amd64], NodePool allows kubernetes.io/arch In [arm64]"},
+			reasons: map[string]string{"p": "NodePool default: incompatible requirements: requires kubernetes.io/arch In [amd64], NodePool allows kubernetes.io/arch In [arm64] [IncompatibleRequirements]"},
 		},
 		"an on-demand NodePool": {
 			pools: []*NodePool{withTypes(test.MakeNodePool("default").Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand).Obj())},
@@ -148,7 +148,7 @@ func TestSolveRequirements(t *testing.T) {
 			pods: onePod(func(w *test.PodWrapper) *test.PodWrapper {
 				return w.NodeSelector(map[string]string{corev1.LabelTopologyZone: "zone-z"})
 			}),
-			reasons: map[string]string{"p": "NodePool default: no instance type satisfies topology.kubernetes.io/zone In [zone-z]"},
+			reasons: map[string]string{"p": "NodePool default: no instance type satisfies topology.kubernetes.io/zone In [zone-z] [NoInstanceTypeOffered]"},
 		},
 		"the NodeClaim lists the fitting types cheapest first": {
 			pods: onePod(func(w *test.PodWrapper) *test.PodWrapper { return w.Requests("cpu", "3") }),
@@ -187,7 +187,7 @@ func TestSolveRequirements(t *testing.T) {
 		"minValues Strict refuses too few families": {
 			pools:   []*NodePool{withTypes(test.MakeNodePool("default").RequirementWithMinValues(labelFamily, corev1.NodeSelectorOpExists, 3).Obj())},
 			pods:    onePod(func(w *test.PodWrapper) *test.PodWrapper { return w.Requests("cpu", "5") }),
-			reasons: map[string]string{"p": "NodePool default: minValues not satisfied by the instance types that fit"},
+			reasons: map[string]string{"p": "NodePool default: minValues not satisfied by the instance types that fit [MinValues]"},
 		},
 		"minValues BestEffort launches and says so": {
 			opts:  Options{MinValuesPolicy: MinValuesPolicyBestEffort},
@@ -207,12 +207,12 @@ func TestSolveRequirements(t *testing.T) {
 		"a NodePool without instance types": {
 			pools:   []*NodePool{{NodePool: test.MakeNodePool("empty").Obj()}},
 			pods:    onePod(func(w *test.PodWrapper) *test.PodWrapper { return w }),
-			reasons: map[string]string{"p": "NodePool empty: no instance type with an available offering"},
+			reasons: map[string]string{"p": "NodePool empty: no instance type with an available offering [NoInstanceTypeOffered]"},
 		},
 		"no NodePools": {
 			pools:   []*NodePool{},
 			pods:    onePod(func(w *test.PodWrapper) *test.PodWrapper { return w }),
-			reasons: map[string]string{"p": "no NodePool can launch nodes"},
+			reasons: map[string]string{"p": "no NodePool can launch nodes [NoNodePool]"},
 		},
 		"volume topology pins the zone": {
 			pods:    onePod(func(w *test.PodWrapper) *test.PodWrapper { return w }),
@@ -229,7 +229,7 @@ func TestSolveRequirements(t *testing.T) {
 				return w.NodeSelector(map[string]string{corev1.LabelTopologyZone: zoneA})
 			}),
 			volumes: map[types.UID][]scheduling.Requirements{"uid-p": {zoneReqs(zoneB)}},
-			reasons: map[string]string{"p": "NodePool default: no instance type satisfies topology.kubernetes.io/zone In []"},
+			reasons: map[string]string{"p": "NodePool default: no instance type satisfies topology.kubernetes.io/zone In [] [NoInstanceTypeOffered]"},
 		},
 	})
 }
@@ -350,7 +350,7 @@ func TestSolveNodePoolOrder(t *testing.T) {
 		"reasons list every NodePool in order": {
 			pools:   []*NodePool{withTypes(weighted("a", 1)), withTypes(weighted("b", 2))},
 			pods:    onePod(func(w *test.PodWrapper) *test.PodWrapper { return w.Requests("cpu", "64") }),
-			reasons: map[string]string{"p": "NodePool b: no instance type has 64 cpu; NodePool a: no instance type has 64 cpu"},
+			reasons: map[string]string{"p": "NodePool b: no instance type has 64 cpu (the largest allocatable is 8) [InstanceTypesTooSmall]; NodePool a: no instance type has 64 cpu (the largest allocatable is 8) [InstanceTypesTooSmall]"},
 		},
 	})
 }

@@ -27,7 +27,7 @@ func TestSolveResources(t *testing.T) {
 		"more cpu than any type": {
 			pods:    []*corev1.Pod{test.MakePod("p").Requests("cpu", "100").Obj()},
 			claims:  n(0),
-			reasons: map[string]string{"p": "NodePool default: no instance type has 100 cpu"},
+			reasons: map[string]string{"p": "NodePool default: no instance type has 100 cpu (the largest allocatable is 8) [InstanceTypesTooSmall]"},
 		},
 		"a gpu request lands on the gpu type": {
 			pods:   []*corev1.Pod{test.MakePod("p").Requests("cpu", "1", "nvidia.com/gpu", "2").Obj()},
@@ -35,7 +35,7 @@ func TestSolveResources(t *testing.T) {
 		},
 		"more gpus than any type": {
 			pods:    []*corev1.Pod{test.MakePod("p").Requests("nvidia.com/gpu", "8").Obj()},
-			reasons: map[string]string{"p": "NodePool default: no instance type has 8 nvidia.com/gpu"},
+			reasons: map[string]string{"p": "NodePool default: no instance type has 8 nvidia.com/gpu (the largest allocatable is 4) [InstanceTypesTooSmall]"},
 		},
 		"an init container larger than the app sizes the node": {
 			pods: []*corev1.Pod{test.MakePod("p").Requests("cpu", "1").
@@ -102,16 +102,16 @@ func TestSolveResources(t *testing.T) {
 		},
 		"a resource no type has": {
 			pods:    []*corev1.Pod{test.MakePod("p").Requests("ephemeral-storage", "10Gi").Obj()},
-			reasons: map[string]string{"p": "NodePool default: no instance type has 10Gi ephemeral-storage"},
+			reasons: map[string]string{"p": "NodePool default: no instance type has 10Gi ephemeral-storage (the largest allocatable is 0) [InstanceTypesTooSmall]"},
 		},
 		"resources that fit alone but not together": {
 			pods: []*corev1.Pod{test.MakePod("p").Requests("cpu", "5", "memory", "20Gi").
 				NodeAffinityTerm(req(labelFamily, corev1.NodeSelectorOpNotIn, "gpu")).Obj()},
-			reasons: map[string]string{"p": "NodePool default: no instance type fits cpu=5, memory=20Gi together"},
+			reasons: map[string]string{"p": "NodePool default: no instance type fits cpu=5, memory=20Gi together [InstanceTypesTooSmall]"},
 		},
 		"a pod with resource claims": {
 			pods:    []*corev1.Pod{withClaim(test.MakePod("p").Requests("cpu", "1").Obj())},
-			reasons: map[string]string{"p": "pod uses dynamic resource allocation (resourceClaims), which karp does not simulate"},
+			reasons: map[string]string{"p": "pod uses dynamic resource allocation (resourceClaims), which karp does not simulate [NotSimulated]"},
 		},
 		"a pod without requests": {
 			pods:   []*corev1.Pod{test.MakePod("p").Obj()},

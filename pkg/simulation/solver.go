@@ -78,7 +78,7 @@ type placed struct {
 type poolCheck struct {
 	verdict verdict
 	entry   *entry
-	reason  string
+	reason  scheduling.Reason
 }
 
 // Solve decides where pending pods go. It never returns an error for pods
@@ -203,8 +203,8 @@ func totalPrice(res *Result) float64 {
 func splitDRA(pods []*podInfo) (keep, rejected []*podInfo) {
 	for _, p := range pods {
 		if len(p.pod.Spec.ResourceClaims) > 0 {
-			p.status = scheduling.NewStatus(scheduling.UnschedulableAndUnresolvable,
-				"pod uses dynamic resource allocation (resourceClaims), which karp does not simulate")
+			p.status = scheduling.NewStatus(scheduling.UnschedulableAndUnresolvable, scheduling.Because(scheduling.ReasonNotSimulated,
+				"pod uses dynamic resource allocation (resourceClaims), which karp does not simulate"))
 			rejected = append(rejected, p)
 			continue
 		}
@@ -436,19 +436,20 @@ func (s *solver) poolFor(v *variant, pi int) *poolCheck {
 	pc.verdict = incompatible
 	p := s.pools[pi]
 	if err := tolerated(p.taints, v.class.tolerates, v.strictPNS); err != nil {
-		pc.reason = err.Error()
+		pc.reason = scheduling.PoolReason(p.name, scheduling.ReasonTaintNotTolerated, err.Error())
 		return pc
 	}
 	if err := p.reqs.Compatible(v.reqs, s.wellKnown); err != nil {
-		pc.reason = "incompatible requirements: " + err.Error()
+		pc.reason = scheduling.PoolReason(p.name, scheduling.ReasonIncompatibleRequirements, "incompatible requirements: "+err.Error())
 		return pc
 	}
 	pc.entry = s.entryFor(p, p.reqs.Intersection(v.reqs))
 	if len(pc.entry.order) == 0 {
-		pc.reason = "no instance type satisfies " + v.reqs.String()
+		msg := "no instance type satisfies " + v.reqs.String()
 		if len(v.reqs) == 0 {
-			pc.reason = "no instance type with an available offering"
+			msg = "no instance type with an available offering"
 		}
+		pc.reason = scheduling.PoolReason(p.name, scheduling.ReasonNoInstanceTypeOffered, msg)
 		pc.entry = nil
 		return pc
 	}

@@ -32,7 +32,7 @@ func TestSolveTaints(t *testing.T) {
 	runCases(t, map[string]solveCase{
 		"a taint not tolerated": {
 			pools: gpuPool, pods: pod(),
-			reasons: map[string]string{"p": "NodePool gpu: taint nvidia.com/gpu=true:NoSchedule not tolerated"},
+			reasons: map[string]string{"p": "NodePool gpu: taint nvidia.com/gpu=true:NoSchedule not tolerated [TaintNotTolerated]"},
 		},
 		"tolerated with Equal": {
 			pools: gpuPool, pods: pod(corev1.Toleration{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpEqual, Value: "true", Effect: corev1.TaintEffectNoSchedule}),
@@ -48,16 +48,16 @@ func TestSolveTaints(t *testing.T) {
 		},
 		"a toleration with another value": {
 			pools: gpuPool, pods: pod(corev1.Toleration{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpEqual, Value: "false"}),
-			reasons: map[string]string{"p": "NodePool gpu: taint nvidia.com/gpu=true:NoSchedule not tolerated"},
+			reasons: map[string]string{"p": "NodePool gpu: taint nvidia.com/gpu=true:NoSchedule not tolerated [TaintNotTolerated]"},
 		},
 		"a toleration for another effect": {
 			pools: gpuPool, pods: pod(corev1.Toleration{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}),
-			reasons: map[string]string{"p": "NodePool gpu: taint nvidia.com/gpu=true:NoSchedule not tolerated"},
+			reasons: map[string]string{"p": "NodePool gpu: taint nvidia.com/gpu=true:NoSchedule not tolerated [TaintNotTolerated]"},
 		},
 		"a NoExecute taint not tolerated": {
 			pools:   []*NodePool{taintedPool("infra", corev1.Taint{Key: "dedicated", Value: "infra", Effect: corev1.TaintEffectNoExecute})},
 			pods:    pod(),
-			reasons: map[string]string{"p": "NodePool infra: taint dedicated=infra:NoExecute not tolerated"},
+			reasons: map[string]string{"p": "NodePool infra: taint dedicated=infra:NoExecute not tolerated [TaintNotTolerated]"},
 		},
 		"a PreferNoSchedule taint does not block": {
 			pools:  []*NodePool{taintedPool("soft", corev1.Taint{Key: "soft", Effect: corev1.TaintEffectPreferNoSchedule})},
@@ -80,7 +80,7 @@ func TestSolveTaints(t *testing.T) {
 		"two taints, one tolerated": {
 			pools:   []*NodePool{taintedPool("two", gpuTaint, corev1.Taint{Key: "team", Value: "ml", Effect: corev1.TaintEffectNoSchedule})},
 			pods:    pod(corev1.Toleration{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists}),
-			reasons: map[string]string{"p": "NodePool two: taint team=ml:NoSchedule not tolerated"},
+			reasons: map[string]string{"p": "NodePool two: taint team=ml:NoSchedule not tolerated [TaintNotTolerated]"},
 		},
 	})
 }
@@ -156,7 +156,7 @@ func TestSolveExistingNodes(t *testing.T) {
 		},
 		"matchFields naming a missing node": {
 			pods:    []*corev1.Pod{withMatchFields(test.MakePod("p").Obj(), "gone")},
-			reasons: map[string]string{"p": "NodePool default: incompatible requirements: label kubernetes.io/hostname is not defined by the NodePool (requires kubernetes.io/hostname In [gone])"},
+			reasons: map[string]string{"p": "NodePool default: incompatible requirements: label kubernetes.io/hostname is not defined by the NodePool (requires kubernetes.io/hostname In [gone]) [IncompatibleRequirements]"},
 		},
 		"existing capacity wins over a preference": {
 			nodes: []*Node{existingNode(free("n"))},

@@ -91,7 +91,7 @@ func TestSolveTopologySpread(t *testing.T) {
 				return w.SpreadConstraint(corev1.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone,
 					WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: web}, MinDomains: &minDomains})
 			}),
-			reasons: map[string]string{"web-2": "NodePool default: topology spread on topology.kubernetes.io/zone (maxSkew 1) would be exceeded"},
+			reasons: map[string]string{"web-2": "NodePool default: topology spread on topology.kubernetes.io/zone (maxSkew 1) would be exceeded [Topology]"},
 		},
 		"without minDomains two zones take three pods": {
 			pools: twoZones, pods: webPods(3, zoneSpread), check: wantZones(map[string]int{zoneA: 2, zoneB: 1}),
@@ -189,7 +189,7 @@ func TestSolvePodAffinity(t *testing.T) {
 		},
 		"affinity to a pod that does not exist": {
 			pods:    []*corev1.Pod{test.MakePod("app").Requests("cpu", "100m").PodAffinity(corev1.LabelTopologyZone, db).Obj()},
-			reasons: map[string]string{"app": "NodePool default: pod affinity on topology.kubernetes.io/zone not satisfied"},
+			reasons: map[string]string{"app": "NodePool default: pod affinity on topology.kubernetes.io/zone not satisfied [Topology]"},
 		},
 		"self affinity keeps a group in one zone": {
 			pods: webPods(3, func(w *test.PodWrapper) *test.PodWrapper {
@@ -220,7 +220,7 @@ func TestSolvePodAffinity(t *testing.T) {
 		"affinity ignores pods of other namespaces by default": {
 			pods: []*corev1.Pod{test.MakePod("db").Namespace("data").Labels(db).Requests("cpu", "100m").Obj(),
 				test.MakePod("app").Requests("cpu", "100m").PodAffinity(corev1.LabelHostname, db).Obj()},
-			reasons: map[string]string{"app": "NodePool default: pod affinity on kubernetes.io/hostname not satisfied"},
+			reasons: map[string]string{"app": "NodePool default: pod affinity on kubernetes.io/hostname not satisfied [Topology]"},
 		},
 		"an empty namespaceSelector selects every namespace": {
 			pods: []*corev1.Pod{test.MakePod("db").Namespace("data").Labels(db).Requests("cpu", "100m").Obj(),
@@ -256,7 +256,7 @@ func TestSolvePodAntiAffinity(t *testing.T) {
 		"zone anti-affinity runs out of zones": {
 			pods:    webPods(4, func(w *test.PodWrapper) *test.PodWrapper { return w.PodAntiAffinity(corev1.LabelTopologyZone, web) }),
 			claims:  n(3),
-			reasons: map[string]string{"web-3": "NodePool default: pod anti-affinity on topology.kubernetes.io/zone not satisfied"},
+			reasons: map[string]string{"web-3": "NodePool default: pod anti-affinity on topology.kubernetes.io/zone not satisfied [Topology]"},
 		},
 		"an existing pod's anti-affinity keeps new pods off its node": {
 			nodes:  []*Node{zoneNode("n", zoneA, guard)},
@@ -330,17 +330,17 @@ func TestSolveLimits(t *testing.T) {
 		"a cpu limit stops the second node": {
 			pools:   limited("cpu", "2"),
 			pods:    pods("p", 2, func(w *test.PodWrapper) *test.PodWrapper { return w.Requests("cpu", "1500m") }),
-			reasons: map[string]string{"p-1": "NodePool default: limit cpu=2 reached (2 in use)"},
+			reasons: map[string]string{"p-1": "NodePool default: limit cpu=2 reached (2 in use) [NodePoolLimit]"},
 		},
 		"a node limit": {
 			pools:   limited("nodes", "1"),
 			pods:    webPods(2, func(w *test.PodWrapper) *test.PodWrapper { return w.PodAntiAffinity(corev1.LabelHostname, web) }),
-			reasons: map[string]string{"web-1": "NodePool default: limit nodes=1 reached (1 in use)"},
+			reasons: map[string]string{"web-1": "NodePool default: limit nodes=1 reached (1 in use) [NodePoolLimit]"},
 		},
 		"limits count existing nodes": {
 			pools: limited("cpu", "5"), nodes: []*Node{poolNode},
 			pods:    onePod(func(w *test.PodWrapper) *test.PodWrapper { return w }),
-			reasons: map[string]string{"p": "NodePool default: limit cpu=5 reached (4 in use)"},
+			reasons: map[string]string{"p": "NodePool default: limit cpu=5 reached (4 in use) [NodePoolLimit]"},
 		},
 		"a limited NodePool falls back to the next": {
 			pools: []*NodePool{withTypes(test.MakeNodePool("limited").Weight(10).Limits(test.ResourceList("cpu", "1")).Obj()),
@@ -361,12 +361,12 @@ func TestSolveLimits(t *testing.T) {
 		"a memory limit": {
 			pools:   limited("memory", "4Gi"),
 			pods:    onePod(func(w *test.PodWrapper) *test.PodWrapper { return w.Requests("memory", "5Gi") }),
-			reasons: map[string]string{"p": "NodePool default: limit memory=4Gi reached (0 in use)"},
+			reasons: map[string]string{"p": "NodePool default: limit memory=4Gi reached (0 in use) [NodePoolLimit]"},
 		},
 		"a limit of zero nodes": {
 			pools:   limited("nodes", "0"),
 			pods:    onePod(func(w *test.PodWrapper) *test.PodWrapper { return w }),
-			reasons: map[string]string{"p": "NodePool default: limit nodes=0 reached (0 in use)"},
+			reasons: map[string]string{"p": "NodePool default: limit nodes=0 reached (0 in use) [NodePoolLimit]"},
 		},
 	})
 }
@@ -395,7 +395,7 @@ func TestSolveCancelled(t *testing.T) {
 	cancel()
 	res := Solve(ctx, Input{Pods: onePod(func(w *test.PodWrapper) *test.PodWrapper { return w }),
 		NodePools: []*NodePool{withTypes(test.MakeNodePool("default").Obj())}})
-	if len(res.PodErrors) != 1 || res.PodErrors[0].Status.Message() != "simulation cancelled: context canceled" {
+	if len(res.PodErrors) != 1 || res.PodErrors[0].Status.Message() != "simulation cancelled: context canceled [SolveError]" {
 		t.Fatalf("errors %+v", res.PodErrors)
 	}
 }

@@ -39,11 +39,11 @@ func nodePoolRequirements(nodePool *karpv1.NodePool) scheduling.Requirements {
 	return reqs
 }
 
-// skippedNote is appended to the FailedScheduling message of pods karp
+// SkippedNote is appended to the FailedScheduling message of pods karp
 // could not place, naming each NodePool the pass skipped and why, so a pod
 // whose only NodePool is misconfigured says so instead of upstream's bare
 // "nodepool requirements filtered out all available instance types".
-func skippedNote(skipped map[string]string) string {
+func SkippedNote(skipped map[string]string) string {
 	if len(skipped) == 0 {
 		return ""
 	}
@@ -54,10 +54,8 @@ func skippedNote(skipped map[string]string) string {
 	sort.Strings(names)
 	var b strings.Builder
 	for _, name := range names {
-		b.WriteString("; NodePool ")
-		b.WriteString(name)
-		b.WriteString(" skipped: ")
-		b.WriteString(skipped[name])
+		b.WriteString("; ")
+		b.WriteString(scheduling.PoolReason(name, scheduling.ReasonNodePoolNotReady, "skipped: "+skipped[name]).String())
 	}
 	return b.String()
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning/hint"
 	"github.com/karp-autoscaler/karp/pkg/metrics"
 	"github.com/karp-autoscaler/karp/pkg/render"
+	"github.com/karp-autoscaler/karp/pkg/scheduling"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
 	"github.com/karp-autoscaler/karp/pkg/state"
 )
@@ -66,7 +67,7 @@ func (p *Provisioner) act(ctx context.Context, in *simulation.Input, res *simula
 		}
 	}
 	// 3. Pods karp cannot help, with the NodePools the pass skipped.
-	note := skippedNote(p.skipped)
+	note := SkippedNote(p.skipped)
 	unschedulable := 0
 	for _, pe := range res.PodErrors {
 		if state.IsAwaitingScheduler(pe.Pod) {
@@ -96,7 +97,7 @@ func (p *Provisioner) admit(limits *limitTracker, claims []*simulation.NodeClaim
 		fitted, reason := limits.limits.Admit(nodePool, nc)
 		if reason != "" {
 			for _, pod := range nc.Pods {
-				p.recorder.FailedScheduling(pod, fmt.Sprintf("nodepool %q: %s", nodePool.Name, reason))
+				p.recorder.FailedScheduling(pod, scheduling.PoolReason(nodePool.Name, scheduling.ReasonNodePoolLimit, reason).String())
 			}
 			continue
 		}

@@ -74,7 +74,7 @@ func TestNodePoolWithNoCompatibleInstanceTypesIsSkipped(t *testing.T) {
 	}
 	note := h.eventFor(pod, provisioning.ReasonFailedScheduling)
 	for _, want := range []string{"no NodePool can launch nodes",
-		"NodePool gpu skipped: requirements filtered out all compatible available instance types (NoCompatibleInstanceTypes)"} {
+		"NodePool gpu: skipped: requirements filtered out all compatible available instance types (NoCompatibleInstanceTypes) [NodePoolNotReady]"} {
 		if !strings.Contains(note, want) {
 			t.Errorf("pod event %q does not contain %q", note, want)
 		}
@@ -97,7 +97,7 @@ func TestSkippedNodePoolIsNamedNextToTheOthers(t *testing.T) {
 		t.Fatalf("created %v, want nothing (the pod does not tolerate default's taint)", res.Created)
 	}
 	note := h.eventFor(pod, provisioning.ReasonFailedScheduling)
-	for _, want := range []string{"NodePool default: ", "dedicated", "NodePool spot-3 skipped: requirements filtered out"} {
+	for _, want := range []string{"NodePool default: ", "dedicated", "NodePool spot-3: skipped: requirements filtered out"} {
 		if !strings.Contains(note, want) {
 			t.Errorf("pod event %q does not contain %q", note, want)
 		}

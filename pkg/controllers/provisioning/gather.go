@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
 	"github.com/karp-autoscaler/karp/pkg/solverinput"
@@ -74,6 +75,9 @@ func (p *Provisioner) nodePools(ctx context.Context) ([]*simulation.NodePool, ma
 		}
 		typesByPool[np.Name] = types
 		if !launchable {
+			if simulation.LaunchesNodes(np) {
+				p.skipped[np.Name] = notReady(np)
+			}
 			continue
 		}
 		if !hasCompatibleInstanceTypes(np, types) {
@@ -85,6 +89,20 @@ func (p *Provisioner) nodePools(ctx context.Context) ([]*simulation.NodePool, ma
 		out = append(out, &simulation.NodePool{NodePool: np, InstanceTypes: types})
 	}
 	return out, typesByPool
+}
+
+// notReady says why a dynamic NodePool launches nothing: its Ready
+// condition, as the NodePool controller wrote it.
+func notReady(np *karpv1.NodePool) string {
+	cond := np.StatusConditions().Get(karpv1.ConditionTypeReady)
+	if cond == nil {
+		return "not Ready yet (no Ready condition)"
+	}
+	msg := "not Ready (" + cond.Reason
+	if cond.Message != "" {
+		msg += ": " + cond.Message
+	}
+	return msg + ")"
 }
 
 // fillInFlight gives NodeClaims that have not launched yet the allocatable

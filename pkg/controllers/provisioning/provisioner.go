@@ -163,34 +163,18 @@ type Results struct {
 // Schedule runs one provisioning pass over the current state (which the
 // caller checked is synced): gather, solve, act.
 func (p *Provisioner) Schedule(ctx context.Context) (*Results, error) {
-	// 1. Pending pods; the pods of nodes being deleted come with the
-	// snapshot. Nominations to nodes that filled up with other pods are
-	// released first, so their pods are placed again now.
-	if released := p.cluster.ReleaseOvercommittedNominations(); released > 0 {
-		log.FromContext(ctx).V(1).Info("released nominations to full nodes", "count", released)
-	}
-	pods := p.cluster.ProvisionablePods()
-	nodes, stateNodes := p.cluster.ProvisioningSnapshot()
-	if len(pods) == 0 && !anyReschedulable(nodes) {
-		queueDepth.Set(0)
-		return &Results{}, nil
-	}
-	queueDepth.Set(float64(len(pods)))
-	// 2. Gather everything else the solver needs.
-	in, ignored, err := p.gather(ctx, pods, nodes, stateNodes)
+	// 1.-3. Gather and solve.
+	plan, err := p.Plan(ctx)
 	if err != nil {
 		return nil, err
 	}
+	if plan == nil {
+		return &Results{}, nil
+	}
+	in, res, ignored, nodes, stateNodes := plan.Input, plan.Result, plan.Ignored, plan.nodes, plan.stateNodes
 	for _, pe := range ignored {
 		p.recorder.FailedScheduling(pe.Pod, pe.Status.Message())
 	}
-	if len(in.Pods) > 0 {
-		log.FromContext(ctx).Info("found provisionable pod(s)", "count", len(in.Pods))
-	}
-	// 3. Solve.
-	start := p.clock.Now()
-	res, deferred := p.solve(ctx, in)
-	schedulingDuration.Observe(p.clock.Since(start).Seconds())
 	p.cluster.MarkSchedulingDecisions(decided(res, ignored)...)
 	// 4. Act: create NodeClaims, nominate, explain the rest.
 	ids := make(map[*simulation.Node]string, len(nodes))
@@ -212,7 +196,69 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Results, error) {
 			p.hints.Write(ctx, pods, name)
 		}
 	}
-	return &Results{Solve: res, Created: created, Deferred: deferred}, err
+	return &Results{Solve: res, Created: created, Deferred: plan.Deferred}, err
+}
+
+// Plan is what a provisioning pass decides before it acts.
+type Plan struct {
+	// Input is what the solver was given; Result what it decided.
+	Input  *simulation.Input
+	Result *simulation.Result
+	// Ignored are the pods left out of the solve and why (invalid node
+	// constraints, unresolvable volumes).
+	Ignored []simulation.PodError
+	// Skipped names the NodePools the pass left out and why (not Ready,
+	// no compatible instance types, instance types unreadable).
+	Skipped map[string]string
+	// Deferred counts the pods the solve had no time to place.
+	Deferred int
+	// nodes are the solver's nodes and stateNodes the state they come
+	// from, index for index.
+	nodes      []*simulation.Node
+	stateNodes []*state.StateNode
+}
+
+// NodeOf returns the state node behind one of the plan's solver nodes.
+func (p *Plan) NodeOf(n *simulation.Node) *state.StateNode {
+	for i, sn := range p.nodes {
+		if sn == n {
+			return p.stateNodes[i]
+		}
+	}
+	return nil
+}
+
+// Plan gathers and solves as a pass does, without acting: nothing is
+// created, nominated or published. It returns nil when no pod needs a
+// place. `karp explain` runs it on a read-only view of a cluster.
+func (p *Provisioner) Plan(ctx context.Context) (*Plan, error) {
+	// 1. Pending pods; the pods of nodes being deleted come with the
+	// snapshot. Nominations to nodes that filled up with other pods are
+	// released first, so their pods are placed again now.
+	if released := p.cluster.ReleaseOvercommittedNominations(); released > 0 {
+		log.FromContext(ctx).V(1).Info("released nominations to full nodes", "count", released)
+	}
+	pods := p.cluster.ProvisionablePods()
+	nodes, stateNodes := p.cluster.ProvisioningSnapshot()
+	if len(pods) == 0 && !anyReschedulable(nodes) {
+		queueDepth.Set(0)
+		return nil, nil
+	}
+	queueDepth.Set(float64(len(pods)))
+	// 2. Gather everything else the solver needs.
+	in, ignored, err := p.gather(ctx, pods, nodes, stateNodes)
+	if err != nil {
+		return nil, err
+	}
+	if len(in.Pods) > 0 {
+		log.FromContext(ctx).Info("found provisionable pod(s)", "count", len(in.Pods))
+	}
+	// 3. Solve.
+	start := p.clock.Now()
+	res, deferred := p.solve(ctx, in)
+	schedulingDuration.Observe(p.clock.Since(start).Seconds())
+	return &Plan{Input: in, Result: res, Ignored: ignored, Skipped: p.skipped, Deferred: deferred,
+		nodes: nodes, stateNodes: stateNodes}, nil
 }
 
 // solve runs the solver within SolveTimeout. When the bound runs out, the

@@ -58,7 +58,7 @@ func validatePods(ctx context.Context, pods []*corev1.Pod) ([]*corev1.Pod, []sim
 			continue
 		}
 		ignored = append(ignored, simulation.PodError{Pod: pod,
-			Status: scheduling.NewStatus(scheduling.UnschedulableAndUnresolvable, "ignoring pod, "+check.err.Error())})
+			Status: scheduling.NewStatus(scheduling.UnschedulableAndUnresolvable, scheduling.Because(scheduling.ReasonInvalidPod, "ignoring pod, "+check.err.Error()))})
 	}
 	ignoredPods.Set(float64(len(pods) - len(valid)))
 	return valid, ignored

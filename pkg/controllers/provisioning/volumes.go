@@ -27,7 +27,7 @@ func (p *Provisioner) volumeRequirements(ctx context.Context, pods []*corev1.Pod
 			if !apierrors.IsNotFound(err) {
 				return nil, nil, err
 			}
-			ignored[pod.UID] = simulation.PodError{Pod: pod, Status: scheduling.NewStatus(scheduling.Unschedulable, err.Error())}
+			ignored[pod.UID] = simulation.PodError{Pod: pod, Status: scheduling.NewStatus(scheduling.Unschedulable, scheduling.Because(scheduling.ReasonVolume, err.Error()))}
 			continue
 		}
 		if len(alternatives) > 0 {
