@@ -37,6 +37,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodepool/hash"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodepool/readiness"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodepool/registrationhealth"
+	"github.com/karp-autoscaler/karp/pkg/controllers/nodepool/static"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodepool/validation"
 	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning"
 	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning/batchhold"
@@ -114,8 +115,10 @@ func NewControllers(deps Deps) []Controller {
 		// NodeClass changes; records status.nodeClassObservedGeneration.
 		registrationhealth.NewController(deps.KubeClient, deps.CloudProvider, deps.Clock, registrationHealth),
 		// Runs the runtime validation into ValidationSucceeded; says on a
-		// static NodePool (spec.replicas) that karp does not serve it yet.
-		validation.NewController(deps.KubeClient, deps.Clock).WithRecorder(deps.Recorder),
+		// static NodePool (spec.replicas) that the StaticCapacity gate is
+		// off, when it is.
+		validation.NewController(deps.KubeClient, deps.Clock).WithRecorder(deps.Recorder).
+			WithStaticCapacity(staticCapacity(deps.Options)),
 		// Stamps the template hash used for drift.
 		hash.NewController(deps.KubeClient),
 		// Batches pending pods, solves and creates NodeClaims (singleton).
@@ -142,6 +145,12 @@ func NewControllers(deps Deps) []Controller {
 		// within budgets (singleton), and says why the others stay.
 		disruption.NewController(deps.KubeClient, deps.CloudProvider, cluster, deps.Recorder, deps.Clock,
 			disruptionOptions(deps.Options), solverOptions(provisioningOptions(deps.Options))).WithAPIReader(deps.APIReader),
+	}
+	if staticCapacity(deps.Options) {
+		// Keeps each static NodePool at its replicas: launches NodeClaims
+		// from its template, deletes the surplus (ReplicasServed).
+		list = append(list, static.NewController(deps.KubeClient, deps.CloudProvider, cluster, deps.Clock, deps.Recorder,
+			solverOptions(provisioningOptions(deps.Options))))
 	}
 	// Records a Finalized event for each finalizer that leaves a NodeClaim,
 	// a Node or a NodePool.
@@ -181,6 +190,11 @@ func disruptionOptions(o *options.Options) disruption.Options {
 		opts.DefaultSpread = o.SchedulerConfig.Spread
 	}
 	return opts
+}
+
+// staticCapacity reports whether the StaticCapacity feature gate is on.
+func staticCapacity(o *options.Options) bool {
+	return o != nil && o.FeatureGates.Enabled(options.FeatureStaticCapacity)
 }
 
 // evictionQueue is the drain's eviction queue, respecting rollout budgets

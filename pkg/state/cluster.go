@@ -250,6 +250,21 @@ func (c *Cluster) ReleaseDisruptionStart(ids ...string) {
 	}
 }
 
+// DisruptionStarting reports whether the disruption of any of the
+// StateNodes is being started (HoldDisruptionStart): their replacements
+// may not exist yet nor the nodes be marked, so a count of the nodes that
+// stay is not to be trusted until the hold ends.
+func (c *Cluster) DisruptionStarting(ids ...string) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, id := range ids {
+		if c.starting[id] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // UnmarkForDeletion clears MarkForDeletion.
 func (c *Cluster) UnmarkForDeletion(ids ...string) {
 	c.mu.Lock()

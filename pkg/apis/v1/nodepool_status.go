@@ -15,6 +15,13 @@ const (
 	// ConditionTypeNodeRegistrationHealthy is False when recent launches of
 	// the pool failed to register; informational, it does not affect Ready.
 	ConditionTypeNodeRegistrationHealthy = "NodeRegistrationHealthy"
+	// ConditionTypeReplicasServed is karp's own condition of a static
+	// NodePool (spec.replicas): True once it has its replicas, all
+	// initialized; False, with the reason, while it scales, when its node
+	// limit caps it below its replicas, when it cannot launch, or when the
+	// StaticCapacity feature gate is off. Informational: not part of Ready.
+	// A dynamic NodePool does not carry it.
+	ConditionTypeReplicasServed = "ReplicasServed"
 	// ConditionTypeReady is the root condition of NodePools and NodeClaims.
 	ConditionTypeReady = "Ready"
 )

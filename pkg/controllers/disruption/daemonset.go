@@ -69,6 +69,16 @@ func (d *DaemonSetFit) ShouldDisrupt(ctx context.Context, w *world, c *Candidate
 func (d *DaemonSetFit) ComputeCommand(ctx context.Context, w *world, sim Simulator, budgets Budgets, candidates ...*Candidate) (Command, error) {
 	starved := d.starvedPods(ctx, w)
 	for _, c := range w.withinBudget(budgets, d.Reason(), candidates) {
+		if isStatic(c) {
+			// The template's NodeClaim is sized for the DaemonSets too.
+			cmd, whyNot := staticCommand(w, sim, d, d.Reason(), c)
+			if whyNot != "" {
+				w.block(c.Name(), BlockedDaemonSet, "a DaemonSet pod does not fit, but the node cannot be replaced: %s", whyNot)
+				continue
+			}
+			d.announce(c, starved[c.Name()], cmd)
+			return cmd, nil
+		}
 		// The solver sizes new NodeClaims for every DaemonSet that lands on
 		// them, with the DaemonSets' current requests.
 		res, err := sim.Simulate(ctx, simulation.ConsolidationOptions{SpotToSpot: true}, c)

@@ -56,6 +56,13 @@
 // at validation); a node holding more goes alone, its drain then evicting
 // them in turn.
 //
+// Static NodePools (spec.replicas) are never consolidated; the methods
+// that replace a node replace one of theirs one for one with a NodeClaim
+// of the template (staticCommand, pkg/simulation StaticNodeClaims), not by
+// placing its pods, and only while the NodePool is not over its replicas;
+// at its limits.nodes a drifted node is deleted first and the
+// nodepool/static controller launches its successor once it is gone.
+//
 // Decisions are made by the pure simulator (pkg/simulation Consolidate):
 // every reschedulable pod of the candidates must fit on the remaining
 // nodes plus the replacements, within the topology of its volumes. Spot

@@ -12,10 +12,20 @@ import (
 // simulates the candidates in order and returns the command that replaces
 // the first whose pods all fit elsewhere or on new capacity. A candidate
 // it cannot replace is recorded as blocked (BlockedNoCheaper), its
-// message why(candidate) followed by the simulation's reason.
+// message why(candidate) followed by the simulation's reason. A node of a
+// static NodePool is replaced one for one from its template instead
+// (staticCommand).
 func firstReplaceable(ctx context.Context, w *world, sim Simulator, m Method, reason karpv1.DisruptionReason,
 	cands []*Candidate, why func(*Candidate) string) (Command, error) {
 	for _, c := range cands {
+		if isStatic(c) {
+			cmd, whyNot := staticCommand(w, sim, m, reason, c)
+			if whyNot != "" {
+				w.block(c.Name(), BlockedNoCheaper, "%s%s", why(c), whyNot)
+				continue
+			}
+			return cmd, nil
+		}
 		res, err := sim.Simulate(ctx, simulation.ConsolidationOptions{SpotToSpot: true}, c)
 		if err != nil {
 			return Command{}, err

@@ -137,4 +137,8 @@ type Simulator interface {
 	// remaining nodes and, when needed, new NodeClaims (pkg/simulation
 	// Consolidate).
 	Simulate(ctx context.Context, opts simulation.ConsolidationOptions, candidates ...*Candidate) (*simulation.Consolidation, error)
+	// StaticReplacement renders a NodeClaim of a static NodePool's
+	// template, the one-for-one replacement of one of its nodes, or says
+	// why there is none.
+	StaticReplacement(np *karpv1.NodePool, types []*scheduling.InstanceType) ([]*simulation.NodeClaim, string)
 }

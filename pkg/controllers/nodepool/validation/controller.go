@@ -23,16 +23,12 @@ import (
 // ReasonNodePoolValidationFailed is ValidationSucceeded's reason when False.
 const ReasonNodePoolValidationFailed = "NodePoolValidationFailed"
 
-// ConditionTypeReplicasServed is False on a static NodePool (spec.replicas
-// set): karp does not launch static NodePools yet, so such a NodePool gets
-// no nodes, and says so here and in a warning event (reason
-// ReasonStaticCapacityNotImplemented) rather than silently. A dynamic
-// NodePool does not carry it. It is informational: not part of Ready.
-const ConditionTypeReplicasServed = "ReplicasServed"
-
-// ReasonStaticCapacityNotImplemented is ReplicasServed's reason when False
-// and the reason of the warning event.
-const ReasonStaticCapacityNotImplemented = "StaticCapacityNotImplemented"
+// ReasonStaticCapacityDisabled is ReplicasServed's reason (False) on a
+// static NodePool (spec.replicas) while the StaticCapacity feature gate is
+// off: such a NodePool gets no nodes, and says so there and in a warning
+// event with this reason rather than silently. With the gate on, the
+// static controller owns the condition.
+const ReasonStaticCapacityDisabled = "StaticCapacityDisabled"
 
 // ConditionTypeDisruptionBudgetsValid is False on a NodePool with a
 // disruption budget karp cannot evaluate though the CRD schema let it
@@ -52,8 +48,9 @@ const ReasonInvalidDisruptionBudget = "InvalidDisruptionBudget"
 // invalidBudgetConsequence ends DisruptionBudgetsValid's message.
 const invalidBudgetConsequence = "; a budget that cannot be evaluated allows no disruptions for its reasons"
 
-// staticMessage explains ReplicasServed=False.
-const staticMessage = "karp does not launch static NodePools (spec.replicas) yet; this NodePool gets no nodes"
+// staticMessage explains ReplicasServed=False while the gate is off.
+const staticMessage = "the StaticCapacity feature gate is off, so static NodePools (spec.replicas) are not served " +
+	"(--feature-gates=StaticCapacity=true turns it on); this NodePool gets no nodes"
 
 // Controller validates NodePools.
 type Controller struct {
@@ -62,6 +59,8 @@ type Controller struct {
 	// wellKnown are provider label keys users may constrain on.
 	wellKnown []sets.Set[string]
 	recorder  events.EventRecorder
+	// staticCapacity is the StaticCapacity feature gate.
+	staticCapacity bool
 }
 
 var _ reconcile.ObjectReconciler[*karpv1.NodePool] = (*Controller)(nil)
@@ -72,8 +71,16 @@ func NewController(kubeClient client.Client, clk clock.Clock) *Controller {
 	return &Controller{kubeClient: kubeClient, clock: clk, wellKnown: []sets.Set[string]{kwokv1alpha1.WellKnownLabels}}
 }
 
+// WithStaticCapacity says whether the StaticCapacity feature gate is on:
+// then the static controller owns a static NodePool's ReplicasServed
+// condition; off (the default), it is False here.
+func (c *Controller) WithStaticCapacity(on bool) *Controller {
+	c.staticCapacity = on
+	return c
+}
+
 // WithRecorder makes the controller publish a warning event on each static
-// NodePool it cannot serve.
+// NodePool it cannot serve (the gate is off) and each invalid budget.
 func (c *Controller) WithRecorder(rec events.EventRecorder) *Controller {
 	c.recorder = rec
 	return c
@@ -109,15 +116,16 @@ func (c *Controller) Reconcile(ctx context.Context, nodePool *karpv1.NodePool) (
 	} else {
 		conditions.Clear(ConditionTypeDisruptionBudgetsValid)
 	}
-	static := nodePool.Spec.Replicas != nil
-	if static {
-		conditions.SetFalse(ConditionTypeReplicasServed, ReasonStaticCapacityNotImplemented, staticMessage)
-	} else {
-		conditions.Clear(ConditionTypeReplicasServed)
+	unserved := nodePool.Spec.Replicas != nil && !c.staticCapacity
+	switch {
+	case unserved:
+		conditions.SetFalse(karpv1.ConditionTypeReplicasServed, ReasonStaticCapacityDisabled, staticMessage)
+	case nodePool.Spec.Replicas == nil:
+		conditions.Clear(karpv1.ConditionTypeReplicasServed)
 	}
 	// The watch passes generation changes only: one event per spec change.
-	if static && c.recorder != nil {
-		c.recorder.Eventf(nodePool, nil, corev1.EventTypeWarning, ReasonStaticCapacityNotImplemented, "Validate", staticMessage)
+	if unserved && c.recorder != nil {
+		c.recorder.Eventf(nodePool, nil, corev1.EventTypeWarning, ReasonStaticCapacityDisabled, "Validate", staticMessage)
 	}
 	if budgetsErr != nil && c.recorder != nil {
 		c.recorder.Eventf(nodePool, nil, corev1.EventTypeWarning, ReasonInvalidDisruptionBudget, "Validate", "%s", budgetsMessage(budgetsErr))

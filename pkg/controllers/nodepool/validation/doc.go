@@ -7,6 +7,7 @@
 //
 // It also sets two informational conditions, outside Ready, each with a
 // warning event per spec change: ReplicasServed=False on a static
-// NodePool, and DisruptionBudgetsValid=False on a NodePool with a budget
+// NodePool while the StaticCapacity feature gate is off (with it on, the
+// nodepool/static controller owns that condition), and DisruptionBudgetsValid=False on a NodePool with a budget
 // that cannot be evaluated (karpv1's ValidateBudgets).
 package validation
