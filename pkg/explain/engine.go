@@ -161,10 +161,10 @@ func (discard) Eventf(runtime.Object, runtime.Object, string, string, string, st
 
 // instanceTypes are the NodePool's instance types as the controllers see
 // them.
-func (e *Engine) instanceTypes(nodePool string) []*scheduling.InstanceType {
+func (e *Engine) instanceTypes(ctx context.Context, nodePool string) []*scheduling.InstanceType {
 	for i := range e.nodePools {
 		if e.nodePools[i].Name == nodePool {
-			types, err := e.cloudProvider.GetInstanceTypes(context.Background(), &e.nodePools[i])
+			types, err := e.cloudProvider.GetInstanceTypes(ctx, &e.nodePools[i])
 			if err == nil {
 				return types
 			}

@@ -2,7 +2,6 @@ package explain
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -272,7 +271,7 @@ func TestNextBudgetChange(t *testing.T) {
 
 func TestReadOnly(t *testing.T) {
 	ro := readOnly{Reader: &objectReader{}, scheme: operator.NewScheme()}
-	ctx := context.Background()
+	ctx := t.Context()
 	pod := test.MakePod("p").Obj()
 	for name, err := range map[string]error{
 		"create": ro.Create(ctx, pod), "update": ro.Update(ctx, pod), "delete": ro.Delete(ctx, pod),

@@ -148,7 +148,7 @@ func (e *Engine) Node(ctx context.Context, name string) (*NodeReport, error) {
 	}
 	nc := sn.NodeClaim
 	r.NodeClaim = nc.Name
-	r.PricePerHour = e.price(r.NodePool, r.InstanceType, r.Zone, r.CapacityType)
+	r.PricePerHour = e.price(ctx, r.NodePool, r.InstanceType, r.Zone, r.CapacityType)
 	if c := nc.StatusConditions().Get(karpv1.ConditionTypeDrifted); c != nil && c.Status == metav1.ConditionTrue {
 		r.Drifted = &Condition{Reason: c.Reason, Message: c.Message}
 	}
@@ -206,8 +206,8 @@ func summarize(cmd disruption.Command) *CommandSummary {
 }
 
 // price is the catalog price of the node's offering.
-func (e *Engine) price(nodePool, instanceType, zone, capacityType string) float64 {
-	for _, it := range e.instanceTypes(nodePool) {
+func (e *Engine) price(ctx context.Context, nodePool, instanceType, zone, capacityType string) float64 {
+	for _, it := range e.instanceTypes(ctx, nodePool) {
 		if it.Name != instanceType {
 			continue
 		}

@@ -76,7 +76,7 @@ func (e *Engine) NodePool(ctx context.Context, name string) (*NodePoolReport, er
 		}
 		r.Nodes++
 		l := sn.Labels()
-		r.PricePerHour += e.price(name, l[corev1.LabelInstanceTypeStable], l[corev1.LabelTopologyZone], l[karpv1.CapacityTypeLabelKey])
+		r.PricePerHour += e.price(ctx, name, l[corev1.LabelInstanceTypeStable], l[corev1.LabelTopologyZone], l[karpv1.CapacityTypeLabelKey])
 		for k, q := range sn.Capacity() {
 			v := used[k]
 			v.Add(q)

@@ -200,7 +200,9 @@ func TestExplainNodes(t *testing.T) {
 	// does not change.
 	others := name + "-others"
 	framework.Create(t, cl, test.MakeKWOKNodeClass(others).Obj())
-	t.Cleanup(func() { _ = cl.Delete(context.Background(), &kwokv1alpha1.KWOKNodeClass{ObjectMeta: metav1.ObjectMeta{Name: others}}) })
+	t.Cleanup(func() {
+		_ = cl.Delete(context.Background(), &kwokv1alpha1.KWOKNodeClass{ObjectMeta: metav1.ObjectMeta{Name: others}})
+	})
 	for _, p := range pools {
 		extraPool(t, cl, others, p)
 	}
