@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/karp-autoscaler/karp/pkg/controllers/disruption"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
 	"github.com/karp-autoscaler/karp/pkg/state"
 )
@@ -76,7 +77,7 @@ func (e *Engine) Disruption(ctx context.Context, opts DisruptionOptions) (*Disru
 		if err != nil {
 			return nil, err
 		}
-		m := movesOf(res, e.podsOf(opts.Remove))
+		m := movesOf(res, podsOf(p, opts.Remove))
 		r.Removed = &m
 	}
 	taken := map[string]bool{}
@@ -92,19 +93,16 @@ func (e *Engine) Disruption(ctx context.Context, opts DisruptionOptions) (*Disru
 		if err != nil {
 			return nil, err
 		}
-		r.Commands = append(r.Commands, PlannedCommand{CommandSummary: *s, Moves: movesOf(res, e.podsOf(s.Nodes))})
+		r.Commands = append(r.Commands, PlannedCommand{CommandSummary: *s, Moves: movesOf(res, podsOf(p, s.Nodes))})
 	}
 	for _, sn := range p.Nodes {
 		if !sn.Managed() || taken[sn.Name()] || opts.NodePool != "" && sn.NodePool() != opts.NodePool {
 			continue
 		}
-		nr, err := e.Node(ctx, sn.Name())
-		if err != nil {
-			return nil, err
-		}
-		v := NodeVerdict{Node: nr.Node, NodePool: nr.NodePool, Status: nr.Status, Message: nr.Message}
-		if nr.Blocked != nil {
-			v.Code, v.Message = nr.Blocked.Reason, nr.Blocked.Message
+		status, msg, blocked, _ := verdict(p, sn)
+		v := NodeVerdict{Node: sn.Name(), NodePool: sn.NodePool(), Status: status, Message: msg}
+		if blocked != nil {
+			v.Code, v.Message = blocked.Reason, blocked.Message
 		}
 		r.Kept = append(r.Kept, v)
 	}
@@ -114,13 +112,13 @@ func (e *Engine) Disruption(ctx context.Context, opts DisruptionOptions) (*Disru
 
 // podsOf are the pods that must move if the nodes go, by
 // "namespace/name".
-func (e *Engine) podsOf(nodes []string) map[string]bool {
+func podsOf(p *disruption.Preview, nodes []string) map[string]bool {
 	want := map[string]bool{}
 	for _, n := range nodes {
 		want[n] = true
 	}
 	out := map[string]bool{}
-	for _, sn := range e.cluster.Nodes() {
+	for _, sn := range p.Nodes {
 		if !want[sn.Name()] {
 			continue
 		}

@@ -58,6 +58,8 @@ type Engine struct {
 	plan    *provisioning.Plan
 	planned bool
 	preview *disruption.Preview
+	// poolSizes counts each NodePool's initialized nodes.
+	poolSizes map[string]int
 }
 
 // New reads the cluster through reader (a client of a live API server,

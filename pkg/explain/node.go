@@ -166,27 +166,37 @@ func (e *Engine) Node(ctx context.Context, name string) (*NodeReport, error) {
 	return r, nil
 }
 
-// nodeStatus decides the node's status from the preview.
+// nodeStatus decides the node's status from the preview and fills its
+// blocker and the command that takes it.
 func (e *Engine) nodeStatus(r *NodeReport, p *disruption.Preview, sn *state.StateNode) (string, string) {
+	status, msg, blocked, next := verdict(p, sn)
+	r.Blocked, r.Next = blocked, next
+	if status == StatusKept && r.Empty {
+		msg = "the node is empty, but the pending pods (or the pods of nodes being deleted) need its room"
+	}
+	return status, msg
+}
+
+// verdict is a managed node's status in the preview: disrupting, taken
+// by a command, blocked, or kept.
+func verdict(p *disruption.Preview, sn *state.StateNode) (string, string, *disruption.Blocker, *CommandSummary) {
 	if sn.MarkedForDeletion || sn.NodeClaim.DeletionTimestamp != nil {
-		return StatusDisrupting, "the node is being deleted (drained, then its instance terminated)"
+		return StatusDisrupting, "the node is being deleted (drained, then its instance terminated)", nil, nil
 	}
 	for i, cmd := range p.Commands {
 		if !slices.ContainsFunc(cmd.Candidates, func(c *disruption.Candidate) bool { return c.StateNode == sn }) {
 			continue
 		}
-		r.Next = summarize(cmd)
 		msg := fmt.Sprintf("%s would %s it now (%s)", cmd.Method.Name(), cmd.Decision(), cmd.Reason)
 		if i > 0 {
 			msg = fmt.Sprintf("%s would %s it once the %s command before it is done", cmd.Method.Name(), cmd.Decision(), p.Commands[0].Method.Name())
 		}
-		return StatusWouldDisrupt, msg
+		return StatusWouldDisrupt, msg, nil, summarize(cmd)
 	}
 	if b, ok := p.Blocked[sn.Name()]; ok {
-		r.Blocked = &b
-		return StatusBlocked, b.Reason + ": " + b.Message
+		return StatusBlocked, b.Reason + ": " + b.Message, &b, nil
 	}
-	return StatusKept, "nothing holds the node, and no method has a reason to disrupt it now: it is not empty, drifted or expiring, and no cheaper placement was found"
+	return StatusKept, "nothing holds the node, and no method has a reason to disrupt it now: it is not empty, drifted or expiring, and no cheaper placement was found", nil, nil
 }
 
 // summarize describes a command.
@@ -290,7 +300,7 @@ func (e *Engine) budgets(p *disruption.Preview, np *karpv1.NodePool, now time.Ti
 	var out []BudgetSummary
 	for _, reason := range []karpv1.DisruptionReason{karpv1.DisruptionReasonEmpty, karpv1.DisruptionReasonDrifted, karpv1.DisruptionReasonUnderutilized} {
 		b := BudgetSummary{Reason: reason, Allowed: p.Budgets[reason][np.Name]}
-		if at, n, ok := nextBudgetChange(np, reason, e.poolNodes(np.Name), now); ok {
+		if at, n, ok := nextBudgetChange(np, reason, e.poolNodes(p, np.Name), now); ok {
 			t := metav1.NewTime(at)
 			b.NextChange, b.AllowedAfter = &t, &n
 		}
@@ -300,14 +310,16 @@ func (e *Engine) budgets(p *disruption.Preview, np *karpv1.NodePool, now time.Ti
 }
 
 // poolNodes counts the NodePool's initialized nodes (what budgets scale).
-func (e *Engine) poolNodes(nodePool string) int {
-	n := 0
-	for _, sn := range e.cluster.Nodes() {
-		if sn.Managed() && sn.NodePool() == nodePool && sn.Initialized() {
-			n++
+func (e *Engine) poolNodes(p *disruption.Preview, nodePool string) int {
+	if e.poolSizes == nil {
+		e.poolSizes = map[string]int{}
+		for _, sn := range p.Nodes {
+			if sn.Managed() && sn.Initialized() {
+				e.poolSizes[sn.NodePool()]++
+			}
 		}
 	}
-	return n
+	return e.poolSizes[nodePool]
 }
 
 // budgetHorizon is how far ahead nextBudgetChange looks.

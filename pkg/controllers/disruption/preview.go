@@ -3,6 +3,7 @@ package disruption
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
@@ -51,8 +52,11 @@ func (c *Controller) Preview(ctx context.Context) (*Preview, error) {
 	}
 	p := &Preview{Blocked: map[string]Blocker{}, Candidates: w.candidates,
 		Budgets: map[karpv1.DisruptionReason]Budgets{}, Nodes: w.stateNodes, sim: c.simulator, w: w}
+	// A later method does not consider the nodes an earlier command takes
+	// (as the next pass would not: they are queued by then).
+	taken := map[*Candidate]bool{}
 	for _, m := range c.methods {
-		cands := w.filter(ctx, m)
+		cands := slices.DeleteFunc(w.filter(ctx, m), func(c *Candidate) bool { return taken[c] })
 		if len(cands) == 0 {
 			continue
 		}
@@ -73,6 +77,9 @@ func (c *Controller) Preview(ctx context.Context) (*Preview, error) {
 		}
 		if !cmd.Empty() {
 			p.Commands = append(p.Commands, cmd)
+			for _, c := range cmd.Candidates {
+				taken[c] = true
+			}
 		}
 	}
 	for _, reason := range []karpv1.DisruptionReason{karpv1.DisruptionReasonEmpty, karpv1.DisruptionReasonDrifted, karpv1.DisruptionReasonUnderutilized} {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -319,5 +321,99 @@ func scaleTo(t *testing.T, cl client.Client, namespace, name string, replicas in
 			return false, err.Error()
 		}
 		return len(pods.Items) == int(replicas), fmt.Sprintf("%d pods of %s, want %d", len(pods.Items), name, replicas)
+	})
+}
+
+// TestSimulateDisruptionPredictsScaleDown takes a kubectl dump in the
+// middle of a scale-down (six nodes, one pod each, four pods just gone),
+// runs `karp simulate --disruption` on it, and checks that the nodes it
+// predicts the controller deletes first are the ones the controller then
+// deletes, and that --remove sends a pod where anti-affinity allows.
+func TestSimulateDisruptionPredictsScaleDown(t *testing.T) {
+	const name = "e2e-explain-sim"
+	pool := test.MakeNodePool(name).
+		ConsolidationPolicy(karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized).
+		ConsolidateAfter(karpv1.NewNillableDuration(0)).
+		Budgets(karpv1.Budget{Nodes: "100%"}).Obj()
+	// A long validation delay leaves time to take the dump between the
+	// decision and the deletion.
+	f, _ := framework.RunPool(t, name, pool, "--disruption-poll-period=1s", "--disruption-validation-delay=30s")
+	cl, ctx := f.Client, t.Context()
+	framework.Create(t, cl, framework.SpreadOverHosts(framework.Deployment("web", name, name, 6, "100m")))
+	framework.WaitRunningClaims(t, cl, name, 6)
+	scaleTo(t, cl, name, "web", 2)
+
+	dump := filepath.Join(t.TempDir(), "dump.yaml")
+	kubectl := exec.CommandContext(ctx, filepath.Join(f.BinDir, "kubectl"), "--kubeconfig", f.Cluster.Kubeconfig,
+		"get", "nodepools,nodeclaims,nodes,pods,pdb,daemonsets", "-A", "-o", "yaml")
+	raw, err := kubectl.Output()
+	if err != nil {
+		t.Fatalf("kubectl get: %v", err)
+	}
+	if err := os.WriteFile(dump, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	webNodes := map[string]bool{}
+	for _, p := range framework.AvailablePods(ctx, cl, name, map[string]string{"app": "web"}) {
+		webNodes[p.Spec.NodeName] = true
+	}
+	var victim, victimPod string
+	for _, p := range framework.AvailablePods(ctx, cl, name, map[string]string{"app": "web"}) {
+		victim, victimPod = p.Spec.NodeName, name+"/"+p.Name
+	}
+
+	simulate := func(args ...string) explain.DisruptionReport {
+		cmd := exec.CommandContext(ctx, framework.KarpBinary(t), append([]string{"simulate", "--disruption", "-f", dump, "-o", "json", "--nodepool", name}, args...)...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("karp simulate --disruption: %v\n%s", err, stderr.String())
+		}
+		var r explain.DisruptionReport
+		if err := json.Unmarshal(out, &r); err != nil {
+			t.Fatalf("decoding %q: %v", out, err)
+		}
+		return r
+	}
+	r := simulate()
+	if len(r.Commands) == 0 {
+		t.Fatalf("no command predicted; kept %+v", r.Kept)
+	}
+	predicted := map[string]bool{}
+	for _, n := range r.Commands[0].Nodes {
+		predicted[n] = true
+	}
+	if len(predicted) != 4 || r.Commands[0].Decision != "delete" {
+		t.Fatalf("first command %+v, want the four empty nodes deleted", r.Commands[0])
+	}
+	for n := range webNodes {
+		if predicted[n] {
+			t.Fatalf("predicted deleting %s, which runs a web pod", n)
+		}
+	}
+	removed := simulate("--remove", victim)
+	to := removed.Removed.To[victimPod]
+	if to == "" || to == victim || webNodes[to] {
+		t.Errorf("without %s, %s goes to %q; want a node without a web pod (anti-affinity), or a new one: %+v", victim, victimPod, to, removed.Removed)
+	}
+
+	// The controller deletes what was predicted.
+	framework.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
+		left := map[string]bool{}
+		for _, nc := range framework.PoolNodeClaims(ctx, cl, name) {
+			if nc.DeletionTimestamp == nil {
+				left[nc.Status.NodeName] = true
+			}
+		}
+		for n := range predicted {
+			if left[n] {
+				return false, fmt.Sprintf("%d nodes left, %s (predicted) among them", len(left), n)
+			}
+		}
+		if len(left) != len(webNodes) {
+			return false, fmt.Sprintf("%d nodes left, want the %d web nodes", len(left), len(webNodes))
+		}
+		return true, ""
 	})
 }
