@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok"
@@ -161,7 +162,12 @@ func runWithCluster(ctx context.Context, opts runOptions, cluster *localcluster.
 			viewErr <- err
 			return
 		}
-		viewErr <- view.Watch(ctx, cs, prices, header, stdout)
+		dyn, err := dynamic.NewForConfig(cluster.Config)
+		if err != nil {
+			viewErr <- err
+			return
+		}
+		viewErr <- view.Watch(ctx, cs, dyn, prices, header, stdout)
 	}()
 	select {
 	case <-ctx.Done():

@@ -45,6 +45,7 @@ func Render(w io.Writer, header string, snap Snapshot, clear bool) error {
 	b.WriteString(bold + strings.TrimRight(head, " ") + plain + "\n" + rows)
 	fmt.Fprintf(&b, "\n%s%d nodes, $%.4f/hour%s; %d pods running, %d pending\n",
 		bold, len(snap.Nodes), snap.TotalPrice, plain, snap.RunningPods, snap.PendingPods)
+	writeWhy(&b, snap)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -88,4 +89,46 @@ func cores(q resource.Quantity) string {
 
 func gibibytes(q resource.Quantity) string {
 	return fmt.Sprintf("%.1fGi", float64(q.Value())/(1<<30))
+}
+
+// maxWhyLines bounds each list below the table, so the frame fits a
+// terminal.
+const maxWhyLines = 10
+
+// writeWhy lists the pending pods with karp's one-line reason, then the
+// nodes karp keeps with theirs.
+func writeWhy(b *strings.Builder, snap Snapshot) {
+	if len(snap.Pending) > 0 {
+		fmt.Fprintf(b, "\n%sPending%s (karp explain pod NAMESPACE/NAME for more)\n", bold, plain)
+		for i, p := range snap.Pending {
+			if i == maxWhyLines {
+				fmt.Fprintf(b, "  ... and %d more\n", len(snap.Pending)-i)
+				break
+			}
+			fmt.Fprintf(b, "  %s: %s\n", p.Pod, orText(p.Reason, "waiting for the kube-scheduler or karp"))
+		}
+	}
+	var kept []NodeRow
+	for _, row := range snap.Nodes {
+		if row.WhyNot != "" {
+			kept = append(kept, row)
+		}
+	}
+	if len(kept) > 0 {
+		fmt.Fprintf(b, "\n%sWhy nodes stay%s (karp explain node NAME for more)\n", bold, plain)
+		for i, row := range kept {
+			if i == maxWhyLines {
+				fmt.Fprintf(b, "  ... and %d more\n", len(kept)-i)
+				break
+			}
+			fmt.Fprintf(b, "  %s: %s\n", row.Name, row.WhyNot)
+		}
+	}
+}
+
+func orText(s, otherwise string) string {
+	if s == "" {
+		return otherwise
+	}
+	return s
 }

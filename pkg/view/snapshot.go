@@ -2,6 +2,7 @@ package view
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -53,13 +54,26 @@ type NodeRow struct {
 	MemoryRequested   resource.Quantity
 	MemoryAllocatable resource.Quantity
 	MarkedForDeletion bool
+	// WhyNot is why karp keeps the node: its NodeClaim's DisruptionBlocked
+	// condition, "Code: message" ("" when none).
+	WhyNot string
+}
+
+// PendingRow is a pending pod and karp's one-line reason.
+type PendingRow struct {
+	Pod string
+	// Reason is the most telling reason of karp's latest FailedScheduling
+	// event ("" when karp has said nothing yet).
+	Reason string
 }
 
 // Snapshot is what the view shows at one moment.
 type Snapshot struct {
 	Nodes []NodeRow
-	// PendingPods counts non-terminal pods bound to no Node.
+	// PendingPods counts non-terminal pods bound to no Node; Pending lists
+	// them by namespace/name.
 	PendingPods int
+	Pending     []PendingRow
 	// RunningPods counts pods in phase Running.
 	RunningPods int
 	// TotalPrice sums the priced Nodes' $/hour.
@@ -90,6 +104,7 @@ func Build(nodes []*corev1.Node, pods []*corev1.Pod, prices PriceTable) Snapshot
 		}
 		if pod.Spec.NodeName == "" {
 			snap.PendingPods++
+			snap.Pending = append(snap.Pending, PendingRow{Pod: pod.Namespace + "/" + pod.Name})
 			continue
 		}
 		row, ok := rows[pod.Spec.NodeName]
@@ -104,7 +119,43 @@ func Build(nodes []*corev1.Node, pods []*corev1.Pod, prices PriceTable) Snapshot
 	slices.SortFunc(snap.Nodes, func(a, b NodeRow) int {
 		return cmp.Or(cmp.Compare(a.NodePool, b.NodePool), cmp.Compare(a.Name, b.Name))
 	})
+	slices.SortFunc(snap.Pending, func(a, b PendingRow) int { return cmp.Compare(a.Pod, b.Pod) })
 	return snap
+}
+
+// Explain adds karp's reasons: podEvents maps "namespace/name" to the
+// message of karp's latest FailedScheduling event on the pod, nodeBlocked
+// maps a node's name to its NodeClaim's DisruptionBlocked "Code: message".
+func (s *Snapshot) Explain(podEvents, nodeBlocked map[string]string) {
+	for i := range s.Pending {
+		s.Pending[i].Reason = OneLine(podEvents[s.Pending[i].Pod])
+	}
+	for i := range s.Nodes {
+		s.Nodes[i].WhyNot = nodeBlocked[s.Nodes[i].Name]
+	}
+}
+
+// OneLine picks the most telling reason of a FailedScheduling message:
+// the first NodePool's that is not merely incompatible requirements (a
+// pod meant for one NodePool is incompatible with all the others), with
+// how many NodePools the message names.
+func OneLine(message string) string {
+	reasons := scheduling.ParseReasons(message)
+	if len(reasons) == 0 {
+		return message
+	}
+	best := reasons[0]
+	for _, r := range reasons {
+		if r.Code != scheduling.ReasonIncompatibleRequirements {
+			best = r
+			break
+		}
+	}
+	line := best.String()
+	if len(reasons) > 1 {
+		line += fmt.Sprintf(" (+%d more)", len(reasons)-1)
+	}
+	return line
 }
 
 func nodeRow(node *corev1.Node, prices PriceTable) NodeRow {

@@ -3,11 +3,14 @@ package view_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
@@ -107,7 +110,9 @@ func TestRenderFixedSnapshot(t *testing.T) {
 		"default-x1              default   m5.xlarge      us-east-1a  spot       0.0712   2     1.50/3.92 (38%)  3.0Gi/13.8Gi (21%)\n" +
 		"default-x2 (not ready)  default   m5.xlarge      us-east-1a  on-demand  0.1920   0     0.00/3.92 (0%)   0.0Gi/13.8Gi (0%)\n" +
 		"gpu-abcde               gpu       p3.8xlarge     us-east-1b  on-demand  12.2400  1     1.00/31.85 (3%)  4.0Gi/222.8Gi (1%)\n" +
-		"\n\x1b[1m4 nodes, $12.5032/hour\x1b[0m; 3 pods running, 1 pending\n"
+		"\n\x1b[1m4 nodes, $12.5032/hour\x1b[0m; 3 pods running, 1 pending\n" +
+		"\n\x1b[1mPending\x1b[0m (karp explain pod NAMESPACE/NAME for more)\n" +
+		"  default/pending: waiting for the kube-scheduler or karp\n"
 	if diff := cmp.Diff(want, b.String()); diff != "" {
 		t.Errorf("frame (-want,+got):\n%s", diff)
 	}
@@ -123,5 +128,40 @@ func TestRenderClearsTheScreenBetweenFrames(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "0 nodes, $0.0000/hour") {
 		t.Errorf("empty cluster frame: %q", b.String())
+	}
+}
+
+// TestRenderExplains: below the table, each pending pod with the telling
+// reason of karp's latest FailedScheduling event (not the scheduler's, not
+// an older one), and each node karp keeps with its DisruptionBlocked.
+func TestRenderExplains(t *testing.T) {
+	snap := fixedSnapshot()
+	event := func(msg, controller string, at time.Time) *corev1.Event {
+		return &corev1.Event{InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "pending"},
+			Reason: "FailedScheduling", Message: msg, ReportingController: controller, LastTimestamp: metav1.NewTime(at)}
+	}
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	latest := scheduling.NewStatus(scheduling.Unschedulable,
+		scheduling.PoolReason("gpu", scheduling.ReasonIncompatibleRequirements, "incompatible requirements: requires karpenter.sh/nodepool In [default]"),
+		scheduling.PoolReason("default", scheduling.ReasonNodePoolLimit, "limit cpu=10 reached (8 in use)")).Message()
+	events := []*corev1.Event{
+		event("NodePool default: taint x not tolerated [TaintNotTolerated]", "karpenter", now.Add(-time.Minute)),
+		event("Failed to schedule pod, "+latest, "karpenter", now),
+		event("0/4 nodes are available: 4 Insufficient cpu.", "default-scheduler", now.Add(time.Minute)),
+	}
+	claim := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"nodeName": "default-x1",
+		"conditions": []any{map[string]any{"type": "DisruptionBlocked", "status": "True", "reason": "PodDisruptionBudget", "message": "pdb default/web allows no disruption"}}}}}
+	snap.Explain(view.FailedScheduling(events), view.DisruptionBlocked([]runtime.Object{claim}))
+	var b strings.Builder
+	if err := view.Render(&b, "", snap, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"  default/pending: NodePool default: limit cpu=10 reached (8 in use) [NodePoolLimit] (+1 more)\n",
+		"  default-x1: PodDisruptionBudget: pdb default/web allows no disruption\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("frame does not say %q:\n%s", want, b.String())
+		}
 	}
 }
