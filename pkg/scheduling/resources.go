@@ -3,6 +3,7 @@ package scheduling
 import (
 	"slices"
 	"sort"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -188,6 +189,16 @@ func UnitsQuantity(n corev1.ResourceName, x int64) resource.Quantity {
 		return *resource.NewQuantity(x, resource.BinarySI)
 	}
 	return *resource.NewQuantity(x, resource.DecimalSI)
+}
+
+// HumanUnits prints x units of the resource for people: cpu in cores
+// ("63.77", not "63770m"), other resources as their quantity.
+func HumanUnits(n corev1.ResourceName, x int64) string {
+	if n == corev1.ResourceCPU {
+		return strconv.FormatFloat(float64(x)/1000, 'f', -1, 64)
+	}
+	q := UnitsQuantity(n, x)
+	return q.String()
 }
 
 // Vector is a resource vector in ResourceIndex slot order.

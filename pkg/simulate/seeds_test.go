@@ -219,10 +219,10 @@ func TestUnschedulableReasons(t *testing.T) {
 			files: []string{seed(t, "nodepools-default-stable.yaml"), testdata("oversized-pod.yaml")},
 			want: []Unschedulable{{Pod: "batch/oversized", Code: "UnschedulableAndUnresolvable",
 				Reasons: []string{"NodePool stable: taint nodepool/stable:NoSchedule not tolerated [TaintNotTolerated]",
-					"NodePool default: no instance type has 1k cpu (the largest allocatable is 893690m) [InstanceTypesTooSmall]"},
+					"NodePool default: no instance type has 1000 cpu (the largest allocatable is 893.69) [InstanceTypesTooSmall]"},
 				Details: []scheduling.Reason{
 					{NodePool: "stable", Code: scheduling.ReasonTaintNotTolerated, Message: "taint nodepool/stable:NoSchedule not tolerated"},
-					{NodePool: "default", Code: scheduling.ReasonInstanceTypesTooSmall, Message: "no instance type has 1k cpu (the largest allocatable is 893690m)"}}}},
+					{NodePool: "default", Code: scheduling.ReasonInstanceTypesTooSmall, Message: "no instance type has 1000 cpu (the largest allocatable is 893.69)"}}}},
 		},
 	}
 	for name, tc := range tests {

@@ -45,7 +45,7 @@ func TestSolveDaemonSets(t *testing.T) {
 			pods: onePod(func(w *test.PodWrapper) *test.PodWrapper {
 				return w.Requests("cpu", "3500m").NodeSelector(map[string]string{"kubernetes.io/arch": "arm64"})
 			}),
-			reasons: map[string]string{"p": "NodePool default: no instance type has room for 3500m cpu next to its DaemonSets (at most 3 is left after them) [InstanceTypesTooSmall]"},
+			reasons: map[string]string{"p": "NodePool default: no instance type has room for 3.5 cpu next to its DaemonSets (at most 3 is left after them) [InstanceTypesTooSmall]"},
 		},
 		"a DaemonSet with instance-type affinity counts only there": {
 			daemonSets: []*appsDaemonSet{ds("agent").NodeAffinityTerm(req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "general-large")).Obj()},

@@ -124,11 +124,11 @@ func (s *solver) fitReason(e *entry, v *variant) scheduling.Reason {
 		}
 		if !fits {
 			name := s.resources.Name(k)
-			q := scheduling.UnitsQuantity(name, req[k])
-			m, f := scheduling.UnitsQuantity(name, most), scheduling.UnitsQuantity(name, max(free, 0))
-			msg := fmt.Sprintf("no instance type has %s %s (the largest allocatable is %s)", q.String(), name, m.String())
+			q := scheduling.HumanUnits(name, req[k])
+			m, f := scheduling.HumanUnits(name, most), scheduling.HumanUnits(name, max(free, 0))
+			msg := fmt.Sprintf("no instance type has %s %s (the largest allocatable is %s)", q, name, m)
 			if alone {
-				msg = fmt.Sprintf("no instance type has room for %s %s next to its DaemonSets (at most %s is left after them)", q.String(), name, f.String())
+				msg = fmt.Sprintf("no instance type has room for %s %s next to its DaemonSets (at most %s is left after them)", q, name, f)
 			}
 			return scheduling.PoolReason(pool, scheduling.ReasonInstanceTypesTooSmall, msg)
 		}

@@ -100,7 +100,7 @@ func TestExplainPendingPods(t *testing.T) {
 	}{
 		"p-taint": {tainted, scheduling.ReasonTaintNotTolerated, []string{"dedicated=ml:NoSchedule"}},
 		"p-limit": {limited, scheduling.ReasonNodePoolLimit, []string{"limit cpu=1", "(0 in use)"}},
-		"p-huge":  {name, scheduling.ReasonInstanceTypesTooSmall, []string{"5k cpu", "the largest allocatable is"}},
+		"p-huge":  {name, scheduling.ReasonInstanceTypesTooSmall, []string{"5000 cpu", "the largest allocatable is"}},
 		"p-zone":  {name, scheduling.ReasonNoInstanceTypeOffered, []string{"mars-1a"}},
 	}
 	// karp has decided about every pod once its FailedScheduling events
