@@ -234,6 +234,7 @@ func provisioningOptions(o *options.Options) provisioning.Options {
 	if o.SchedulerConfig != nil {
 		opts.DefaultSpread = o.SchedulerConfig.Spread
 	}
+	opts.ClusterLimits = o.ClusterLimits
 	return opts
 }
 

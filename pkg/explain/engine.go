@@ -20,6 +20,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning"
 	"github.com/karp-autoscaler/karp/pkg/options"
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
+	"github.com/karp-autoscaler/karp/pkg/simulation"
 	"github.com/karp-autoscaler/karp/pkg/state"
 )
 
@@ -29,7 +30,8 @@ type Options struct {
 	// catalog by default; for a cluster on AWS, the same EC2 catalog
 	// without the account's live prices and capacity).
 	InstanceTypes []*scheduling.InstanceType
-	// Settings are the controller's settings (nil: its defaults).
+	// Settings are the controller's settings (nil: its defaults), such as
+	// --cluster-limits.
 	Settings *options.Options
 	// Clock is "now" (nil: the real clock).
 	Clock clock.Clock
@@ -137,6 +139,12 @@ func (e *Engine) provisioning(ctx context.Context) (*provisioning.Plan, error) {
 		plan, err := e.provisioner.Plan(ctx)
 		if err != nil {
 			return nil, err
+		}
+		if plan != nil {
+			// Admit the new NodeClaims against the NodePools' and the
+			// cluster's limits, as the provisioner does before it creates
+			// them: a pod whose NodeClaim a limit drops is told so.
+			simulation.AdmitLimits(*plan.Input, plan.Result)
 		}
 		e.plan, e.planned = plan, true
 	}

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	awsoptions "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/options"
 )
 
@@ -110,7 +113,13 @@ type Options struct {
 	// deadline, and drains the node once that is initialized (karp's
 	// default).
 	ReplaceFirst bool
-	FeatureGates FeatureGates
+	// ClusterLimitsSource is --cluster-limits ("cpu=1000,memory=4Ti,
+	// nodes=200"); ClusterLimits is what Validate parsed from it: caps on
+	// every NodePool's nodes together, counted on capacity as NodePool
+	// limits are.
+	ClusterLimitsSource string
+	ClusterLimits       corev1.ResourceList
+	FeatureGates        FeatureGates
 	// SchedulerConfigSource is --scheduler-config: a kube-scheduler
 	// configuration document, or the path of a file holding one;
 	// SchedulerConfig is what Validate read from it.
@@ -158,6 +167,7 @@ func AddFlags(fs *flag.FlagSet) *Options {
 	fs.BoolVar(&o.ProtectRunningJobs, "protect-running-jobs", envBool("PROTECT_RUNNING_JOBS", true), "Treat a Running pod owned by a Job as karpenter.sh/do-not-disrupt: \"true\": consolidation and drift leave its node until the pod ends (expiry, interruption and terminationGracePeriod still apply). A pod opts out with karpenter.sh/do-not-disrupt: \"false\".")
 	fs.BoolVar(&o.RespectRolloutBudget, "respect-rollout-budget", envBool("RESPECT_ROLLOUT_BUDGET", true), "For a pod no PodDisruptionBudget selects, never make more of its controller's replicas unavailable at once than the controller's rollout budget allows (a Deployment's or StatefulSet's maxUnavailable; 25% for a ReplicaSet alone or a Recreate Deployment; at least 1): drains wait, and consolidation leaves nodes whose pods cannot go now (terminationGracePeriod still forces a drain).")
 	fs.BoolVar(&o.ReplaceFirst, "replace-first", envBool("REPLACE_FIRST", true), "Launch the capacity the pods of an expiring, interrupted or unhealthy node need before the node is drained, and drain it once that capacity is initialized, instead of deleting it at once and provisioning for its pods afterwards: ahead of expiry by the NodePool's observed launch-to-initialized time, within the first half of an interruption notice when that holds a launch, within a launch time of a repair. The deadlines (expireAfter, half the notice, repair) still hold; disruption budgets do not apply, as to the forceful paths.")
+	fs.StringVar(&o.ClusterLimitsSource, "cluster-limits", env("CLUSTER_LIMITS", ""), "Limits no combination of NodePools may exceed together, counted on the capacity of every NodePool's nodes as NodePool limits are: comma-separated name=quantity pairs of resources and nodes (cpu=1000,memory=4Ti,nodes=200). Empty: none. A pod whose node would go over is told so (ClusterLimit).")
 	fs.StringVar(&o.SchedulerConfigSource, "scheduler-config", env("SCHEDULER_CONFIG", ""), "The cluster's kube-scheduler configuration karp mirrors when it simulates scheduling (the PodTopologySpread default constraints): upstream Karpenter's YAML/JSON document (podTopologySpread.defaultConstraints), or a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1), given inline or as the path of a file. Empty: no default constraints.")
 	o.AWS = awsoptions.AddFlags(fs)
 	o.FeatureGates = DefaultFeatureGates()
@@ -222,6 +232,11 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--cloud-provider=aws: %w", err))
 		}
 	}
+	if limits, err := ParseClusterLimits(o.ClusterLimitsSource); err != nil {
+		errs = append(errs, fmt.Errorf("--cluster-limits: %w", err))
+	} else {
+		o.ClusterLimits = limits
+	}
 	if cfg, err := LoadSchedulerConfig(o.SchedulerConfigSource); err != nil {
 		errs = append(errs, err)
 	} else {
@@ -234,6 +249,34 @@ func (o *Options) Validate() error {
 }
 
 func validPort(p int) bool { return p >= 0 && p <= 65535 }
+
+// ParseClusterLimits reads "name=quantity,..." (nil for ""): each name a
+// resource or "nodes", each quantity non-negative, no name twice.
+func ParseClusterLimits(list string) (corev1.ResourceList, error) {
+	if strings.TrimSpace(list) == "" {
+		return nil, nil
+	}
+	out := corev1.ResourceList{}
+	for _, item := range strings.Split(list, ",") {
+		name, value, ok := strings.Cut(strings.TrimSpace(item), "=")
+		name, value = strings.TrimSpace(name), strings.TrimSpace(value)
+		if !ok || name == "" || value == "" {
+			return nil, fmt.Errorf("%q is not name=quantity", item)
+		}
+		q, err := resource.ParseQuantity(value)
+		if err != nil {
+			return nil, fmt.Errorf("%s=%s: %w", name, value, err)
+		}
+		if q.Sign() < 0 {
+			return nil, fmt.Errorf("%s=%s is negative", name, value)
+		}
+		if _, dup := out[corev1.ResourceName(name)]; dup {
+			return nil, fmt.Errorf("%s is given twice", name)
+		}
+		out[corev1.ResourceName(name)] = q
+	}
+	return out, nil
+}
 
 func env(key, def string) string {
 	if v, ok := os.LookupEnv(key); ok {

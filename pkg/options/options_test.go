@@ -127,3 +127,25 @@ func TestParseOfferings(t *testing.T) {
 		}
 	}
 }
+
+func TestParseClusterLimits(t *testing.T) {
+	got, err := options.ParseClusterLimits(" cpu=1000, memory=4Ti,nodes=200 ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Cpu().Value() != 1000 || got.Memory().Value() != 4<<40 || got.Name("nodes", "").Value() != 200 || len(got) != 3 {
+		t.Errorf("parsed %v", got)
+	}
+	if got, err := options.ParseClusterLimits(""); err != nil || got != nil {
+		t.Errorf("empty: %v %v, want no limits", got, err)
+	}
+	for _, bad := range []string{"cpu", "cpu=", "=4", "cpu=lots", "cpu=-1", "cpu=1,cpu=2"} {
+		if _, err := options.ParseClusterLimits(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	if _, err := options.Parse(fs, []string{"--cluster-limits=cpu=many"}); err == nil || !strings.Contains(err.Error(), "--cluster-limits") {
+		t.Errorf("a bad --cluster-limits gave %v, want an error naming the flag", err)
+	}
+}

@@ -65,6 +65,9 @@ const (
 	// ReasonNodePoolLimit: the NodePool's limits leave no room for the
 	// node the pod needs.
 	ReasonNodePoolLimit ReasonCode = "NodePoolLimit"
+	// ReasonClusterLimit: the cluster-wide limits (--cluster-limits) leave
+	// no room for the node the pod needs, whichever NodePool launches it.
+	ReasonClusterLimit ReasonCode = "ClusterLimit"
 	// ReasonTopology: a topology spread constraint or (anti-)affinity term
 	// cannot be met by a new node of the NodePool.
 	ReasonTopology ReasonCode = "Topology"

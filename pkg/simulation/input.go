@@ -99,6 +99,10 @@ type Input struct {
 	Nodes       []*Node
 	DaemonSets  []*appsv1.DaemonSet
 	LimitRanges []corev1.LimitRange
+	// ClusterLimits cap every NodePool's nodes together (--cluster-limits;
+	// resource names and "nodes"). They are applied when NodeClaims are
+	// admitted (AdmitLimits, the provisioner), not by the solve.
+	ClusterLimits corev1.ResourceList
 	// Namespaces resolve pod affinity namespaceSelectors (optional).
 	Namespaces []*corev1.Namespace
 	NodePools  []*NodePool

@@ -16,7 +16,6 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning/hint"
 	"github.com/karp-autoscaler/karp/pkg/metrics"
 	"github.com/karp-autoscaler/karp/pkg/render"
-	"github.com/karp-autoscaler/karp/pkg/scheduling"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
 	"github.com/karp-autoscaler/karp/pkg/state"
 )
@@ -95,9 +94,9 @@ func (p *Provisioner) admit(limits *limitTracker, claims []*simulation.NodeClaim
 	for _, nc := range claims {
 		nodePool := limits.current(nc.NodePool)
 		fitted, reason := limits.limits.Admit(nodePool, nc)
-		if reason != "" {
+		if reason.Code != "" {
 			for _, pod := range nc.Pods {
-				p.recorder.FailedScheduling(pod, scheduling.PoolReason(nodePool.Name, scheduling.ReasonNodePoolLimit, reason).String())
+				p.recorder.FailedScheduling(pod, reason.String())
 			}
 			continue
 		}
@@ -153,7 +152,7 @@ type limitTracker struct {
 }
 
 func newLimitTracker(cluster *state.Cluster, in *simulation.Input) *limitTracker {
-	t := &limitTracker{pools: map[string]*karpv1.NodePool{}, limits: simulation.NewLimits(in.Nodes)}
+	t := &limitTracker{pools: map[string]*karpv1.NodePool{}, limits: simulation.NewLimits(in.Nodes, in.ClusterLimits)}
 	for _, np := range cluster.NodePools() {
 		t.pools[np.Name] = np
 	}

@@ -22,7 +22,7 @@ func (p *Provisioner) gather(ctx context.Context, pods []*corev1.Pod, nodes []*s
 	// The solver counts the capacity of each NodePool's nodes against its
 	// limits; in-flight NodeClaims need theirs filled in first.
 	fillInFlight(nodes, stateNodes, typesByPool)
-	in := &simulation.Input{Nodes: nodes, NodePools: pools, DaemonSets: p.cluster.DaemonSets(),
+	in := &simulation.Input{Nodes: nodes, NodePools: pools, DaemonSets: p.cluster.DaemonSets(), ClusterLimits: p.opts.ClusterLimits,
 		Options: simulation.Options{PreferencePolicy: p.opts.PreferencePolicy, MinValuesPolicy: p.opts.MinValuesPolicy}}
 	if err := solverinput.Cluster(ctx, p.kubeClient, in); err != nil {
 		return nil, nil, err

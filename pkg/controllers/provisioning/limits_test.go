@@ -8,6 +8,7 @@ import (
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/fake"
+	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning"
 	"github.com/karp-autoscaler/karp/pkg/test"
 )
 
@@ -158,5 +159,45 @@ func TestCPULimitHoldsWhicheverListedTypeLaunchesAcrossPasses(t *testing.T) {
 	h.schedule()
 	if got := worstCaseCPU(t, h); got > 10 {
 		t.Errorf("the NodeClaims may launch %d cpu, over the limit of 10", got)
+	}
+}
+
+// TestClusterLimitsStopEveryNodePoolTogether: with --cluster-limits
+// nodes=2, two NodePools without limits of their own launch two NodeClaims
+// between them, and the pods left over are told the cluster limit holds
+// them.
+func TestClusterLimitsStopEveryNodePoolTogether(t *testing.T) {
+	h := newHarness(t)
+	opts := provisioning.DefaultOptions()
+	opts.ClusterLimits = corev1.ResourceList{"nodes": resource.MustParse("2")}
+	h.provisioner = provisioning.NewProvisioner(h.mgr.GetClient(), h.provider, h.cluster, h.base.Recorder, h.clock, opts)
+	h.readyNodePool(test.MakeNodePool("a").Weight(10).Obj())
+	h.readyNodePool(test.MakeNodePool("b").Obj())
+	// Each pod needs a node of its own.
+	var pods []*corev1.Pod
+	for _, name := range []string{"p1", "p2", "p3", "p4"} {
+		pods = append(pods, test.MakePod(name).Labels(map[string]string{"app": "spread"}).Requests("cpu", "1").
+			PodAntiAffinity(corev1.LabelHostname, map[string]string{"app": "spread"}).Obj())
+	}
+	h.pendingPods(pods...)
+	res := h.schedule()
+	if len(res.Created) != 2 {
+		t.Fatalf("created %v, want two NodeClaims (nodes=2 across the cluster)", res.Created)
+	}
+	// The solve planned a NodeClaim per pod; the first two were admitted.
+	if len(res.Solve.NodeClaims) != 4 {
+		t.Fatalf("the solve planned %d NodeClaims, want 4", len(res.Solve.NodeClaims))
+	}
+	for _, nc := range res.Solve.NodeClaims[2:] {
+		for _, pod := range nc.Pods {
+			got := h.eventFor(pod, "FailedScheduling")
+			if !contains(got, "cluster-wide limit nodes=2") || !contains(got, "[ClusterLimit]") {
+				t.Errorf("%s: FailedScheduling %q does not name the cluster limit", pod.Name, got)
+			}
+		}
+	}
+	// Another pass launches nothing more.
+	if res := h.schedule(); len(res.Created) != 0 {
+		t.Errorf("second pass created %v beyond the cluster limit", res.Created)
 	}
 }

@@ -47,6 +47,10 @@ type Options struct {
 	// constraints (--scheduler-config), applied in the solve to pods that
 	// declare none.
 	DefaultSpread scheduling.SpreadDefaults
+	// ClusterLimits cap every NodePool's nodes together (--cluster-limits):
+	// a NodeClaim that would take them over is not created, and its pods
+	// are told so (ClusterLimit).
+	ClusterLimits corev1.ResourceList
 }
 
 // DefaultSolveTimeout is upstream's bound on one provisioning solve.
