@@ -393,6 +393,7 @@ func TestCRDChart(t *testing.T) {
 		"CustomResourceDefinition/ec2nodeclasses.karpenter.k8s.aws",
 		"CustomResourceDefinition/kwoknodeclasses.karpenter.kwok.sh",
 		"CustomResourceDefinition/nodeclaims.karpenter.sh",
+		"CustomResourceDefinition/nodeoverlays.karpenter.sh",
 		"CustomResourceDefinition/nodepools.karpenter.sh",
 	}
 	if diff := cmp.Diff(want, keys(objs)); diff != "" {

@@ -144,3 +144,28 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// UnevaluatedNodePoolError says the NodePool's instance types cannot be
+// given yet: the NodeOverlays that apply to them have not been evaluated
+// since they changed (or since start). Callers wait rather than decide on
+// stale prices or capacity.
+type UnevaluatedNodePoolError struct {
+	NodePool string
+	reason   string
+}
+
+// NewUnevaluatedNodePoolError says the NodePool waits for the NodeOverlay
+// evaluation, and why.
+func NewUnevaluatedNodePoolError(nodePool, reason string) error {
+	return &UnevaluatedNodePoolError{NodePool: nodePool, reason: reason}
+}
+
+func (e *UnevaluatedNodePoolError) Error() string {
+	return fmt.Sprintf("nodepool %s not evaluated against the nodeoverlays yet: %s", e.NodePool, e.reason)
+}
+
+// IsUnevaluatedNodePoolError reports whether err is or wraps an UnevaluatedNodePoolError.
+func IsUnevaluatedNodePoolError(err error) bool {
+	var target *UnevaluatedNodePoolError
+	return errors.As(err, &target)
+}

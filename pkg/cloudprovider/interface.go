@@ -92,3 +92,12 @@ func As[T any](cp CloudProvider) (T, bool) {
 	var zero T
 	return zero, false
 }
+
+// InstanceTypeLauncher is an optional capability: a provider implementing
+// it can launch from instance types the caller gives (the NodePool's, with
+// NodeOverlay prices and capacity applied) instead of its own catalog, so
+// that it prefers the offering that is cheapest after the overlays and
+// gives the node the extended resources they add.
+type InstanceTypeLauncher interface {
+	CreateFrom(ctx context.Context, nodeClaim *karpv1.NodeClaim, instanceTypes []*InstanceType) (*karpv1.NodeClaim, error)
+}

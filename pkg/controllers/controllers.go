@@ -21,6 +21,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/overlay"
 	"github.com/karp-autoscaler/karp/pkg/controllers/disruption"
 	"github.com/karp-autoscaler/karp/pkg/controllers/finalized"
 	"github.com/karp-autoscaler/karp/pkg/controllers/metrics/status"
@@ -33,6 +34,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/podevents"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/termination"
+	"github.com/karp-autoscaler/karp/pkg/controllers/nodeoverlay"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodepool/counter"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodepool/hash"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodepool/readiness"
@@ -68,6 +70,10 @@ type Deps struct {
 	// CloudProvider launches and terminates instances (already decorated
 	// with metrics).
 	CloudProvider cloudprovider.CloudProvider
+	// Overlays is the NodeOverlay decorator inside CloudProvider, nil
+	// unless the NodeOverlay feature gate is on; its store is fed by the
+	// NodeOverlay controller.
+	Overlays *overlay.CloudProvider
 	// Clock is the time source; tests pass a fake clock.
 	Clock clock.Clock
 	// Recorder publishes Kubernetes events.
@@ -145,6 +151,13 @@ func NewControllers(deps Deps) []Controller {
 		// within budgets (singleton), and says why the others stay.
 		disruption.NewController(deps.KubeClient, deps.CloudProvider, cluster, deps.Recorder, deps.Clock,
 			disruptionOptions(deps.Options), solverOptions(provisioningOptions(deps.Options))).WithAPIReader(deps.APIReader),
+	}
+	if deps.Overlays != nil {
+		// Validates NodeOverlays, finds conflicts between overlays of one
+		// weight (ValidationSucceeded) and publishes the overlays the
+		// provider decorator applies; until it has evaluated them as they
+		// are, NodePools' instance types wait.
+		list = append(list, nodeoverlay.NewController(deps.KubeClient, deps.Overlays.Unwrap(), deps.Overlays.Store(), deps.Clock))
 	}
 	if staticCapacity(deps.Options) {
 		// Keeps each static NodePool at its replicas: launches NodeClaims

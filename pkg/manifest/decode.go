@@ -22,6 +22,7 @@ import (
 
 	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	karpv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/v1alpha1"
 )
 
 // Load reads every manifest file named by paths (directories are walked
@@ -289,6 +290,8 @@ func (l *loader) addCustom(src Source, gvk schema.GroupVersionKind, data []byte)
 		typed = &karpv1.NodePool{}
 	case "KWOKNodeClass":
 		typed = &kwokv1alpha1.KWOKNodeClass{}
+	case "NodeOverlay":
+		typed = &karpv1alpha1.NodeOverlay{}
 	default:
 		l.set.Warnings = append(l.set.Warnings, fmt.Sprintf("%s: skipped %s: kind not used by karp simulate", src, what))
 		return nil
@@ -337,7 +340,7 @@ func objectKey(kind, namespace, name string) string {
 
 func namespaced(kind string) bool {
 	switch kind {
-	case "Node", "Namespace", "PriorityClass", "NodePool", "KWOKNodeClass", "CSINode", "PersistentVolume", "StorageClass":
+	case "Node", "Namespace", "PriorityClass", "NodePool", "KWOKNodeClass", "NodeOverlay", "CSINode", "PersistentVolume", "StorageClass":
 		return false
 	}
 	return true
@@ -349,6 +352,8 @@ func kindOf(obj runtime.Object) string {
 		return "NodePool"
 	case *kwokv1alpha1.KWOKNodeClass:
 		return "KWOKNodeClass"
+	case *karpv1alpha1.NodeOverlay:
+		return "NodeOverlay"
 	case *corev1.Pod:
 		return "Pod"
 	case *corev1.Node:
@@ -392,6 +397,8 @@ func (s *Set) file(obj runtime.Object) {
 		s.NodePools = append(s.NodePools, o)
 	case *kwokv1alpha1.KWOKNodeClass:
 		s.NodeClasses = append(s.NodeClasses, o)
+	case *karpv1alpha1.NodeOverlay:
+		s.NodeOverlays = append(s.NodeOverlays, o)
 	case *corev1.Pod:
 		s.Pods = append(s.Pods, o)
 	case *corev1.Node:

@@ -1,7 +1,7 @@
 // Package manifest reads the Kubernetes manifests a user would apply
 // (files or directories of multi-document YAML or JSON, `kind: List`
 // included) and turns them into the objects karp reasons about: NodePools
-// and KWOKNodeClasses validated and defaulted by their CRDs' schemas and
+// KWOKNodeClasses and NodeOverlays validated and defaulted by their CRDs' schemas and
 // CEL rules, and workloads (Deployments, ReplicaSets, StatefulSets, Jobs)
 // expanded into the pods their controllers would create.
 //

@@ -10,13 +10,17 @@ import (
 
 	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	karpv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/v1alpha1"
 )
 
 // Set is every object read from the manifests, by kind, in input order.
 // NodePools and KWOKNodeClasses carry their CRD defaults.
 type Set struct {
-	NodePools       []*karpv1.NodePool
-	NodeClasses     []*kwokv1alpha1.KWOKNodeClass
+	NodePools   []*karpv1.NodePool
+	NodeClasses []*kwokv1alpha1.KWOKNodeClass
+	// NodeOverlays change the instance types' prices and extended
+	// resources, as the NodeOverlay feature gate does in the controller.
+	NodeOverlays    []*karpv1alpha1.NodeOverlay
 	Pods            []*corev1.Pod
 	Nodes           []*corev1.Node
 	Namespaces      []*corev1.Namespace
@@ -57,7 +61,7 @@ func (s *Set) SourceOf(key string) (Source, bool) {
 // Counts returns how many objects of each kind were read.
 func (s *Set) Counts() map[string]int {
 	return map[string]int{
-		"NodePool": len(s.NodePools), "KWOKNodeClass": len(s.NodeClasses), "Pod": len(s.Pods),
+		"NodePool": len(s.NodePools), "KWOKNodeClass": len(s.NodeClasses), "NodeOverlay": len(s.NodeOverlays), "Pod": len(s.Pods),
 		"Node": len(s.Nodes), "Namespace": len(s.Namespaces), "LimitRange": len(s.LimitRanges),
 		"Deployment": len(s.Deployments), "ReplicaSet": len(s.ReplicaSets), "StatefulSet": len(s.StatefulSets),
 		"DaemonSet": len(s.DaemonSets), "Job": len(s.Jobs), "PodDisruptionBudget": len(s.PDBs),

@@ -32,8 +32,10 @@ import (
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	karpv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/v1alpha1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 	cpmetrics "github.com/karp-autoscaler/karp/pkg/cloudprovider/metrics"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/overlay"
 	"github.com/karp-autoscaler/karp/pkg/controllers"
 	karpevents "github.com/karp-autoscaler/karp/pkg/events"
 	"github.com/karp-autoscaler/karp/pkg/index"
@@ -123,6 +125,7 @@ func NewScheme() *runtime.Scheme {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(karpv1.AddToScheme(scheme))
+	utilruntime.Must(karpv1alpha1.AddToScheme(scheme))
 	utilruntime.Must(kwokv1alpha1.AddToScheme(scheme))
 	utilruntime.Must(awsv1.AddToScheme(scheme))
 	return scheme
@@ -278,9 +281,17 @@ func crdsResolvable(mgr manager.Manager) healthz.Checker {
 }
 
 // Deps returns the dependencies controllers are built from, with cp
-// decorated with metrics and, with leader election, fenced: no launch or
-// termination while the Lease may be lost.
+// decorated with metrics, with leader election fenced (no launch or
+// termination while the Lease may be lost) and, with the NodeOverlay
+// feature gate on, with the NodeOverlays applied.
 func (o *Operator) Deps(cp cloudprovider.CloudProvider) controllers.Deps {
+	// With the NodeOverlay gate on, the overlays apply innermost, so that
+	// launches through them are fenced and measured like any other.
+	var overlays *overlay.CloudProvider
+	if o.Options != nil && o.Options.FeatureGates.Enabled(options.FeatureNodeOverlay) {
+		overlays = overlay.Decorate(cp, o.KubeClient)
+		cp = overlays
+	}
 	if o.fence != nil {
 		cp = &fencedCloudProvider{CloudProvider: cp, fence: o.fence}
 	}
@@ -288,6 +299,7 @@ func (o *Operator) Deps(cp cloudprovider.CloudProvider) controllers.Deps {
 		KubeClient:    o.KubeClient,
 		APIReader:     o.Manager.GetAPIReader(),
 		CloudProvider: cpmetrics.Decorate(cp),
+		Overlays:      overlays,
 		Clock:         o.Clock,
 		Recorder:      o.Recorder,
 		Options:       o.Options,

@@ -7,7 +7,7 @@ const defaultCPURequests = 1000
 
 // inertGates are feature gates karp accepts, so upstream's chart and
 // environment work unchanged, but whose features it does not have yet.
-var inertGates = []string{FeatureCapacityBuffer, FeatureNodeOverlay}
+var inertGates = []string{FeatureCapacityBuffer}
 
 // Inert names each setting that is accepted but changes nothing in karp
 // yet, when it is set away from upstream's default, so the operator can

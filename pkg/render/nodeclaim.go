@@ -51,6 +51,14 @@ func NodeClaim(nc *simulation.NodeClaim) *karpv1.NodeClaim {
 	if nc.MinValuesRelaxed {
 		annotations[karpv1.NodeClaimMinValuesRelaxedAnnotationKey] = strconv.FormatBool(true)
 	}
+	reqs := requirements(nc)
+	priced, sized := overlaid(nc, reqs)
+	if priced {
+		annotations[karpv1.PriceOverlayAppliedAnnotationKey] = strconv.FormatBool(true)
+	}
+	if sized {
+		annotations[karpv1.CapacityOverlayAppliedAnnotationKey] = strconv.FormatBool(true)
+	}
 	blockOwnerDeletion := true
 	return &karpv1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{
@@ -67,13 +75,33 @@ func NodeClaim(nc *simulation.NodeClaim) *karpv1.NodeClaim {
 		Spec: karpv1.NodeClaimSpec{
 			Taints:                 tmpl.Spec.Taints,
 			StartupTaints:          tmpl.Spec.StartupTaints,
-			Requirements:           requirements(nc),
+			Requirements:           reqs,
 			Resources:              karpv1.ResourceRequirements{Requests: nc.Requests},
 			NodeClassRef:           tmpl.Spec.NodeClassRef,
 			TerminationGracePeriod: tmpl.Spec.TerminationGracePeriod,
 			ExpireAfter:            tmpl.Spec.ExpireAfter,
 		},
 	}
+}
+
+// overlaid reports whether a NodeOverlay changed the price, and the
+// capacity, of any instance type the rendered requirements allow (as
+// upstream, which looks at the NodeClaim's instance-type options).
+func overlaid(nc *simulation.NodeClaim, reqs []karpv1.NodeSelectorRequirementWithMinValues) (priced, sized bool) {
+	allowed := sets.New[string]()
+	for _, r := range reqs {
+		if r.Key == karpv1.LabelInstanceTypeStable && r.Operator == "In" {
+			allowed.Insert(r.Values...)
+		}
+	}
+	for _, it := range nc.InstanceTypes {
+		if allowed.Len() > 0 && !allowed.Has(it.Name) {
+			continue
+		}
+		priced = priced || it.PriceOverlaid
+		sized = sized || it.CapacityOverlaid
+	}
+	return priced, sized
 }
 
 // nodeClassLabelKey is the label naming a NodeClaim's NodeClass:

@@ -99,3 +99,27 @@ func TestNodeClaimMarksRelaxedMinValues(t *testing.T) {
 
 // familyKey is a label the instance types define (the provider sets it).
 const familyKey = "example.com/family"
+
+func TestNodeClaimMarksOverlays(t *testing.T) {
+	tests := map[string]struct {
+		mark                func(types []*scheduling.InstanceType)
+		wantPrice, wantSize bool
+	}{
+		"no overlay":             {mark: func([]*scheduling.InstanceType) {}},
+		"price of one option":    {mark: func(types []*scheduling.InstanceType) { types[1].PriceOverlaid = true }, wantPrice: true},
+		"capacity of one option": {mark: func(types []*scheduling.InstanceType) { types[0].CapacityOverlaid = true }, wantSize: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			d := decision()
+			tc.mark(d.InstanceTypes)
+			annotations := NodeClaim(d).Annotations
+			if _, got := annotations[karpv1.PriceOverlayAppliedAnnotationKey]; got != tc.wantPrice {
+				t.Errorf("price-overlay-applied present = %v, want %v", got, tc.wantPrice)
+			}
+			if _, got := annotations[karpv1.CapacityOverlayAppliedAnnotationKey]; got != tc.wantSize {
+				t.Errorf("capacity-overlay-applied present = %v, want %v", got, tc.wantSize)
+			}
+		})
+	}
+}

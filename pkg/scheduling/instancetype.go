@@ -58,6 +58,11 @@ type InstanceType struct {
 	Capacity     corev1.ResourceList
 	Allocatable  corev1.ResourceList
 	Offerings    []*Offering
+	// PriceOverlaid and CapacityOverlaid are true on a copy a NodeOverlay
+	// changed (an offering's price; the capacity): NodeClaims that may
+	// launch it say so in their karpenter.sh/price-overlay-applied and
+	// capacity-overlay-applied annotations.
+	PriceOverlaid, CapacityOverlaid bool
 }
 
 // NewInstanceType builds an instance type, deriving its requirements from

@@ -96,6 +96,7 @@ func buildInput(set *manifest.Set, cluster *manifest.Cluster, types []*schedulin
 		}
 		in.NodePools = append(in.NodePools, &simulation.NodePool{NodePool: np, InstanceTypes: types})
 	}
+	warnings = append(warnings, applyOverlays(set.NodeOverlays, in.NodePools)...)
 	if len(in.NodePools) == 0 {
 		warnings = append(warnings, "no dynamic NodePool among the manifests: karp would launch nothing")
 	}

@@ -26,6 +26,7 @@ func TestAllReturnsEveryKind(t *testing.T) {
 	want := map[string]apiextensionsv1.ResourceScope{
 		"karpenter.sh/NodePool":           apiextensionsv1.ClusterScoped,
 		"karpenter.sh/NodeClaim":          apiextensionsv1.ClusterScoped,
+		"karpenter.sh/NodeOverlay":        apiextensionsv1.ClusterScoped,
 		"karpenter.kwok.sh/KWOKNodeClass": apiextensionsv1.ClusterScoped,
 		"karpenter.k8s.aws/EC2NodeClass":  apiextensionsv1.ClusterScoped,
 	}
@@ -91,6 +92,7 @@ func TestPrinterColumns(t *testing.T) {
 		"NodePool":      {"NodeClass", "Nodes", "Ready", "Age", "Weight*", "CPU*", "Memory*"},
 		"NodeClaim":     {"Type", "Capacity", "Zone", "Node", "Ready", "Age", "ImageID*", "ID*", "NodePool*", "NodeClass*", "Drifted*"},
 		"KWOKNodeClass": {"Ready", "Age"},
+		"NodeOverlay":   {"Ready", "Age", "Weight*"},
 		"EC2NodeClass":  {"Ready", "Age", "Role*"},
 	}
 	for _, crd := range all {

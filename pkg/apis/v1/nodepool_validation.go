@@ -153,3 +153,11 @@ func validateOperatorValues(r NodeSelectorRequirementWithMinValues) error {
 	}
 	return nil
 }
+
+// ValidateRequirement runs the runtime validation of one requirement of a
+// NodePool (key, values, operator, minValues), for other APIs that select
+// nodes with the same vocabulary (NodeOverlay). karpenter.sh/nodepool is
+// allowed.
+func ValidateRequirement(r NodeSelectorRequirementWithMinValues, extraWellKnown ...sets.Set[string]) error {
+	return validateRequirement(r, extraWellKnown)
+}

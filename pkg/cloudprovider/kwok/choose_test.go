@@ -80,7 +80,7 @@ func TestChooseCheapestAndCapacityType(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got, err := c.choose(tc.nodeClaim)
+			got, err := c.choose(tc.nodeClaim, c.instanceTypes())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -99,7 +99,7 @@ func TestInsufficientCapacityFallsBackNextRound(t *testing.T) {
 	nc := claimFor(in(corev1.LabelInstanceTypeStable, "m5.large"))
 
 	// 1. The cheapest offering is refused and remembered.
-	_, err := c.choose(nc)
+	_, err := c.choose(nc, c.instanceTypes())
 	if !cloudprovider.IsInsufficientCapacityError(err) {
 		t.Fatalf("choose returned %v, want an InsufficientCapacityError", err)
 	}
@@ -118,7 +118,7 @@ func TestInsufficientCapacityFallsBackNextRound(t *testing.T) {
 		t.Errorf("zone requirement %s lost a zone still served on-demand", zr)
 	}
 	// 3. The next round launches the next cheapest offering.
-	next, err := c.choose(nc)
+	next, err := c.choose(nc, c.instanceTypes())
 	if err != nil {
 		t.Fatalf("the next round failed: %v", err)
 	}
@@ -131,7 +131,7 @@ func TestInsufficientCapacityFallsBackNextRound(t *testing.T) {
 	if !offeringOf(t, types, refused).Available {
 		t.Error("the refused offering is still unavailable after the TTL")
 	}
-	if _, err := c.choose(nc); !cloudprovider.IsInsufficientCapacityError(err) {
+	if _, err := c.choose(nc, c.instanceTypes()); !cloudprovider.IsInsufficientCapacityError(err) {
 		t.Errorf("after the TTL choose returned %v, want the offering refused again", err)
 	}
 }

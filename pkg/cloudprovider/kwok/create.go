@@ -69,6 +69,17 @@ func (p *pendingLaunch) cancelled() bool {
 // creates a Node named after the NodeClaim, now or after the registration
 // delay. A retry for the same NodeClaim returns the instance already made.
 func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
+	return c.create(ctx, nodeClaim, c.instanceTypes())
+}
+
+// CreateFrom is Create choosing among the given instance types (the
+// NodePool's with NodeOverlays applied: their prices order the choice and
+// their allocatable becomes the Node's) instead of the catalog.
+func (c *CloudProvider) CreateFrom(ctx context.Context, nodeClaim *karpv1.NodeClaim, instanceTypes []*cloudprovider.InstanceType) (*karpv1.NodeClaim, error) {
+	return c.create(ctx, nodeClaim, instanceTypes)
+}
+
+func (c *CloudProvider) create(ctx context.Context, nodeClaim *karpv1.NodeClaim, instanceTypes []*cloudprovider.InstanceType) (*karpv1.NodeClaim, error) {
 	// 1. A retried Create finds the instance it launched before.
 	if existing, err := c.existing(ctx, nodeClaim); err != nil || existing != nil {
 		return existing, err
@@ -80,7 +91,7 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	}
 	// 3. The cheapest available compatible offering, unless the simulated
 	// cloud has run out of it.
-	launch, err := c.choose(nodeClaim)
+	launch, err := c.choose(nodeClaim, instanceTypes)
 	if err != nil {
 		return nil, err
 	}
@@ -175,8 +186,8 @@ func (c *CloudProvider) resolveNodeClass(ctx context.Context, nodeClaim *karpv1.
 // choose returns the best launch for the NodeClaim. When the simulated
 // cloud refuses it, the offering goes into the unavailable cache, so that
 // the next scheduling round falls back to another one.
-func (c *CloudProvider) choose(nodeClaim *karpv1.NodeClaim) (cloudprovider.Launch, error) {
-	candidates := cloudprovider.LaunchCandidates(c.instanceTypes(), nodeClaim, nil)
+func (c *CloudProvider) choose(nodeClaim *karpv1.NodeClaim, instanceTypes []*cloudprovider.InstanceType) (cloudprovider.Launch, error) {
+	candidates := cloudprovider.LaunchCandidates(instanceTypes, nodeClaim, nil)
 	if len(candidates) == 0 {
 		return cloudprovider.Launch{}, cloudprovider.NewInsufficientCapacityError(
 			fmt.Errorf("no available offering satisfies nodeclaim %s", nodeClaim.Name))

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
 	"github.com/karp-autoscaler/karp/pkg/state"
 )
@@ -56,10 +57,13 @@ type blocker struct{ reason, message string }
 // world is what one pass sees: the candidates, why the other managed nodes
 // are not candidates, and the NodePools with their instance types.
 type world struct {
-	now        time.Time
-	stateNodes []*state.StateNode
-	nodePools  map[string]*karpv1.NodePool
-	types      map[string]map[string]*scheduling.InstanceType
+	// unevaluated is set when a NodePool's instance types wait on the
+	// NodeOverlay evaluation: the pass decides nothing then.
+	unevaluated error
+	now         time.Time
+	stateNodes  []*state.StateNode
+	nodePools   map[string]*karpv1.NodePool
+	types       map[string]map[string]*scheduling.InstanceType
 	// typeList keeps each NodePool's instance types in provider order.
 	typeList map[string][]*scheduling.InstanceType
 	// poolNames are the NodePools by name, sorted.
@@ -113,6 +117,10 @@ func (c *Controller) buildWorld(ctx context.Context, queued map[string]bool) *wo
 		w.nodePools[np.Name] = np
 		w.poolNames = append(w.poolNames, np.Name)
 		its, err := c.cloudProvider.GetInstanceTypes(ctx, np)
+		if cloudprovider.IsUnevaluatedNodePoolError(err) {
+			w.unevaluated = err
+			continue
+		}
 		if err != nil {
 			log.FromContext(ctx).Error(err, "listing instance types", "NodePool", np.Name)
 			continue

@@ -39,6 +39,9 @@ type Controller struct {
 	opts          Options
 	methods       []Method
 	simulator     *passSimulator
+	// overlaysPending is true after a pass that waited on the NodeOverlay
+	// evaluation, so the next one comes soon.
+	overlaysPending bool
 
 	// queue holds started commands waiting for their replacements.
 	queue []*queued
@@ -121,6 +124,8 @@ func (c *Controller) Reconcile(ctx context.Context) (reconcile.Result, error) {
 		return reconcile.Result{}, err
 	case acted:
 		return reconcile.Result{RequeueAfter: time.Millisecond}, nil
+	case c.overlaysPending:
+		return reconcile.Result{RequeueAfter: time.Second}, nil
 	case c.pending != nil:
 		return reconcile.Result{RequeueAfter: max(time.Millisecond, c.pending.at.Sub(c.clock.Now()))}, nil
 	case len(c.queue) > 0:
@@ -135,6 +140,13 @@ func (c *Controller) Pass(ctx context.Context) (bool, error) {
 	// 1. Advance the queue, then build the world without its nodes.
 	errQueue := c.advance(ctx)
 	w := c.buildWorld(ctx, c.queuedIDs())
+	c.overlaysPending = w.unevaluated != nil
+	if c.overlaysPending {
+		// Prices or capacity changed and are not evaluated yet: decide
+		// nothing on stale ones; queued commands still advance.
+		log.FromContext(ctx).V(1).Info("waiting on the nodeoverlay evaluation", "reason", w.unevaluated.Error())
+		return false, errQueue
+	}
 	c.forgetFailures(w)
 	// 2. Clear what a lost command left behind.
 	if err := c.clearStale(ctx, w); err != nil {

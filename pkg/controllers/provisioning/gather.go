@@ -2,12 +2,15 @@ package provisioning
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
 	"github.com/karp-autoscaler/karp/pkg/solverinput"
@@ -18,7 +21,10 @@ import (
 // are left out and returned with the reason.
 func (p *Provisioner) gather(ctx context.Context, pods []*corev1.Pod, nodes []*simulation.Node,
 	stateNodes []*state.StateNode) (*simulation.Input, []simulation.PodError, error) {
-	pools, typesByPool := p.nodePools(ctx)
+	pools, typesByPool, unevaluated := p.nodePools(ctx)
+	if unevaluated != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrNodeOverlaysUnevaluated, unevaluated)
+	}
 	// The solver counts the capacity of each NodePool's nodes against its
 	// limits; in-flight NodeClaims need theirs filled in first.
 	fillInFlight(nodes, stateNodes, typesByPool)
@@ -57,7 +63,7 @@ func (p *Provisioner) gather(ctx context.Context, pods []*corev1.Pod, nodes []*s
 // NodePool by name. A NodePool whose instance types cannot be read, or
 // whose requirements leave none it could launch (NoCompatibleInstanceTypes
 // event), is skipped for this pass and noted in p.skipped.
-func (p *Provisioner) nodePools(ctx context.Context) ([]*simulation.NodePool, map[string][]*scheduling.InstanceType) {
+func (p *Provisioner) nodePools(ctx context.Context) ([]*simulation.NodePool, map[string][]*scheduling.InstanceType, error) {
 	var out []*simulation.NodePool
 	typesByPool := map[string][]*scheduling.InstanceType{}
 	p.skipped = map[string]string{}
@@ -66,6 +72,12 @@ func (p *Provisioner) nodePools(ctx context.Context) ([]*simulation.NodePool, ma
 		// Instance types of every NodePool, launchable or not, describe
 		// its in-flight NodeClaims.
 		types, err := p.cloudProvider.GetInstanceTypes(ctx, np)
+		if cloudprovider.IsUnevaluatedNodePoolError(err) {
+			// The NodeOverlays changed and are not evaluated yet: the
+			// whole pass waits, rather than place pods on stale prices
+			// or send them to another NodePool meanwhile.
+			return nil, nil, err
+		}
 		if err != nil {
 			log.FromContext(ctx).Error(err, "skipping nodepool, listing instance types", "NodePool", np.Name)
 			if launchable {
@@ -88,8 +100,13 @@ func (p *Provisioner) nodePools(ctx context.Context) ([]*simulation.NodePool, ma
 		}
 		out = append(out, &simulation.NodePool{NodePool: np, InstanceTypes: types})
 	}
-	return out, typesByPool
+	return out, typesByPool, nil
 }
+
+// ErrNodeOverlaysUnevaluated is the pass's error while the NodeOverlay
+// controller has not evaluated the overlays as they are now; Reconcile
+// waits and retries.
+var ErrNodeOverlaysUnevaluated = errors.New("waiting on the nodeoverlay evaluation")
 
 // notReady says why a dynamic NodePool launches nothing: its Ready
 // condition, as the NodePool controller wrote it.

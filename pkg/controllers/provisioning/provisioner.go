@@ -2,6 +2,7 @@ package provisioning
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -148,6 +149,11 @@ func (p *Provisioner) Reconcile(ctx context.Context) (reconcile.Result, error) {
 	}
 	p.retry = false
 	if _, err := p.Schedule(ctx); err != nil {
+		if errors.Is(err, ErrNodeOverlaysUnevaluated) {
+			p.retry = true
+			log.FromContext(ctx).V(1).Info("waiting on the nodeoverlay evaluation", "reason", err.Error())
+			return reconcile.Result{RequeueAfter: time.Second}, nil
+		}
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{RequeueAfter: time.Nanosecond}, nil

@@ -19,6 +19,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/apis/crds"
 	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	karpv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/v1alpha1"
 )
 
 // TierEnv names the environment variable the Makefile sets to the test tier
@@ -32,7 +33,7 @@ type Environment struct {
 	Config *rest.Config
 	// Client uses Scheme; it reads straight from the API server (no cache).
 	Client client.Client
-	// Scheme has client-go's built-in types, karp v1, kwok v1alpha1 and aws v1.
+	// Scheme has client-go's built-in types, karp v1 and v1alpha1, kwok v1alpha1 and aws v1.
 	Scheme *runtime.Scheme
 
 	env     *envtest.Environment
@@ -46,6 +47,7 @@ func NewScheme() *runtime.Scheme {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(karpv1.AddToScheme(scheme))
+	utilruntime.Must(karpv1alpha1.AddToScheme(scheme))
 	utilruntime.Must(kwokv1alpha1.AddToScheme(scheme))
 	utilruntime.Must(awsv1.AddToScheme(scheme))
 	return scheme

@@ -34,6 +34,7 @@ import (
 
 	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	karpv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/v1alpha1"
 	karpevents "github.com/karp-autoscaler/karp/pkg/events"
 	"github.com/karp-autoscaler/karp/pkg/index"
 	"github.com/karp-autoscaler/karp/pkg/test/environment"
@@ -101,7 +102,7 @@ func Start(ctx context.Context) (*Harness, error) {
 }
 
 func watched() []client.Object {
-	return []client.Object{&karpv1.NodeClaim{}, &karpv1.NodePool{}, &corev1.Node{}, &corev1.Pod{}, &kwokv1alpha1.KWOKNodeClass{}}
+	return []client.Object{&karpv1.NodeClaim{}, &karpv1.NodePool{}, &corev1.Node{}, &corev1.Pod{}, &kwokv1alpha1.KWOKNodeClass{}, &karpv1alpha1.NodeOverlay{}}
 }
 
 // Stop stops the cache and the API server.
@@ -112,7 +113,7 @@ func (h *Harness) Stop() error {
 }
 
 // Synced waits until the cache holds exactly the NodeClaims, NodePools,
-// Nodes and KWOKNodeClasses the API server has, at the same versions.
+// Nodes, KWOKNodeClasses and NodeOverlays the API server has, at the same versions.
 func (h *Harness) Synced(t testing.TB) {
 	t.Helper()
 	ctx := context.Background()
@@ -122,6 +123,7 @@ func (h *Harness) Synced(t testing.TB) {
 			func() client.ObjectList { return &karpv1.NodePoolList{} },
 			func() client.ObjectList { return &corev1.NodeList{} },
 			func() client.ObjectList { return &kwokv1alpha1.KWOKNodeClassList{} },
+			func() client.ObjectList { return &karpv1alpha1.NodeOverlayList{} },
 		} {
 			same, err := h.sameVersions(ctx, list)
 			if err != nil || !same {
@@ -238,7 +240,7 @@ func (h *Harness) EventNote(t testing.TB, kind, name, reason string) string {
 	return note
 }
 
-// Reset deletes every NodeClaim, Node, NodePool and KWOKNodeClass,
+// Reset deletes every NodeClaim, Node, NodePool, KWOKNodeClass and NodeOverlay,
 // releasing finalizers, and waits until they are gone.
 func (h *Harness) Reset(t testing.TB) {
 	t.Helper()
@@ -248,6 +250,7 @@ func (h *Harness) Reset(t testing.TB) {
 		func() client.ObjectList { return &corev1.NodeList{} },
 		func() client.ObjectList { return &karpv1.NodePoolList{} },
 		func() client.ObjectList { return &kwokv1alpha1.KWOKNodeClassList{} },
+		func() client.ObjectList { return &karpv1alpha1.NodeOverlayList{} },
 	} {
 		list := newList()
 		if err := h.Env.Client.List(ctx, list); err != nil {
