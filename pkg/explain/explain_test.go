@@ -138,6 +138,8 @@ func TestPodPlacements(t *testing.T) {
 		"fits n1":    {cpu: "500m", want: DecisionExistingNode},
 		"needs more": {cpu: "3", want: DecisionNewNodeClaim},
 		"gated":      {cpu: "1", mutate: []func(*corev1.Pod){gate}, want: DecisionWaiting},
+		// Prefers a zone no NodePool offers: placed, the preference given up.
+		"relaxed": {cpu: "3", mutate: []func(*corev1.Pod){preferZone("mars-1a")}, want: DecisionNewNodeClaim},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -154,6 +156,9 @@ func TestPodPlacements(t *testing.T) {
 			if tc.want == DecisionNewNodeClaim && (r.Target == nil || r.Target.NodePool != "default" || r.Target.PricePerHour <= 0) {
 				t.Errorf("target %+v, want a priced node of NodePool default", r.Target)
 			}
+			if got, want := r.PreferencesRelaxed, name == "relaxed"; got != want {
+				t.Errorf("preferences relaxed %v, want %v (%s)", got, want, r.Message)
+			}
 			if tc.want == DecisionExistingNode && (r.Target == nil || r.Target.Node != "n1" || r.Target.NodeClaim != "n1") {
 				t.Errorf("target %+v, want node n1", r.Target)
 			}
@@ -164,6 +169,15 @@ func TestPodPlacements(t *testing.T) {
 				t.Error("explaining a missing pod succeeded")
 			}
 		})
+	}
+}
+
+// preferZone gives the pod a preferred node affinity for the zone.
+func preferZone(zone string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{
+			Weight: 10, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{
+				Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{zone}}}}}}}}
 	}
 }
 
@@ -195,6 +209,23 @@ func TestNodeBlockers(t *testing.T) {
 			check: func(r *NodeReport) string {
 				if len(r.PDBs) != 1 || r.PDBs[0].Name != "default/web" || r.PDBs[0].DisruptionsAllowed != 0 {
 					return "want PDB default/web allowing 0"
+				}
+				return ""
+			},
+		},
+		"a DaemonSet pod that does not fit": {
+			mutate: func(c *cluster) {
+				c.pod("keep", "n1", "100m", func(p *corev1.Pod) { p.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"} })
+				c.pod("agent-x", "", "4", func(p *corev1.Pod) {
+					p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: "ds", Controller: ptr.To(true)}}
+					p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+						NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"n1"}}}}}}}}
+				})
+			},
+			code: disruption.BlockedDoNotDisrupt,
+			check: func(r *NodeReport) string {
+				if len(r.DaemonSetPodsPending) != 1 || r.DaemonSetPodsPending[0] != "default/agent-x" {
+					return "want default/agent-x named as not running on n1"
 				}
 				return ""
 			},

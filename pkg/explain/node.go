@@ -69,6 +69,9 @@ type NodeReport struct {
 	PDBs []PDBSummary `json:"pdbs,omitempty"`
 	// Budgets are the NodePool's disruptions allowed now, by reason.
 	Budgets []BudgetSummary `json:"budgets,omitempty"`
+	// DaemonSetPodsPending are the node's DaemonSet pods that do not run:
+	// created for this node, not bound (they usually do not fit).
+	DaemonSetPodsPending []string `json:"daemonSetPodsPending,omitempty"`
 }
 
 // Condition is a status condition's reason and message.
@@ -162,6 +165,7 @@ func (e *Engine) Node(ctx context.Context, name string) (*NodeReport, error) {
 		r.Budgets = e.budgets(p, np, now)
 	}
 	r.DoNotDisrupt, r.PDBs = e.podBlockers(sn, now)
+	r.DaemonSetPodsPending = e.pendingDaemonPods(r.Node)
 	r.Status, r.Message = e.nodeStatus(r, p, sn)
 	return r, nil
 }
@@ -250,6 +254,30 @@ func (e *Engine) consolidateAfter(r *NodeReport, np *karpv1.NodePool, sn *state.
 		}
 	}
 	r.ConsolidateAfterLeft = max(0, last.Add(*after).Sub(now)).Round(time.Second).String()
+}
+
+// pendingDaemonPods are the DaemonSet pods made for the node (the
+// DaemonSet controller pins each to its node by metadata.name) that are
+// not bound.
+func (e *Engine) pendingDaemonPods(node string) []string {
+	var out []string
+	for i := range e.pods {
+		pod := &e.pods[i]
+		if pod.Spec.NodeName != "" || !state.IsOwnedBy(pod, "DaemonSet") || pod.DeletionTimestamp != nil ||
+			pod.Spec.Affinity == nil || pod.Spec.Affinity.NodeAffinity == nil ||
+			pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+			continue
+		}
+		for _, term := range pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+			if slices.ContainsFunc(term.MatchFields, func(f corev1.NodeSelectorRequirement) bool {
+				return f.Key == "metadata.name" && f.Operator == corev1.NodeSelectorOpIn && slices.Contains(f.Values, node)
+			}) {
+				out = append(out, pod.Namespace+"/"+pod.Name)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // podBlockers lists the node's pods held by do-not-disrupt and the PDBs

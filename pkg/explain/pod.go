@@ -55,6 +55,10 @@ type PodReport struct {
 	// Target is where the pod would go (ExistingNode, LaunchingNodeClaim,
 	// NewNodeClaim).
 	Target *Target `json:"target,omitempty"`
+	// PreferencesRelaxed is set when the pod fits there only once one of
+	// its preferences (preferred affinity or anti-affinity, a
+	// ScheduleAnyway spread, PreferNoSchedule taints) is given up.
+	PreferencesRelaxed bool `json:"preferencesRelaxed,omitempty"`
 	// Code is the scheduling code when Unschedulable: Unschedulable (may
 	// fit once the cluster changes) or UnschedulableAndUnresolvable.
 	Code string `json:"code,omitempty"`
@@ -150,6 +154,12 @@ func notKarps(pod *corev1.Pod) string {
 // the plan decided about it.
 func (e *Engine) placePod(r *PodReport, pod *corev1.Pod, plan *provisioning.Plan) bool {
 	res := plan.Result
+	for _, pl := range res.Order {
+		if pl.Pod.UID == pod.UID && pl.Relaxed {
+			r.PreferencesRelaxed = true
+			defer func() { r.Message += " (only once one of its preferences is relaxed)" }()
+		}
+	}
 	for _, ep := range res.ExistingNodes {
 		for _, p := range ep.Pods {
 			if p.UID != pod.UID {

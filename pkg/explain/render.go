@@ -44,6 +44,9 @@ func line(b *strings.Builder, format string, args ...any) { fmt.Fprintf(b, forma
 
 func writePod(b *strings.Builder, r *PodReport) {
 	line(b, "Pod %s (%s): %s", r.Pod, r.Phase, r.Decision)
+	if r.PreferencesRelaxed {
+		line(b, "  placed only once one of its preferences is relaxed")
+	}
 	line(b, "  %s", r.Message)
 	if r.NominatedNode != "" {
 		line(b, "  nominated to %s by %s", r.NominatedNode, r.NominatedBy)
@@ -93,6 +96,9 @@ func writeNode(b *strings.Builder, r *NodeReport) {
 	}
 	for _, p := range r.PDBs {
 		line(b, "  PDB %s allows %d disruption(s) now; covers %s", p.Name, p.DisruptionsAllowed, strings.Join(p.Pods, ", "))
+	}
+	if len(r.DaemonSetPodsPending) > 0 {
+		line(b, "  DaemonSet pods that do not run here: %s", strings.Join(r.DaemonSetPodsPending, ", "))
 	}
 	writeBudgets(b, r.Budgets)
 }

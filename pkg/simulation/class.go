@@ -48,6 +48,7 @@ type variant struct {
 	class       *class
 	reqs        scheduling.Requirements
 	strictPNS   bool // PreferNoSchedule taints must be tolerated
+	relaxed     bool // a preference of the pod's is relaxed at this level
 	constraints []*constraint
 	pinKeys     []int // non-hostname topology keys whose domain must be fixed
 }
@@ -78,6 +79,7 @@ type podInfo struct {
 	pod     *corev1.Pod
 	class   *class
 	variant *variant // the relaxation level it was placed at (NodeClaims only)
+	relaxed bool     // placed only once a preference was relaxed
 	at      *target  // where it is now (merges and moves change it)
 	index   int
 	status  *scheduling.Status

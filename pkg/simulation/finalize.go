@@ -33,9 +33,9 @@ func (s *solver) finish(failed []*podInfo) *Result {
 	}
 	for _, pl := range s.placements {
 		if pl.t.existing != nil {
-			res.Order = append(res.Order, Placement{Pod: pl.pod.pod, NodeClaim: -1, Node: pl.t.existing})
+			res.Order = append(res.Order, Placement{Pod: pl.pod.pod, NodeClaim: -1, Node: pl.t.existing, Relaxed: pl.pod.relaxed})
 		} else {
-			res.Order = append(res.Order, Placement{Pod: pl.pod.pod, NodeClaim: claimIndex[pl.pod.at]})
+			res.Order = append(res.Order, Placement{Pod: pl.pod.pod, NodeClaim: claimIndex[pl.pod.at], Relaxed: pl.pod.relaxed})
 		}
 	}
 	sort.SliceStable(failed, func(i, j int) bool { return failed[i].index < failed[j].index })

@@ -182,6 +182,11 @@ type Placement struct {
 	Pod       *corev1.Pod
 	NodeClaim int
 	Node      *Node
+	// Relaxed is set when the pod was placed only after one of its
+	// preferences (preferred affinity, ScheduleAnyway spread, a required
+	// node-affinity term but the last, PreferNoSchedule taints) was
+	// relaxed.
+	Relaxed bool
 }
 
 // Cost sums the price of every new NodeClaim.

@@ -72,6 +72,7 @@ func (s *solver) place(p *podInfo) *scheduling.Status {
 	claims := s.podClaims(p)
 	for _, v := range p.class.variants {
 		if t := s.tryExisting(v, claims, waiting); t != nil {
+			p.relaxed = v.relaxed
 			s.commitExisting(p, t)
 			s.attach(t, claims)
 			return nil
@@ -382,6 +383,7 @@ func (s *solver) commit(p *podInfo, v *variant, o *option) {
 	s.refreshFree(t)
 	s.reindex(t, pos)
 	p.variant = v
+	p.relaxed = v.relaxed
 	s.record(p, t)
 }
 

@@ -129,6 +129,15 @@ func (s *solver) ladder(pt *podTerms) []level {
 	return out
 }
 
+// relaxes reports whether level l gives up one of the pod's preferences
+// (under PreferencePolicyIgnore nothing counts: none is honoured).
+func (s *solver) relaxes(l level) bool {
+	if s.in.Options.PreferencePolicy == PreferencePolicyIgnore {
+		return false
+	}
+	return l.dropAff > 0 || l.dropAnti > 0 || l.nodePref > 0 || l.dropTSC > 0 || (l.tolPNS && s.anyPreferNoSchedule)
+}
+
 func (s *solver) buildVariants(c *class, vols []scheduling.Requirements) {
 	pt := splitTerms(c.pod)
 	if len(vols) == 0 {
@@ -161,7 +170,8 @@ func (s *solver) buildVariants(c *class, vols []scheduling.Requirements) {
 			}
 		}
 		for _, vol := range vols {
-			v := &variant{id: len(s.variants), class: c, reqs: reqs.Intersection(vol), strictPNS: !l.tolPNS, constraints: cons}
+			v := &variant{id: len(s.variants), class: c, reqs: reqs.Intersection(vol), strictPNS: !l.tolPNS, constraints: cons,
+				relaxed: s.relaxes(l)}
 			s.variants = append(s.variants, v)
 			c.variants = append(c.variants, v)
 		}
