@@ -130,7 +130,7 @@ func podCases() []Case {
 			Object: func(ns string) client.Object {
 				return pod(ns, "absurd").Requests("cpu", "100000", "memory", "100Ti").Obj()
 			},
-			Event: failedScheduling("no instance type has 100k cpu"),
+			Event: failedScheduling("no instance type has 100000 cpu"),
 		},
 		{
 			Name: "pod-impossible-zone",
