@@ -219,7 +219,7 @@ func TestDefaults(t *testing.T) {
 	for name, value := range map[string]string{
 		"CLOUD_PROVIDER": "kwok", "LOG_LEVEL": "info", "METRICS_PORT": "8080", "HEALTH_PROBE_PORT": "8081", "RESPECT_ROLLOUT_BUDGET": "true",
 		"BATCH_MAX_DURATION": "10s", "BATCH_IDLE_DURATION": "1s", "PREFERENCE_POLICY": "Respect", "MIN_VALUES_POLICY": "Strict",
-		"FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=false",
+		"FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,ProvisioningRequest=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=false",
 	} {
 		if env[name].Value != value {
 			t.Errorf("env %s = %q, want %q", name, env[name].Value, value)
@@ -312,7 +312,7 @@ func TestNonDefault(t *testing.T) {
 		"VM_MEMORY_OVERHEAD_PERCENT": "0.075",
 		"RESPECT_ROLLOUT_BUDGET":     "false",
 		"SCHEDULER_CONFIG":           `{"podTopologySpread":{"defaultConstraints":[{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"DoNotSchedule"}]}}`,
-		"FEATURE_GATES":              "CapacityBuffer=false,NodeOverlay=false,NodeRepair=true,ReservedCapacity=true,SpotToSpotConsolidation=true,StaticCapacity=false",
+		"FEATURE_GATES":              "CapacityBuffer=false,NodeOverlay=false,NodeRepair=true,ProvisioningRequest=false,ReservedCapacity=true,SpotToSpotConsolidation=true,StaticCapacity=false",
 	} {
 		if env[name].Value != value {
 			t.Errorf("env %s = %q, want %q", name, env[name].Value, value)
@@ -390,11 +390,13 @@ func TestRejectsBadValues(t *testing.T) {
 func TestCRDChart(t *testing.T) {
 	objs := render(t, charts.KarpCRD, charts.Release{Values: map[string]any{"additionalAnnotations": map[string]any{"helm.sh/resource-policy": "keep"}}})
 	want := []string{
+		"CustomResourceDefinition/capacitybuffers.autoscaling.x-k8s.io",
 		"CustomResourceDefinition/ec2nodeclasses.karpenter.k8s.aws",
 		"CustomResourceDefinition/kwoknodeclasses.karpenter.kwok.sh",
 		"CustomResourceDefinition/nodeclaims.karpenter.sh",
 		"CustomResourceDefinition/nodeoverlays.karpenter.sh",
 		"CustomResourceDefinition/nodepools.karpenter.sh",
+		"CustomResourceDefinition/provisioningrequests.autoscaling.x-k8s.io",
 	}
 	if diff := cmp.Diff(want, keys(objs)); diff != "" {
 		t.Fatalf("objects (-want +got):\n%s", diff)

@@ -18,7 +18,7 @@ hack/generate.sh "${TMP}/crds" "${TMP}/rbac"
 
 CONTROLLER_GEN="${ROOT}/bin/controller-gen-v0.21.0/controller-gen"
 status=0
-for pkg in v1 v1alpha1 kwok/v1alpha1 aws/v1; do
+for pkg in v1 v1alpha1 kwok/v1alpha1 aws/v1 autoscaling/v1 autoscaling/v1beta1; do
   "${CONTROLLER_GEN}" object paths="./pkg/apis/${pkg}" output:object:dir="${TMP}/object/${pkg}"
   if ! diff -u "pkg/apis/${pkg}/zz_generated.deepcopy.go" "${TMP}/object/${pkg}/zz_generated.deepcopy.go"; then
     status=1

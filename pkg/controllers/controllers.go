@@ -22,6 +22,7 @@ import (
 
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/overlay"
+	"github.com/karp-autoscaler/karp/pkg/controllers/capacitybuffer"
 	"github.com/karp-autoscaler/karp/pkg/controllers/disruption"
 	"github.com/karp-autoscaler/karp/pkg/controllers/finalized"
 	"github.com/karp-autoscaler/karp/pkg/controllers/metrics/status"
@@ -44,10 +45,12 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning"
 	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning/batchhold"
 	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning/hint"
+	"github.com/karp-autoscaler/karp/pkg/controllers/provisioningrequest"
 	statecontrollers "github.com/karp-autoscaler/karp/pkg/controllers/state"
 	"github.com/karp-autoscaler/karp/pkg/options"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
 	"github.com/karp-autoscaler/karp/pkg/state"
+	"github.com/karp-autoscaler/karp/pkg/state/buffers"
 	"github.com/karp-autoscaler/karp/pkg/state/nodepoolhealth"
 )
 
@@ -92,6 +95,18 @@ func NewControllers(deps Deps) []Controller {
 	registrationHealth := nodepoolhealth.NewState()
 	provisioner := provisioning.NewProvisioner(deps.KubeClient, deps.CloudProvider, cluster, deps.Recorder, deps.Clock,
 		provisioningOptions(deps.Options))
+	// The CapacityBuffers to keep room for, resolved by the capacitybuffer
+	// controller, read by the provisioner and disruption (gate on only).
+	var capacityBuffers *buffers.Store
+	if capacityBuffer(deps.Options) {
+		capacityBuffers = buffers.NewStore()
+		provisioner.WithBuffers(capacityBuffers)
+	}
+	disruptionController := disruption.NewController(deps.KubeClient, deps.CloudProvider, cluster, deps.Recorder, deps.Clock,
+		disruptionOptions(deps.Options), solverOptions(provisioningOptions(deps.Options))).WithAPIReader(deps.APIReader)
+	if capacityBuffers != nil {
+		disruptionController.WithBuffers(capacityBuffers)
+	}
 	list := []Controller{
 		// Launches, registers and initializes NodeClaims; deletes the ones
 		// that cannot launch or never register.
@@ -149,8 +164,7 @@ func NewControllers(deps Deps) []Controller {
 		status.NewRegistrar(crmetrics.Registry, deps.Clock, deps.CloudProvider, deps.Recorder),
 		// Deletes or replaces empty, drifted and underutilized nodes
 		// within budgets (singleton), and says why the others stay.
-		disruption.NewController(deps.KubeClient, deps.CloudProvider, cluster, deps.Recorder, deps.Clock,
-			disruptionOptions(deps.Options), solverOptions(provisioningOptions(deps.Options))).WithAPIReader(deps.APIReader),
+		disruptionController,
 	}
 	if deps.Overlays != nil {
 		// Validates NodeOverlays, finds conflicts between overlays of one
@@ -159,11 +173,27 @@ func NewControllers(deps Deps) []Controller {
 		// are, NodePools' instance types wait.
 		list = append(list, nodeoverlay.NewController(deps.KubeClient, deps.Overlays.Unwrap(), deps.Overlays.Store(), deps.Clock))
 	}
+	if capacityBuffers != nil {
+		// Resolves each CapacityBuffer's pod shape and replicas
+		// (ReadyForProvisioning), publishes them for the provisioner and
+		// disruption, and reports where they fit (Provisioning).
+		list = append(list, capacitybuffer.NewController(deps.KubeClient, deps.APIReader, capacityBuffers, provisioner.Batcher(), deps.Clock))
+	}
 	if staticCapacity(deps.Options) {
 		// Keeps each static NodePool at its replicas: launches NodeClaims
 		// from its template, deletes the surplus (ReplicasServed).
 		list = append(list, static.NewController(deps.KubeClient, deps.CloudProvider, cluster, deps.Clock, deps.Recorder,
 			solverOptions(provisioningOptions(deps.Options))))
+	}
+	if deps.Options != nil && deps.Options.FeatureGates.Enabled(options.FeatureProvisioningRequest) {
+		// Answers check-capacity ProvisioningRequests from the existing
+		// nodes; launches an atomic request's NodeClaims all together or
+		// none, and holds them for its pods for the booking period.
+		list = append(list, provisioningrequest.NewController(deps.KubeClient, deps.APIReader, deps.CloudProvider, cluster,
+			deps.Clock, deps.Recorder, provisioningrequest.Options{Solver: solverOptions(provisioningOptions(deps.Options)),
+				ClusterLimits: deps.Options.ClusterLimits}),
+			// Registers the ProvisioningRequest metrics.
+			provisioningrequest.NewMetricsRegistrar(crmetrics.Registry))
 	}
 	// Records a Finalized event for each finalizer that leaves a NodeClaim,
 	// a Node or a NodePool.
@@ -208,6 +238,11 @@ func disruptionOptions(o *options.Options) disruption.Options {
 // staticCapacity reports whether the StaticCapacity feature gate is on.
 func staticCapacity(o *options.Options) bool {
 	return o != nil && o.FeatureGates.Enabled(options.FeatureStaticCapacity)
+}
+
+// capacityBuffer reports whether the CapacityBuffer feature gate is on.
+func capacityBuffer(o *options.Options) bool {
+	return o != nil && o.FeatureGates.Enabled(options.FeatureCapacityBuffer)
 }
 
 // evictionQueue is the drain's eviction queue, respecting rollout budgets

@@ -29,6 +29,8 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	autoscalingv1 "github.com/karp-autoscaler/karp/pkg/apis/autoscaling/v1"
+	autoscalingv1beta1 "github.com/karp-autoscaler/karp/pkg/apis/autoscaling/v1beta1"
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
@@ -127,6 +129,8 @@ func NewScheme() *runtime.Scheme {
 	utilruntime.Must(karpv1.AddToScheme(scheme))
 	utilruntime.Must(karpv1alpha1.AddToScheme(scheme))
 	utilruntime.Must(kwokv1alpha1.AddToScheme(scheme))
+	utilruntime.Must(autoscalingv1.AddToScheme(scheme))
+	utilruntime.Must(autoscalingv1beta1.AddToScheme(scheme))
 	utilruntime.Must(awsv1.AddToScheme(scheme))
 	return scheme
 }

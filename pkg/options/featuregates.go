@@ -15,6 +15,10 @@ const (
 	FeatureNodeOverlay             = "NodeOverlay"
 	FeatureStaticCapacity          = "StaticCapacity"
 	FeatureCapacityBuffer          = "CapacityBuffer"
+	// FeatureProvisioningRequest serves Cluster Autoscaler's
+	// ProvisioningRequest API (autoscaling.x-k8s.io/v1); karp's own gate,
+	// off by default (upstream Karpenter lacks the API).
+	FeatureProvisioningRequest = "ProvisioningRequest"
 )
 
 // FeatureGates maps each known gate to whether it is on. It is a flag.Value
@@ -24,7 +28,7 @@ type FeatureGates struct {
 	envErr error
 }
 
-// DefaultFeatureGates returns upstream's defaults.
+// DefaultFeatureGates returns upstream's defaults (and karp's own gates off).
 func DefaultFeatureGates() FeatureGates {
 	return FeatureGates{gates: map[string]bool{
 		FeatureNodeRepair:              false,
@@ -33,6 +37,7 @@ func DefaultFeatureGates() FeatureGates {
 		FeatureNodeOverlay:             false,
 		FeatureStaticCapacity:          false,
 		FeatureCapacityBuffer:          false,
+		FeatureProvisioningRequest:     false,
 	}}
 }
 

@@ -6,8 +6,9 @@ import "fmt"
 const defaultCPURequests = 1000
 
 // inertGates are feature gates karp accepts, so upstream's chart and
-// environment work unchanged, but whose features it does not have yet.
-var inertGates = []string{FeatureCapacityBuffer}
+// environment work unchanged, but whose features it does not have yet
+// (none at the moment: every upstream gate has its feature).
+var inertGates []string
 
 // Inert names each setting that is accepted but changes nothing in karp
 // yet, when it is set away from upstream's default, so the operator can

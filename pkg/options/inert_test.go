@@ -13,14 +13,11 @@ func TestInertSettingsAreNamed(t *testing.T) {
 		args []string
 		want []string // substrings, one per inert setting, in order
 	}{
-		"defaults":             {},
-		"settings that work":   {args: []string{"--feature-gates=NodeRepair=true,SpotToSpotConsolidation=true,StaticCapacity=true,NodeOverlay=true", "--batch-idle-duration=2s"}},
-		"cpu requests":         {args: []string{"--cpu-requests=2000"}, want: []string{"--cpu-requests"}},
-		"DRA requests honored": {args: []string{"--ignore-dra-requests=false"}, want: []string{"--ignore-dra-requests=false"}},
-		"gates without effect": {
-			args: []string{"--feature-gates=NodeOverlay=true,StaticCapacity=true,CapacityBuffer=true"},
-			want: []string{"CapacityBuffer"},
-		},
+		"defaults": {},
+		"settings that work": {args: []string{"--feature-gates=NodeRepair=true,SpotToSpotConsolidation=true,StaticCapacity=true,NodeOverlay=true,CapacityBuffer=true,ProvisioningRequest=true",
+			"--batch-idle-duration=2s"}},
+		"cpu requests":            {args: []string{"--cpu-requests=2000"}, want: []string{"--cpu-requests"}},
+		"DRA requests honored":    {args: []string{"--ignore-dra-requests=false"}, want: []string{"--ignore-dra-requests=false"}},
 		"AWS settings under kwok": {args: []string{"--enable-zonal-shift=true", "--eks-control-plane=true"}},
 		"AWS settings under aws": {
 			args: []string{"--cloud-provider=aws", "--cluster-name=test", "--enable-zonal-shift=true", "--disable-dry-run=true"},

@@ -121,7 +121,12 @@ type Input struct {
 	// They apply to this solve only and are never written to the pod. A
 	// pod with constraints of its own keeps them.
 	DefaultSpread map[types.UID][]corev1.TopologySpreadConstraint
-	Options       Options
+	// Headroom are the pods of Pods (by UID) that only hold room, a
+	// CapacityBuffer's virtual pods: they are placed after every other pod
+	// has had its turn, so they never take room a real pod needs, and are
+	// counted after them when solves are compared.
+	Headroom map[types.UID]bool
+	Options  Options
 	// settlingClosed keeps pods off Settling nodes, except waiting ones:
 	// Consolidate sets it when it places the candidates' pods.
 	settlingClosed bool

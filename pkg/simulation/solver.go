@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
@@ -109,7 +110,7 @@ func solve(ctx context.Context, in Input, compact bool) *Result {
 		if ctx.Err() != nil {
 			return res
 		}
-		if fewerPending(alt, res) {
+		if fewerPending(alt, res, in.Headroom) {
 			res = alt
 		}
 	}
@@ -118,9 +119,26 @@ func solve(ctx context.Context, in Input, compact bool) *Result {
 
 // fewerPending reports whether a leaves fewer pods pending than b, or as
 // many at a lower price.
-func fewerPending(a, b *Result) bool {
+// Real pods count first: a solve that leaves a real pod pending to place
+// headroom pods is never preferred.
+func fewerPending(a, b *Result, headroom map[types.UID]bool) bool {
+	ra, rb := realPending(a, headroom), realPending(b, headroom)
+	if ra != rb {
+		return ra < rb
+	}
 	return len(a.PodErrors) < len(b.PodErrors) ||
 		len(a.PodErrors) == len(b.PodErrors) && totalPrice(a) < totalPrice(b)
+}
+
+// realPending counts the pods res leaves pending that are not headroom.
+func realPending(res *Result, headroom map[types.UID]bool) int {
+	n := 0
+	for _, pe := range res.PodErrors {
+		if !headroom[pe.Pod.UID] {
+			n++
+		}
+	}
+	return n
 }
 
 // solveOrdered places the pods in the order order gives them, without
@@ -138,7 +156,7 @@ func solveWith(ctx context.Context, in Input, compact bool, st strategy) (*Resul
 	pods, rejected := splitDRA(s.pendingPods())
 	st.order(s, pods)
 	s.queue(pods)
-	failed := s.run(ctx, pods)
+	failed := s.runRealFirst(ctx, pods)
 	if compact {
 		failed = s.compactAndRetry(ctx, failed)
 	}
@@ -160,10 +178,30 @@ func (s *solver) compactAndRetry(ctx context.Context, failed []*podInfo) []*podI
 			return failed
 		}
 		n := len(failed)
-		if failed = s.run(ctx, failed); len(failed) == n {
+		if failed = s.runRealFirst(ctx, failed); len(failed) == n {
 			return failed
 		}
 	}
+}
+
+// runRealFirst places the pods in order, the real ones to the end of
+// their retries before any headroom pod (Input.Headroom) is tried, so a
+// buffer never takes room a real pod could use. It returns the pods left
+// pending, real ones first.
+func (s *solver) runRealFirst(ctx context.Context, pods []*podInfo) []*podInfo {
+	if len(s.in.Headroom) == 0 {
+		return s.run(ctx, pods)
+	}
+	var real, headroom []*podInfo
+	for _, p := range pods {
+		if s.in.Headroom[p.pod.UID] {
+			headroom = append(headroom, p)
+		} else {
+			real = append(real, p)
+		}
+	}
+	failed := s.run(ctx, real)
+	return append(failed, s.run(ctx, headroom)...)
 }
 
 // retryRounds bounds how often compactAndRetry places pending pods again.

@@ -17,7 +17,8 @@ import (
 //go:embed *.yaml
 var files embed.FS
 
-// All returns every CRD (NodePool, NodeClaim, NodeOverlay, KWOKNodeClass, EC2NodeClass),
+// All returns every CRD (NodePool, NodeClaim, NodeOverlay, KWOKNodeClass, EC2NodeClass,
+// ProvisioningRequest, CapacityBuffer),
 // decoded, in
 // file-name order. Each call returns fresh objects the caller may modify.
 func All() ([]*apiextensionsv1.CustomResourceDefinition, error) {

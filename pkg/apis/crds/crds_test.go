@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	autoscalingv1 "github.com/karp-autoscaler/karp/pkg/apis/autoscaling/v1"
 	"github.com/karp-autoscaler/karp/pkg/apis/crds"
 )
 
@@ -29,6 +30,10 @@ func TestAllReturnsEveryKind(t *testing.T) {
 		"karpenter.sh/NodeOverlay":        apiextensionsv1.ClusterScoped,
 		"karpenter.kwok.sh/KWOKNodeClass": apiextensionsv1.ClusterScoped,
 		"karpenter.k8s.aws/EC2NodeClass":  apiextensionsv1.ClusterScoped,
+		// Cluster Autoscaler's API, served behind the ProvisioningRequest gate.
+		"autoscaling.x-k8s.io/ProvisioningRequest": apiextensionsv1.NamespaceScoped,
+		// Cluster Autoscaler's API, served behind the CapacityBuffer gate.
+		"autoscaling.x-k8s.io/CapacityBuffer": apiextensionsv1.NamespaceScoped,
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got kinds %v, want %v", got, want)
@@ -94,6 +99,10 @@ func TestPrinterColumns(t *testing.T) {
 		"KWOKNodeClass": {"Ready", "Age"},
 		"NodeOverlay":   {"Ready", "Age", "Weight*"},
 		"EC2NodeClass":  {"Ready", "Age", "Role*"},
+		// As Cluster Autoscaler's CRD.
+		"ProvisioningRequest": {"Age"},
+		// As Cluster Autoscaler's and upstream Karpenter's CRD.
+		"CapacityBuffer": {"Strategy", "PodTemplate", "Replicas", "ConditionsType", "ConditionsStatus", "ConditionsReason", "Age"},
 	}
 	for _, crd := range all {
 		var got []string
@@ -106,6 +115,10 @@ func TestPrinterColumns(t *testing.T) {
 		}
 		if diff := cmp.Diff(want[crd.Spec.Names.Kind], got); diff != "" {
 			t.Errorf("%s columns (-want,+got; * = wide):\n%s", crd.Spec.Names.Kind, diff)
+		}
+		if crd.Spec.Group == autoscalingv1.Group {
+			// Cluster Autoscaler's API keeps its own names (no category).
+			continue
 		}
 		if cats := crd.Spec.Names.Categories; len(cats) != 1 || cats[0] != "karpenter" {
 			t.Errorf("%s categories = %v, want [karpenter]", crd.Spec.Names.Kind, cats)

@@ -216,7 +216,7 @@ func (c *Controller) compute(ctx context.Context, w *world) (Command, error) {
 		// found nothing is not run again (until memoTTL).
 		key := ""
 		if m.Reason() == karpv1.DisruptionReasonUnderutilized {
-			key = memoKey(w, cands, budgets)
+			key = memoKey(w, cands, budgets) + c.simulator.headroomKey()
 			if key == c.memo && c.clock.Since(c.memoAt) < memoTTL {
 				continue
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/simulation"
 	"github.com/karp-autoscaler/karp/pkg/solverinput"
 	"github.com/karp-autoscaler/karp/pkg/state"
+	"github.com/karp-autoscaler/karp/pkg/state/buffers"
 )
 
 // passSimulator answers what-ifs over the input gathered at the start of a
@@ -18,6 +19,8 @@ type passSimulator struct {
 	in            simulation.Input
 	opts          simulation.Options
 	defaultSpread scheduling.SpreadDefaults
+	// buffers are the CapacityBuffers whose room is kept (nil: none).
+	buffers *buffers.Store
 }
 
 var _ Simulator = (*passSimulator)(nil)
@@ -34,6 +37,8 @@ func (s *passSimulator) refresh(ctx context.Context, c *Controller, w *world) er
 		nodes[i].Settling = settling(sn, w)
 	}
 	in := simulation.Input{Nodes: nodes, Pods: c.cluster.ProvisionablePods(), DaemonSets: c.cluster.DaemonSets(), Options: s.opts}
+	// The CapacityBuffers' virtual pods wait with the pending pods.
+	in.Pods, in.Headroom = s.withBufferPods(in.Pods)
 	for _, name := range w.poolNames {
 		np, its := w.nodePools[name], w.typeList[name]
 		if its == nil || !solverinput.Launchable(np) {

@@ -18,6 +18,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/render"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
 	"github.com/karp-autoscaler/karp/pkg/state"
+	"github.com/karp-autoscaler/karp/pkg/state/buffers"
 )
 
 // act carries out the solver's decision: it nominates pods placed on
@@ -30,8 +31,9 @@ func (p *Provisioner) act(ctx context.Context, in *simulation.Input, res *simula
 	for _, ep := range res.ExistingNodes {
 		id := ids[ep.Node]
 		for _, pod := range ep.Pods {
-			if state.IsAwaitingScheduler(pod) {
-				// The scheduler will place it there on its own.
+			if state.IsAwaitingScheduler(pod) || buffers.IsVirtual(pod) {
+				// The scheduler will place it there on its own, or it is
+				// a buffer's room, which nobody places.
 				continue
 			}
 			p.cluster.Nominate(pod, id, ttl)
@@ -54,7 +56,7 @@ func (p *Provisioner) act(ctx context.Context, in *simulation.Input, res *simula
 	if p.opts.BatchHoldDuration > 0 && len(allowed) > 1 {
 		batch = rand.String(10)
 	}
-	fill := hint.FillPods(allowed)
+	fill := hint.FillPods(withRealPods(allowed))
 	hintHardDefaultSpread(fill, in.DefaultSpread)
 	workqueue.ParallelizeUntil(ctx, createWorkers, len(allowed), func(i int) {
 		names[i], errs[i] = p.create(ctx, allowed[i], ttl, batch, fill)
@@ -69,8 +71,9 @@ func (p *Provisioner) act(ctx context.Context, in *simulation.Input, res *simula
 	note := SkippedNote(p.skipped)
 	unschedulable := 0
 	for _, pe := range res.PodErrors {
-		if state.IsAwaitingScheduler(pe.Pod) {
-			// The scheduler has its say first.
+		if state.IsAwaitingScheduler(pe.Pod) || buffers.IsVirtual(pe.Pod) {
+			// The scheduler has its say first; a buffer's room is its
+			// Provisioning condition's business.
 			continue
 		}
 		p.recorder.FailedScheduling(pe.Pod, pe.Status.Message()+note)
@@ -124,7 +127,7 @@ func (p *Provisioner) create(ctx context.Context, nc *simulation.NodeClaim, ttl 
 	log.FromContext(ctx).Info("created nodeclaim", "NodeClaim", obj.Name, "NodePool", nodePool.Name,
 		"requests", obj.Spec.Resources.Requests, "instanceTypes", len(nc.InstanceTypes), "pods", len(nc.Pods))
 	id := state.NodeClaimID(obj.Name)
-	for _, pod := range nc.Pods {
+	for _, pod := range realPods(nc.Pods) {
 		if fill[pod.UID] {
 			p.cluster.NominateUnhinted(pod, id, ttl)
 		} else {

@@ -12,6 +12,10 @@
 //   - simulation.Solve decides; the Provisioner creates the NodeClaims,
 //     records them in state, nominates the pods (in memory, with an expiry)
 //     and publishes Nominated and FailedScheduling events.
+//   - With CapacityBuffers (WithBuffers, buffers.go), the buffers' virtual
+//     pods join the solve after the real pods; NodeClaims are created for
+//     them like any other, but they are never nominated, hinted or given
+//     events, and where they went is recorded for the buffers' status.
 //
 // Two concerns of provisioning are packages of their own: the scheduler
 // hints (package hint) and the hold of a multi-node batch from the

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/state/buffers"
 )
 
 // Event reasons the provisioner publishes on pods.
@@ -77,11 +78,18 @@ func NewRecorder(recorder EventRecorder, clk clock.Clock) *Recorder {
 
 // Nominated says where the pod is expected to run.
 func (r *Recorder) Nominated(pod *corev1.Pod, target string) {
+	if buffers.IsVirtual(pod) {
+		// A CapacityBuffer's virtual pod exists only in the simulation.
+		return
+	}
 	r.publishLimited(pod, corev1.EventTypeNormal, ReasonNominated, "Provisioning", "Pod should schedule on: "+target, dedupeWindow, r.nominations)
 }
 
 // FailedScheduling says why karp cannot place the pod.
 func (r *Recorder) FailedScheduling(pod *corev1.Pod, reason string) {
+	if buffers.IsVirtual(pod) {
+		return
+	}
 	r.publish(pod, corev1.EventTypeWarning, ReasonFailedScheduling, "Provisioning", "Failed to schedule pod, "+reason, dedupeWindow)
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/simulation"
 	"github.com/karp-autoscaler/karp/pkg/singleton"
 	"github.com/karp-autoscaler/karp/pkg/state"
+	"github.com/karp-autoscaler/karp/pkg/state/buffers"
 )
 
 // Options tune the provisioner; the operator fills them from its flags.
@@ -93,6 +94,9 @@ type Provisioner struct {
 	// skipped names the NodePools this pass left out of the solve and why
 	// (set by gather, read by act, for the pods' FailedScheduling events).
 	skipped map[string]string
+	// buffers are the CapacityBuffers to keep room for (nil: none; see
+	// buffers.go).
+	buffers *buffers.Store
 }
 
 // NewProvisioner builds the provisioner. The Batcher is shared with the
@@ -185,7 +189,7 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Results, error) {
 	for _, pe := range ignored {
 		p.recorder.FailedScheduling(pe.Pod, pe.Status.Message())
 	}
-	p.cluster.MarkSchedulingDecisions(decided(res, ignored)...)
+	p.cluster.MarkSchedulingDecisions(realPods(decided(res, ignored))...)
 	// 4. Act: create NodeClaims, nominate, explain the rest.
 	ids := make(map[*simulation.Node]string, len(nodes))
 	nodeNames := make(map[*simulation.Node]string, len(nodes))
@@ -196,10 +200,11 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Results, error) {
 		}
 	}
 	created, err := p.act(ctx, in, res, ids)
+	p.recordBuffers(res)
 	// Pods placed on nodes that exist: tell the scheduler now. Pods of new
 	// NodeClaims are hinted when those register (the hint package's Controller).
 	for _, ep := range res.ExistingNodes {
-		pods := slices.DeleteFunc(slices.Clone(ep.Pods), state.IsAwaitingScheduler)
+		pods := slices.DeleteFunc(realPods(ep.Pods), state.IsAwaitingScheduler)
 		if name := nodeNames[ep.Node]; name != "" && len(pods) > 0 {
 			// The reconcile context lives as long as the controller
 			// (no per-reconcile timeout is set), so the writer stops with it.
@@ -249,19 +254,22 @@ func (p *Provisioner) Plan(ctx context.Context) (*Plan, error) {
 		log.FromContext(ctx).V(1).Info("released nominations to full nodes", "count", released)
 	}
 	pods := p.cluster.ProvisionablePods()
+	// The CapacityBuffers' virtual pods come after the real ones.
+	virtual := p.bufferPods()
 	nodes, stateNodes := p.cluster.ProvisioningSnapshot()
-	if len(pods) == 0 && !anyReschedulable(nodes) {
+	if len(pods) == 0 && len(virtual) == 0 && !anyReschedulable(nodes) {
 		queueDepth.Set(0)
 		return nil, nil
 	}
 	queueDepth.Set(float64(len(pods)))
 	// 2. Gather everything else the solver needs.
-	in, ignored, err := p.gather(ctx, pods, nodes, stateNodes)
+	in, ignored, err := p.gather(ctx, append(pods, virtual...), nodes, stateNodes)
 	if err != nil {
 		return nil, err
 	}
-	if len(in.Pods) > 0 {
-		log.FromContext(ctx).Info("found provisionable pod(s)", "count", len(in.Pods))
+	in.Headroom = headroom(in.Pods)
+	if n := len(in.Pods) - len(in.Headroom); n > 0 {
+		log.FromContext(ctx).Info("found provisionable pod(s)", "count", n)
 	}
 	// 3. Solve.
 	start := p.clock.Now()

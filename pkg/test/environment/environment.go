@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	autoscalingv1 "github.com/karp-autoscaler/karp/pkg/apis/autoscaling/v1"
+	autoscalingv1beta1 "github.com/karp-autoscaler/karp/pkg/apis/autoscaling/v1beta1"
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	"github.com/karp-autoscaler/karp/pkg/apis/crds"
 	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
@@ -33,7 +35,8 @@ type Environment struct {
 	Config *rest.Config
 	// Client uses Scheme; it reads straight from the API server (no cache).
 	Client client.Client
-	// Scheme has client-go's built-in types, karp v1 and v1alpha1, kwok v1alpha1 and aws v1.
+	// Scheme has client-go's built-in types, karp v1 and v1alpha1, kwok v1alpha1, aws v1
+	// and autoscaling.x-k8s.io v1 (ProvisioningRequest) and v1beta1 (CapacityBuffer).
 	Scheme *runtime.Scheme
 
 	env     *envtest.Environment
@@ -49,6 +52,8 @@ func NewScheme() *runtime.Scheme {
 	utilruntime.Must(karpv1.AddToScheme(scheme))
 	utilruntime.Must(karpv1alpha1.AddToScheme(scheme))
 	utilruntime.Must(kwokv1alpha1.AddToScheme(scheme))
+	utilruntime.Must(autoscalingv1.AddToScheme(scheme))
+	utilruntime.Must(autoscalingv1beta1.AddToScheme(scheme))
 	utilruntime.Must(awsv1.AddToScheme(scheme))
 	return scheme
 }

@@ -1,0 +1,49 @@
+package disruption_test
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/state/buffers"
+	"github.com/karp-autoscaler/karp/pkg/test"
+)
+
+// TestEmptyNodeHoldingBufferRoomStays: of two empty nodes, the one a
+// CapacityBuffer's virtual pod needs stays (it is not empty for
+// disruption), the other goes; once the buffer is gone, the second goes
+// too.
+func TestEmptyNodeHoldingBufferRoomStays(t *testing.T) {
+	h := newHarness(t)
+	store := buffers.NewStore()
+	h.controller.WithBuffers(store)
+	h.readyNodePool(test.MakeNodePool("default").Budgets(karpv1.Budget{Nodes: "100%"}).Obj())
+	h.runningNode("empty-a", nodeOpts{it: smallType})
+	h.runningNode("empty-b", nodeOpts{it: smallType})
+	key := types.NamespacedName{Namespace: "default", Name: "warm"}
+	store.Set(buffers.Buffer{Key: key, UID: "warm-uid", Replicas: 1, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "pause", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m")}}}}}}})
+
+	h.decide()
+	gone := 0
+	for _, n := range []string{"empty-a", "empty-b"} {
+		if h.gone(n) {
+			gone++
+		}
+	}
+	if gone != 1 {
+		t.Fatalf("%d empty nodes deleted, want 1 (the other holds the buffer's room)", gone)
+	}
+
+	store.Delete(key)
+	h.decide()
+	for _, n := range []string{"empty-a", "empty-b"} {
+		if !h.gone(n) {
+			t.Errorf("node %s stays after the buffer went", n)
+		}
+	}
+}
