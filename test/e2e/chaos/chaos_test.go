@@ -331,9 +331,13 @@ func (r *run) expiry() {
 
 // daemonSet adds a DaemonSet that does not fit the tainted pool's full
 // nodes: karp replaces them by nodes that fit it too. It also scales the
-// expiring pool's workload to zero: its nodes must go as empty.
+// expiring pool's workload to zero: its nodes must go as empty. The
+// replacements go one at a time within the pool's Drifted budget, each
+// waiting for its node to initialize and the old one to drain, under the
+// phase's fault: on a shared 2-core CI machine the phase has taken 4–6
+// minutes, so it is given 9.
 func (r *run) daemonSet() {
-	r.phase("daemonset", 6*time.Minute, func() {
+	r.phase("daemonset", 9*time.Minute, func() {
 		r.scale("ephemeral", 0)
 		r.expiringEmptied = true
 		framework.Create(r.t, r.cl, agent())
