@@ -298,6 +298,24 @@ func TestNextBudgetChange(t *testing.T) {
 	if _, _, ok := nextBudgetChange(test.MakeNodePool("q").Obj(), karpv1.DisruptionReasonDrifted, 10, now); ok {
 		t.Error("a NodePool without schedules has a next change")
 	}
+	// Edges that change nothing are stepped over: a 2-node window inside
+	// a 0-node one opens and closes without changing the allowance; the
+	// answer is the outer window's end, as a minute-by-minute scan finds.
+	nested := test.MakeNodePool("r").Budgets(
+		karpv1.Budget{Nodes: "0", Schedule: ptr.To("0 8 * * *"), Duration: &metav1.Duration{Duration: 8 * time.Hour}},
+		karpv1.Budget{Nodes: "2", Schedule: ptr.To("*/15 * * * *"), Duration: &metav1.Duration{Duration: 5 * time.Minute}},
+	).Obj()
+	at, n, ok = nextBudgetChange(nested, karpv1.DisruptionReasonDrifted, 10, now)
+	cur, _ := nested.GetAllowedDisruptionsByReason(now, 10, karpv1.DisruptionReasonDrifted)
+	scan := now.Truncate(time.Minute).Add(time.Minute)
+	for ; ; scan = scan.Add(time.Minute) {
+		if got, _ := nested.GetAllowedDisruptionsByReason(scan, 10, karpv1.DisruptionReasonDrifted); got != cur {
+			break
+		}
+	}
+	if !ok || !at.Equal(scan) || !at.Equal(time.Date(2026, 11, 29, 16, 0, 0, 0, time.UTC)) || n != 2 {
+		t.Errorf("next change %s to %d (%v), want 16:00 (the scan says %s) to 2", at, n, ok, scan)
+	}
 }
 
 func TestReadOnly(t *testing.T) {

@@ -225,10 +225,8 @@ func (e *Engine) price(ctx context.Context, nodePool, instanceType, zone, capaci
 		if it.Name != instanceType {
 			continue
 		}
-		for _, o := range it.Offerings {
-			if o.Zone == zone && o.CapacityType == capacityType {
-				return o.Price
-			}
+		if o, ok := it.OfferingIn(zone, capacityType); ok {
+			return o.Price
 		}
 	}
 	return 0
@@ -243,16 +241,7 @@ func (e *Engine) consolidateAfter(r *NodeReport, np *karpv1.NodePool, sn *state.
 		return
 	}
 	r.ConsolidateAfter = after.String()
-	nc := sn.NodeClaim
-	last := nc.Status.LastPodEventTime.Time
-	if init := nc.StatusConditions().Get(karpv1.ConditionTypeInitialized); init != nil && init.LastTransitionTime.After(last) {
-		last = init.LastTransitionTime.Time
-	}
-	for _, pod := range sn.Pods {
-		if pod.Status.StartTime != nil && pod.Status.StartTime.After(last) {
-			last = pod.Status.StartTime.Time
-		}
-	}
+	last := disruption.LastActivity(sn.NodeClaim, sn.Pods)
 	r.ConsolidateAfterLeft = max(0, last.Add(*after).Sub(now)).Round(time.Second).String()
 }
 
@@ -353,23 +342,33 @@ func (e *Engine) poolNodes(p *disruption.Preview, nodePool string) int {
 // budgetHorizon is how far ahead nextBudgetChange looks.
 const budgetHorizon = 7 * 24 * time.Hour
 
-// nextBudgetChange finds, minute by minute (the resolution of cron
-// schedules), when the budgets' allowance for reason over numNodes nodes
-// next changes, and to what.
+// nextBudgetChange finds when the budgets' allowance for reason over
+// numNodes nodes next changes, and to what: it steps from one budget
+// window opening or closing to the next (the only instants the allowance
+// can change) until the allowance differs.
 func nextBudgetChange(np *karpv1.NodePool, reason karpv1.DisruptionReason, numNodes int, now time.Time) (time.Time, int, bool) {
-	if !slices.ContainsFunc(np.Spec.Disruption.Budgets, func(b karpv1.Budget) bool { return b.Schedule != nil }) {
-		return time.Time{}, 0, false
-	}
 	cur, err := np.GetAllowedDisruptionsByReason(now, numNodes, reason)
 	if err != nil {
 		return time.Time{}, 0, false
 	}
-	start := now.Truncate(time.Minute).Add(time.Minute)
-	for t := start; t.Sub(now) <= budgetHorizon; t = t.Add(time.Minute) {
-		n, err := np.GetAllowedDisruptionsByReason(t, numNodes, reason)
-		if err == nil && n != cur {
-			return t, n, true
+	for t := now; t.Sub(now) <= budgetHorizon; {
+		next, found := time.Time{}, false
+		for i := range np.Spec.Disruption.Budgets {
+			at, ok, err := np.Spec.Disruption.Budgets[i].NextChange(t)
+			if err != nil || !ok {
+				continue
+			}
+			if !found || at.Before(next) {
+				next, found = at, true
+			}
 		}
+		if !found || next.Sub(now) > budgetHorizon {
+			return time.Time{}, 0, false
+		}
+		if n, err := np.GetAllowedDisruptionsByReason(next, numNodes, reason); err == nil && n != cur {
+			return next, n, true
+		}
+		t = next
 	}
 	return time.Time{}, 0, false
 }

@@ -96,6 +96,17 @@ func (o *Offering) Usable() bool {
 	return o.Available && (o.ReservationID == "" || o.ReservationCapacity > 0)
 }
 
+// OfferingIn is the offering of the type in zone with capacityType
+// (the first, if reservations give several), available or not.
+func (it *InstanceType) OfferingIn(zone, capacityType string) (*Offering, bool) {
+	for _, o := range it.Offerings {
+		if o.Zone == zone && o.CapacityType == capacityType {
+			return o, true
+		}
+	}
+	return nil, false
+}
+
 // CheapestOffering returns the cheapest usable offering compatible with
 // reqs. On equal price reserved wins, then on-demand over spot (spot is
 // taken only when it is actually cheaper), then the zone sorts first.

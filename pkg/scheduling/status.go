@@ -148,21 +148,23 @@ func NewStatus(code Code, reasons ...Reason) *Status {
 	return &Status{Code: code, Reasons: reasons}
 }
 
-// reasonPattern matches one printed reason: an optional NodePool (after
-// any prefix the event recorder adds), the message and the bracketed code
-// at its end.
-var reasonPattern = regexp.MustCompile(`^(?:.*?NodePool ([^ :]+): )?(.*) \[([A-Za-z]+)\]$`)
+// reasonEnd matches one printed reason up to its code: the shortest text
+// ending in " [Code]" followed by the separator or the end. Splitting at
+// the codes (not at every "; ") keeps a message that itself holds "; "
+// in one piece.
+var reasonEnd = regexp.MustCompile(`(.*?) \[([A-Za-z]+)\](?:; |$)`)
+
+// reasonPool takes the NodePool off the front of a reason (after any
+// prefix, such as the recorder's "Failed to schedule pod, ").
+var reasonPool = regexp.MustCompile(`^(?:.*?NodePool ([^ :]+): )?(.*)$`)
 
 // ParseReasons reads back the reasons of a message Status.Message (or a
 // FailedScheduling event) printed; text without a code is skipped.
 func ParseReasons(message string) []Reason {
 	var out []Reason
-	for _, part := range strings.Split(message, "; ") {
-		m := reasonPattern.FindStringSubmatch(strings.TrimSpace(part))
-		if m == nil {
-			continue
-		}
-		out = append(out, Reason{NodePool: m[1], Code: ReasonCode(m[3]), Message: m[2]})
+	for _, m := range reasonEnd.FindAllStringSubmatch(strings.TrimSpace(message), -1) {
+		p := reasonPool.FindStringSubmatch(strings.TrimSpace(m[1]))
+		out = append(out, Reason{NodePool: p[1], Code: ReasonCode(m[2]), Message: p[2]})
 	}
 	return out
 }

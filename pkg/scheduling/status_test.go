@@ -14,6 +14,8 @@ func TestReasonsRoundTrip(t *testing.T) {
 		PoolReason("gpu", ReasonTaintNotTolerated, "taint nvidia.com/gpu=true:NoSchedule not tolerated"),
 		PoolReason("default", ReasonIncompatibleRequirements, "incompatible requirements: requires karpenter.sh/nodepool In [gpu], NodePool allows karpenter.sh/nodepool In [default]"),
 		Because(ReasonNoNodePool, "no NodePool can launch nodes"),
+		// A message holding the separator stays one reason.
+		PoolReason("spot", ReasonNodePoolLimit, "limit cpu=8 reached; 6 in use, 4 requested"),
 	}
 	msg := NewStatus(Unschedulable, reasons...).Message()
 	for _, m := range []string{msg, "Failed to schedule pod, " + msg} {

@@ -80,6 +80,29 @@ func (in *Budget) IsActive(now time.Time) (bool, error) {
 	return !next.After(now), nil
 }
 
+// NextChange is the first instant after t at which IsActive may change:
+// the next schedule hit (a window opens) or the end of the first window
+// still open after t. ok is false for a budget without a schedule, which
+// never changes.
+func (in *Budget) NextChange(t time.Time) (time.Time, bool, error) {
+	if in.Schedule == nil || in.Duration == nil {
+		return time.Time{}, false, nil
+	}
+	schedule, err := parseSchedule(*in.Schedule)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	opens := schedule.Next(t)
+	closes := schedule.Next(t.Add(-in.Duration.Duration)).Add(in.Duration.Duration)
+	if opens.IsZero() {
+		return closes, true, nil
+	}
+	if closes.After(t) && closes.Before(opens) {
+		return closes, true, nil
+	}
+	return opens, true, nil
+}
+
 // parseSchedule parses a budget's cron schedule, evaluated in UTC.
 func parseSchedule(schedule string) (cron.Schedule, error) {
 	parsed, err := cron.ParseStandard("TZ=UTC " + schedule)

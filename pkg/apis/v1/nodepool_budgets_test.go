@@ -62,6 +62,47 @@ func TestBudgetIsActive(t *testing.T) {
 	}
 }
 
+// TestBudgetNextChange: NextChange names the window's next edge, and the
+// budget's activity does not change on any minute before it.
+func TestBudgetNextChange(t *testing.T) {
+	workHours := scheduled("0", "0 9 * * mon-fri", 8*time.Hour)
+	overlapping := scheduled("0", "*/10 * * * *", 30*time.Minute)
+	tests := map[string]struct {
+		budget karpv1.Budget
+		from   time.Time
+		want   time.Time
+	}{
+		"inside a window: its end":              {budget: workHours, from: at(monday, 10, 0), want: at(monday, 17, 0)},
+		"at the window's end: the next hit":     {budget: workHours, from: at(monday, 17, 0), want: at(monday, 24+9, 0)},
+		"before a window: its start":            {budget: workHours, from: at(monday, 8, 0), want: at(monday, 9, 0)},
+		"friday evening: monday's start":        {budget: workHours, from: at(monday, 4*24+18, 0), want: at(monday, 7*24+9, 0)},
+		"window spanning midnight: its end":     {budget: scheduled("0", "0 22 * * *", 4*time.Hour), from: at(monday, 23, 0), want: at(monday, 24+2, 0)},
+		"overlapping windows: the next hit":     {budget: overlapping, from: at(monday, 1, 5), want: at(monday, 1, 10)},
+		"a hit at the start of the interval":    {budget: workHours, from: at(monday, 9, 0), want: at(monday, 17, 0)},
+		"one minute before the end of a window": {budget: workHours, from: at(monday, 16, 59), want: at(monday, 17, 0)},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, ok, err := tc.budget.NextChange(tc.from)
+			if err != nil || !ok {
+				t.Fatalf("NextChange(%s) = %s, %v, %v", tc.from, got, ok, err)
+			}
+			if !got.Equal(tc.want) {
+				t.Errorf("NextChange(%s) = %s, want %s", tc.from, got, tc.want)
+			}
+			was, _ := tc.budget.IsActive(tc.from)
+			for m := tc.from.Add(time.Minute); m.Before(got); m = m.Add(time.Minute) {
+				if now, _ := tc.budget.IsActive(m); now != was {
+					t.Fatalf("activity changed at %s, before NextChange %s", m, got)
+				}
+			}
+		})
+	}
+	if _, ok, err := (&karpv1.Budget{Nodes: "10%"}).NextChange(monday); ok || err != nil {
+		t.Errorf("a budget without a schedule changes (ok=%v, err=%v)", ok, err)
+	}
+}
+
 func TestBudgetGetAllowedDisruptions(t *testing.T) {
 	tests := map[string]struct {
 		budget   karpv1.Budget

@@ -264,11 +264,11 @@ func mayTake(m Method, cand *Candidate) bool {
 // offeringPrice is the price of the node's offering, else the cheapest
 // price of the type, else 0.
 func offeringPrice(it *scheduling.InstanceType, zone, capacityType string) float64 {
+	if o, ok := it.OfferingIn(zone, capacityType); ok {
+		return o.Price
+	}
 	best := math.Inf(1)
 	for _, o := range it.Offerings {
-		if o.Zone == zone && o.CapacityType == capacityType {
-			return o.Price
-		}
 		best = min(best, o.Price)
 	}
 	if math.IsInf(best, 1) {

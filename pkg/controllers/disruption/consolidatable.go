@@ -3,6 +3,8 @@ package disruption
 import (
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 )
 
@@ -23,17 +25,25 @@ func consolidatable(c *Candidate, now time.Time) (bool, blocker) {
 		}
 		return true, blocker{}
 	}
-	last := nc.Status.LastPodEventTime.Time
-	if init := nc.StatusConditions().Get(karpv1.ConditionTypeInitialized); init != nil && init.LastTransitionTime.After(last) {
-		last = init.LastTransitionTime.Time
-	}
-	for _, pod := range c.StateNode.Pods {
-		if pod.Status.StartTime != nil && pod.Status.StartTime.After(last) {
-			last = pod.Status.StartTime.Time
-		}
-	}
+	last := LastActivity(nc, c.StateNode.Pods)
 	if now.Before(last.Add(*after)) {
 		return false, notYet
 	}
 	return true, blocker{}
+}
+
+// LastActivity is when consolidateAfter starts counting for a node
+// without a Consolidatable condition: the latest of its NodeClaim's last
+// pod event, its initialization and the start of any pod on it.
+func LastActivity(nc *karpv1.NodeClaim, pods []*corev1.Pod) time.Time {
+	last := nc.Status.LastPodEventTime.Time
+	if init := nc.StatusConditions().Get(karpv1.ConditionTypeInitialized); init != nil && init.LastTransitionTime.After(last) {
+		last = init.LastTransitionTime.Time
+	}
+	for _, pod := range pods {
+		if pod.Status.StartTime != nil && pod.Status.StartTime.After(last) {
+			last = pod.Status.StartTime.Time
+		}
+	}
+	return last
 }
