@@ -13,8 +13,8 @@ import (
 const awsDomainMessage = `label domain "karpenter.k8s.aws" is restricted`
 
 // awsAllowedLabels are the karpenter.k8s.aws labels NodePools and
-// NodeClaims may name: the AWS provider's well-known instance labels and
-// the placement-group labels.
+// NodeClaims may name: the AWS provider's well-known instance labels,
+// the placement-group labels among them.
 func awsAllowedLabels() string {
 	var keys []string
 	for k := range awsv1.WellKnownLabels {
@@ -22,7 +22,6 @@ func awsAllowedLabels() string {
 			keys = append(keys, "'"+k+"'")
 		}
 	}
-	keys = append(keys, "'"+awsv1.Group+"/placement-group-id'", "'"+awsv1.Group+"/placement-group-partition'")
 	sort.Strings(keys)
 	return "[" + strings.Join(keys, ", ") + "]"
 }

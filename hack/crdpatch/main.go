@@ -1,7 +1,7 @@
 // Command crdpatch adds to the CRDs controller-gen writes the validation
 // that kubebuilder markers cannot express because the Go types come from
-// k8s.io/api (corev1.Taint) or are map values (NodePool template labels,
-// EC2NodeClass kubelet thresholds).
+// k8s.io/api (corev1.Taint), are map values (NodePool template labels) or
+// have custom JSON (the EC2NodeClass's open kubelet map).
 //
 // Usage: go run ./hack/crdpatch <dir>
 //
@@ -26,19 +26,6 @@ const (
 	// labelValuePattern is a label or taint value (possibly empty).
 	labelValuePattern = `^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
 )
-
-// quantityPattern is a Kubernetes resource quantity, as upstream
-// Karpenter constrains kubeReserved and systemReserved values.
-const quantityPattern = `^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$`
-
-// evictionThresholdPattern is a percentage or a quantity, as upstream
-// constrains evictionHard and evictionSoft values (its empty alternative
-// included, so every manifest upstream accepts is accepted).
-const evictionThresholdPattern = `^((\d{1,2}(\.\d{1,2})?|100(\.0{1,2})?)%||(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?)$`
-
-// durationPattern is a Go duration as metav1.Duration decodes it; a value
-// the controller could not decode would make the whole object unreadable.
-const durationPattern = `^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
 
 // patch adds schema keywords to the schema node at path. A path is a
 // dot-separated list of property names; "[]" steps into array items and
@@ -73,13 +60,12 @@ var patches = map[string][]patch{
 		awsLabelPatches("spec.template.spec.requirements", "spec.template.metadata.labels")...,
 	),
 	"karpenter.sh_nodeclaims.yaml": append(taintPatches("spec"), awsLabelPatches("spec.requirements", "")...),
-	// Map values of the EC2NodeClass kubelet settings.
+	// spec.kubelet is an open map of kubelet configuration fields, as
+	// upstream's map[string]JSON makes it; karp's Go type is a struct with
+	// custom JSON (see awsv1.KubeletConfiguration), which controller-gen
+	// cannot describe.
 	"karpenter.k8s.aws_ec2nodeclasses.yaml": {
-		{"spec.kubelet.kubeReserved.{}", map[string]interface{}{"pattern": quantityPattern}},
-		{"spec.kubelet.systemReserved.{}", map[string]interface{}{"pattern": quantityPattern}},
-		{"spec.kubelet.evictionHard.{}", map[string]interface{}{"pattern": evictionThresholdPattern}},
-		{"spec.kubelet.evictionSoft.{}", map[string]interface{}{"pattern": evictionThresholdPattern}},
-		{"spec.kubelet.evictionSoftGracePeriod.{}", map[string]interface{}{"pattern": durationPattern}},
+		{"spec.kubelet", map[string]interface{}{"additionalProperties": map[string]interface{}{"x-kubernetes-preserve-unknown-fields": true}}},
 	},
 }
 

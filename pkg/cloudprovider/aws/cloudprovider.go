@@ -328,6 +328,7 @@ func hydrate(base *karpv1.NodeClaim, inst *instance.Instance, it *cloudprovider.
 	if v := inst.Tags[awsv1.TagNodePool]; v != "" {
 		labels[karpv1.NodePoolLabelKey] = v
 	}
+	placementLabels(labels, inst)
 	out.Labels = labels
 	if name := inst.Tags[awsv1.TagNodeClaim]; out.Name == "" && name != "" {
 		out.Name = name

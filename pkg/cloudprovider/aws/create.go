@@ -13,6 +13,7 @@ import (
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/capacityreservation"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instance"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/launchtemplate"
 )
@@ -49,6 +50,7 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 		return nil, err
 	}
 	// 4. Hydrate from the instance.
+	c.placeLaunched(ctx, nodeClass, nodeClaim, inst)
 	var it *cloudprovider.InstanceType
 	for _, t := range types {
 		if t.Name == inst.Type {
@@ -62,6 +64,12 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	out.Annotations[awsv1.AnnotationEC2NodeClassHash] = nodeClass.Hash()
 	out.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] = awsv1.EC2NodeClassHashVersion
 	out.Annotations[awsv1.AnnotationInstanceProfile] = nodeClass.Status.InstanceProfile
+	if _, ok := nodeClaim.Spec.Resources.Requests[awsv1.ResourceEFA]; !ok && len(nodeClass.Spec.NetworkInterfaces) == 0 {
+		// As upstream: launched with a plain interface, the instance has
+		// no EFA device, whatever its type could hold.
+		delete(out.Status.Capacity, awsv1.ResourceEFA)
+		delete(out.Status.Allocatable, awsv1.ResourceEFA)
+	}
 	return out, nil
 }
 
@@ -100,6 +108,11 @@ func (c *CloudProvider) launch(ctx context.Context, nodeClass *awsv1.EC2NodeClas
 		CapacityType:  capacityType,
 		ReservationID: reservationID,
 		Tags:          tags,
+		Tenancy:       string(launchtemplate.Tenancy(nodeClaim)),
+	}
+	if r, ok := capacityreservation.Find(nodeClass.Status.CapacityReservations, reservationID); ok {
+		// Capacity blocks and interruptible reservations have fleets of their own.
+		req.ReservationType, req.ReservationInterruptible = r.ReservationType, r.Interruptible
 	}
 	if nodeClass.Spec.Context != nil && nodeClaim.Annotations[karpv1.NodeClaimMinValuesRelaxedAnnotationKey] != "true" {
 		// As upstream, a NodeClaim whose minValues were relaxed does not

@@ -44,6 +44,8 @@ const (
 //     instance type to (the image a launch would use now).
 //  3. SecurityGroupDrift, 4. SubnetDrift, 5. CapacityReservationDrift:
 //     the instance, as DescribeInstances shows it, against the status.
+//  6. PlacementGroupDrift: the NodeClaim's placement-group-id label against
+//     status.placementGroup.
 //
 // There is no verdict while the EC2NodeClass is missing, terminating or
 // not Ready: its status may be empty or partial, and a replacement could
@@ -89,7 +91,11 @@ func (c *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *karpv1.NodeCla
 	if reason, err := networkDrift(inst, nodeClass); err != nil || reason != "" {
 		return reason, err
 	}
-	return c.capacityReservationDrift(ctx, inst, nodeClass)
+	if reason, err := c.capacityReservationDrift(ctx, inst, nodeClass); err != nil || reason != "" {
+		return reason, err
+	}
+	// 6. The placement group the NodeClaim was labelled with.
+	return placementGroupDrift(nodeClaim, nodeClass), nil
 }
 
 // nodeClassDrifted compares the spec hash recorded at launch with the

@@ -17,6 +17,8 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/ami"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/cache"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/capacityreservation"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/capacityreservation/capacitytype"
+	capacityexpiration "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/capacityreservation/expiration"
 	instanceprofilegc "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/instanceprofile/garbagecollection"
 	nodeclaimtagging "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/nodeclaim/tagging"
 	awsnodeclass "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/nodeclass"
@@ -27,9 +29,11 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instance"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instanceprofile"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instancetype"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instancetype/kubeletcel"
 	awsinterruption "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/interruption"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/launchtemplate"
 	awsoptions "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/options"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/placementgroup"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/pricing"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/securitygroup"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/subnet"
@@ -153,8 +157,17 @@ func newParts(ctx context.Context, deps Dependencies, clients Clients, facts clu
 		p.CapacityReservations = capacityreservation.NewProvider(ec2Client, clk)
 		counter = p.CapacityReservations
 	}
+	// The NodeClassCEL AWS gate: CEL expressions in spec.kubelet are
+	// evaluated (nil leaves them unevaluated, as upstream with the gate off).
+	var expressions *kubeletcel.Environment
+	if opts.FeatureGates[awsoptions.FeatureNodeClassCEL] {
+		if expressions, err = kubeletcel.New(); err != nil {
+			return nil, err
+		}
+	}
 	p.InstanceTypes = instancetype.NewProvider(ec2Client, prices, p.UnavailableOfferings, counter, instancetype.Options{
 		Region: clients.Region, VMMemoryOverheadPercent: opts.VMMemoryOverheadPercent, ReservedENIs: opts.ReservedENIs,
+		KubeletExpressions: expressions,
 	}, clk)
 	if err := p.InstanceTypes.Update(ctx); err != nil {
 		return nil, fmt.Errorf("loading instance types from EC2: %w", err)
@@ -190,9 +203,13 @@ func (p *Provider) addControllers(deps Dependencies, clients Clients, versions *
 		SecurityGroups:   securitygroup.NewProvider(ec2Client, clk),
 		Version:          versions,
 		InstanceProfiles: profiles,
+		PlacementGroups:  placementgroup.NewProvider(ec2Client, clk),
 	}
 	if p.CapacityReservations != nil {
 		providers.CapacityReservations = p.CapacityReservations
+	}
+	if expressions := p.InstanceTypes.KubeletExpressions(); expressions != nil {
+		providers.KubeletExpressions = expressions
 	}
 	interruption, err := p.interruptionController(deps, opts.InterruptionQueue, clients.SQS)
 	if err != nil {
@@ -234,6 +251,13 @@ func (p *Provider) addControllers(deps Dependencies, clients Clients, versions *
 		// Acts on EC2 and AWS Health events from the interruption queue
 		// (only with --interruption-queue).
 		p.Controllers = append(p.Controllers, interruption)
+	}
+	// Relabels reserved NodeClaims and Nodes on-demand once their
+	// reservation ended.
+	p.Controllers = append(p.Controllers, capacitytype.NewController(deps.KubeClient, p.CloudProvider))
+	if p.CapacityReservations != nil {
+		// Drains capacity blocks' nodes 40 minutes before the block ends.
+		p.Controllers = append(p.Controllers, capacityexpiration.NewController(deps.KubeClient, p.CapacityReservations, deps.Recorder, clk))
 	}
 	return nil
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-//go:generate go run ../../../hack/awsquerynames -out zz_generated.ec2_names.go -ops CreateFleet,CreateLaunchTemplate,CreateTags,DeleteLaunchTemplate,DeleteTags,DescribeAvailabilityZones,DescribeCapacityReservations,DescribeImages,DescribeInstanceStatus,DescribeInstanceTypeOfferings,DescribeInstanceTypes,DescribeInstances,DescribeLaunchTemplates,DescribeSecurityGroups,DescribeSpotPriceHistory,DescribeSubnets,RunInstances,TerminateInstances
+//go:generate go run ../../../hack/awsquerynames -out zz_generated.ec2_names.go -ops CreateFleet,CreateLaunchTemplate,CreateTags,DeleteLaunchTemplate,DeleteTags,DescribeAvailabilityZones,DescribeCapacityReservations,DescribeImages,DescribeInstanceStatus,DescribeInstanceTypeOfferings,DescribeInstanceTypes,DescribeInstances,DescribeLaunchTemplates,DescribePlacementGroups,DescribeSecurityGroups,DescribeSpotPriceHistory,DescribeSubnets,RunInstances,TerminateInstances
 
 // ec2Namespace is the XML namespace of the EC2 API version the SDK speaks.
 const ec2Namespace = "http://ec2.amazonaws.com/doc/2016-11-15/"

@@ -17,6 +17,7 @@ var ec2Operations = []string{
 	"DescribeInstanceTypes",
 	"DescribeInstances",
 	"DescribeLaunchTemplates",
+	"DescribePlacementGroups",
 	"DescribeSecurityGroups",
 	"DescribeSpotPriceHistory",
 	"DescribeSubnets",
@@ -132,6 +133,12 @@ var ec2QueryNames = map[string]map[string]string{
 		"LaunchTemplateNames":     "LaunchTemplateName",
 		"MaxResults":              "MaxResults",
 		"NextToken":               "NextToken",
+	},
+	"DescribePlacementGroupsInput": {
+		"DryRun":     "DryRun",
+		"Filters":    "Filter",
+		"GroupIds":   "GroupId",
+		"GroupNames": "GroupName",
 	},
 	"DescribeSecurityGroupsInput": {
 		"DryRun":     "DryRun",
@@ -787,6 +794,9 @@ var ec2XMLNames = map[string]map[string]xmlName{
 	"DescribeLaunchTemplatesOutput": {
 		"LaunchTemplates": {"launchTemplates", "item"},
 		"NextToken":       {"nextToken", ""},
+	},
+	"DescribePlacementGroupsOutput": {
+		"PlacementGroups": {"placementGroupSet", "item"},
 	},
 	"DescribeSecurityGroupsOutput": {
 		"NextToken":      {"nextToken", ""},
@@ -1631,6 +1641,19 @@ var ec2XMLNames = map[string]map[string]xmlName{
 		"PartitionNumber":      {"partitionNumber", ""},
 		"SpreadDomain":         {"spreadDomain", ""},
 		"Tenancy":              {"tenancy", ""},
+	},
+	"types.PlacementGroup": {
+		"GroupArn":       {"groupArn", ""},
+		"GroupId":        {"groupId", ""},
+		"GroupName":      {"groupName", ""},
+		"LinkedGroupId":  {"linkedGroupId", ""},
+		"Operator":       {"operator", ""},
+		"ParentGroupId":  {"parentGroupId", ""},
+		"PartitionCount": {"partitionCount", ""},
+		"SpreadLevel":    {"spreadLevel", ""},
+		"State":          {"state", ""},
+		"Strategy":       {"strategy", ""},
+		"Tags":           {"tagSet", "item"},
 	},
 	"types.PlacementGroupInfo": {
 		"SupportedStrategies": {"supportedStrategies", "item"},

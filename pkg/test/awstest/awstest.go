@@ -212,7 +212,7 @@ func CreateNodeClass(t testing.TB, kubeClient client.Client, nc *awsv1.EC2NodeCl
 	nc.Status.InstanceProfile = "test-profile"
 	conditions := nc.StatusConditions()
 	for _, c := range []string{awsv1.ConditionTypeAMIsReady, awsv1.ConditionTypeSecurityGroupsReady, awsv1.ConditionTypeInstanceProfileReady,
-		awsv1.ConditionTypeCapacityReservationsReady, awsv1.ConditionTypeValidationSucceeded} {
+		awsv1.ConditionTypeCapacityReservationsReady, awsv1.ConditionTypeValidationSucceeded, awsv1.ConditionTypePlacementGroupReady} {
 		conditions.SetTrue(c)
 	}
 	if ready {

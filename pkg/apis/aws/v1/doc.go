@@ -8,16 +8,18 @@
 // rules live in kubebuilder markers (OpenAPI and CEL) compiled into the CRD
 // in pkg/apis/crds, with no webhook.
 //
-// spec.kubelet is the typed KubeletConfiguration of the released upstream
-// API (the fields karp uses to size nodes and render user data), validated
-// by the API server; upstream's later open-map kubelet with CEL expressions
-// behind a feature gate is not offered. Fields upstream added after that
-// (placementGroupSelector, connectionTracking, cpuOptions) are not offered
-// either: kubectl's strict field validation refuses them by name, where
-// accepting them would ignore them at launch.
+// The schema is upstream's v1.14 schema (testdata/upstream names the
+// commit; upstream_schema_test.go diffs the two CRDs and lists karp's
+// few status-only additions). spec.kubelet is upstream's open map: the
+// API server checks nothing inside it, karp reads the fields it manages
+// into typed fields and keeps the rest verbatim (KubeletConfiguration),
+// and ValidateKubelet reports what upstream's controller reports, as the
+// ValidationSucceeded condition. spec.cpuOptions, spec.connectionTracking
+// and spec.placementGroupSelector are offered as upstream's.
 //
-// The package imports only k8s.io/api, k8s.io/apimachinery, karp's
-// karpenter.sh/v1 types and the hashstructure library for the drift hash;
+// The package imports only k8s.io/api, k8s.io/apimachinery,
+// k8s.io/apiextensions-apiserver's JSON type, karp's karpenter.sh/v1
+// types and the hashstructure library for the drift hash;
 // never controller-runtime, client-go or an AWS SDK.
 //
 // +k8s:deepcopy-gen=package

@@ -74,6 +74,12 @@ type EC2NodeClassSpec struct {
 	// +kubebuilder:validation:MaxItems:=30
 	// +optional
 	CapacityReservationSelectorTerms []CapacityReservationSelectorTerm `json:"capacityReservationSelectorTerms,omitempty" hash:"ignore"`
+	// PlacementGroupSelector selects the placement group instances launch
+	// into, by name or ID (see ec2nodeclass_placementgroup.go).
+	// +kubebuilder:validation:XValidation:message="expected at least one, got none, ['name', 'id']",rule="has(self.name) || has(self.id)"
+	// +kubebuilder:validation:XValidation:message="'name' and 'id' are mutually exclusive",rule="!(has(self.name) && has(self.id))"
+	// +optional
+	PlacementGroupSelector *PlacementGroupSelector `json:"placementGroupSelector,omitempty"`
 	// AssociatePublicIPAddress sets whether instances get a public IPv4
 	// address. Unset, the subnet's MapPublicIpOnLaunch applies.
 	// +optional
@@ -127,11 +133,17 @@ type EC2NodeClassSpec struct {
 	// +kubebuilder:validation:XValidation:message="tag contains a restricted tag matching karpenter.k8s.aws/ec2nodeclass",rule="self.all(k, k !='karpenter.k8s.aws/ec2nodeclass')"
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
-	// Kubelet settings; they change the capacity karp computes for each
-	// instance type and are written into the user data.
-	// +kubebuilder:validation:XValidation:message="imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent",rule="has(self.imageGCHighThresholdPercent) && has(self.imageGCLowThresholdPercent) ?  self.imageGCHighThresholdPercent > self.imageGCLowThresholdPercent  : true"
-	// +kubebuilder:validation:XValidation:message="evictionSoft OwnerKey does not have a matching evictionSoftGracePeriod",rule="has(self.evictionSoft) ? self.evictionSoft.all(e, (e in self.evictionSoftGracePeriod)):true"
-	// +kubebuilder:validation:XValidation:message="evictionSoftGracePeriod OwnerKey does not have a matching evictionSoft",rule="has(self.evictionSoftGracePeriod) ? self.evictionSoftGracePeriod.all(e, (e in self.evictionSoft)):true"
+	// Kubelet settings, an open map like upstream's: any field of the
+	// kubelet's KubeletConfiguration may be set. The fields karp acts on
+	// (see KubeletConfiguration) change the capacity it computes for each
+	// instance type and are written into every family's user data; the
+	// others are passed through to AL2023's nodeadm, and other families
+	// refuse them. The API server checks nothing inside it: a bad value is
+	// reported as ValidationSucceeded=False (see ValidateKubelet), as
+	// upstream's controller does.
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
 	// +optional
 	Kubelet *KubeletConfiguration `json:"kubelet,omitempty"`
 	// BlockDeviceMappings replace the family's default volumes.
@@ -144,9 +156,8 @@ type EC2NodeClassSpec struct {
 	InstanceStorePolicy *InstanceStorePolicy `json:"instanceStorePolicy,omitempty"`
 	// NetworkInterfaces lays out the instance's network interfaces
 	// explicitly (e.g. EFA-only interfaces). Unset, one interface is made.
-	// +kubebuilder:validation:XValidation:message="networkInterfaces must contain a primary interface with networkCardIndex 0, deviceIndex 0 and interfaceType 'interface'",rule="self.size() == 0 || self.exists(x, x.networkCardIndex == 0 && x.deviceIndex == 0 && x.interfaceType == 'interface')"
-	// +kubebuilder:validation:XValidation:message="networkCardIndex and deviceIndex pairs must be unique",rule="self.all(x, self.exists_one(y, x.networkCardIndex == y.networkCardIndex && x.deviceIndex == y.deviceIndex))"
-	// +kubebuilder:validation:XValidation:message="at most one 'efa-only' interface is allowed per network card",rule="self.all(x, x.interfaceType != 'efa-only' || self.exists_one(y, y.interfaceType == 'efa-only' && y.networkCardIndex == x.networkCardIndex))"
+	// +kubebuilder:validation:XValidation:message="networkInterfaces must include a primary interface with interfaceType='interface'",rule="self.size() == 0 || self.exists(x, x.deviceIndex == 0 && x.networkCardIndex == 0 && x.interfaceType == 'interface')"
+	// +kubebuilder:validation:XValidation:message="networkInterfaces must not have duplicate networkCardIndex and deviceIndex pairs, and can have at most one efa device per network card",rule="self.all(x, self.filter(y, x.networkCardIndex == y.networkCardIndex && x.deviceIndex == y.deviceIndex).size() == 1 && (x.interfaceType != 'efa-only' || self.filter(y, x.networkCardIndex == y.networkCardIndex && y.interfaceType == 'efa-only').size() == 1))"
 	// +kubebuilder:validation:MaxItems:=150
 	// +optional
 	NetworkInterfaces []*NetworkInterface `json:"networkInterfaces,omitempty"`
@@ -159,9 +170,18 @@ type EC2NodeClassSpec struct {
 	// +kubebuilder:default={"httpEndpoint":"enabled","httpProtocolIPv6":"disabled","httpPutResponseHopLimit":1,"httpTokens":"required"}
 	// +optional
 	MetadataOptions *MetadataOptions `json:"metadataOptions,omitempty"`
+	// ConnectionTracking sets the idle connection tracking timeouts of the
+	// network interfaces in the launch template (the default one and each
+	// networkInterfaces entry of type interface; EFA-only interfaces have
+	// none).
+	// +optional
+	ConnectionTracking *ConnectionTracking `json:"connectionTracking,omitempty"`
 	// Context is the reserved EC2 CreateFleet Context parameter.
 	// +optional
 	Context *string `json:"context,omitempty"`
+	// CPUOptions set the instance's CPU options (nested virtualization).
+	// +optional
+	CPUOptions *CPUOptions `json:"cpuOptions,omitempty"`
 }
 
 // SubnetSelectorTerm selects subnets by tags or by ID.
@@ -247,69 +267,6 @@ type AMISelectorTerm struct {
 	// SSMParameter is the name or ARN of an SSM parameter holding an AMI ID.
 	// +optional
 	SSMParameter string `json:"ssmParameter,omitempty"`
-}
-
-// KubeletConfiguration holds the kubelet settings karp sizes nodes with and
-// writes into user data; names and types follow the kubelet's own
-// KubeletConfiguration (k8s.io/kubelet/config/v1beta1).
-type KubeletConfiguration struct {
-	// ClusterDNS are the cluster DNS server IPs. Unset, kube-dns's
-	// ClusterIP is used.
-	// +optional
-	ClusterDNS []string `json:"clusterDNS,omitempty"`
-	// MaxPods overrides the pod density computed from the instance type's
-	// network interfaces.
-	// +kubebuilder:validation:Minimum:=0
-	// +optional
-	MaxPods *int32 `json:"maxPods,omitempty"`
-	// PodsPerCore caps pods at this many per vCPU (never above maxPods).
-	// +kubebuilder:validation:Minimum:=0
-	// +optional
-	PodsPerCore *int32 `json:"podsPerCore,omitempty"`
-	// SystemReserved are resources kept for OS daemons.
-	// +kubebuilder:validation:XValidation:message="valid keys for systemReserved are ['cpu','memory','ephemeral-storage','pid']",rule="self.all(x, x=='cpu' || x=='memory' || x=='ephemeral-storage' || x=='pid')"
-	// +kubebuilder:validation:XValidation:message="systemReserved value cannot be a negative resource quantity",rule="self.all(x, !self[x].startsWith('-'))"
-	// +optional
-	SystemReserved map[string]string `json:"systemReserved,omitempty"`
-	// KubeReserved are resources kept for Kubernetes daemons; each key
-	// replaces karp's computed default for it.
-	// +kubebuilder:validation:XValidation:message="valid keys for kubeReserved are ['cpu','memory','ephemeral-storage','pid']",rule="self.all(x, x=='cpu' || x=='memory' || x=='ephemeral-storage' || x=='pid')"
-	// +kubebuilder:validation:XValidation:message="kubeReserved value cannot be a negative resource quantity",rule="self.all(x, !self[x].startsWith('-'))"
-	// +optional
-	KubeReserved map[string]string `json:"kubeReserved,omitempty"`
-	// EvictionHard maps eviction signals to hard thresholds.
-	// +kubebuilder:validation:XValidation:message="valid keys for evictionHard are ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available']",rule="self.all(x, x in ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available'])"
-	// +optional
-	EvictionHard map[string]string `json:"evictionHard,omitempty"`
-	// EvictionSoft maps eviction signals to soft thresholds; each needs a
-	// grace period in evictionSoftGracePeriod.
-	// +kubebuilder:validation:XValidation:message="valid keys for evictionSoft are ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available']",rule="self.all(x, x in ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available'])"
-	// +optional
-	EvictionSoft map[string]string `json:"evictionSoft,omitempty"`
-	// EvictionSoftGracePeriod maps eviction signals to how long a soft
-	// threshold must hold before pods are evicted.
-	// +kubebuilder:validation:XValidation:message="valid keys for evictionSoftGracePeriod are ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available']",rule="self.all(x, x in ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available'])"
-	// +optional
-	EvictionSoftGracePeriod map[string]metav1.Duration `json:"evictionSoftGracePeriod,omitempty"`
-	// EvictionMaxPodGracePeriod is the longest grace period (seconds) given
-	// to pods evicted for a soft threshold.
-	// +optional
-	EvictionMaxPodGracePeriod *int32 `json:"evictionMaxPodGracePeriod,omitempty"`
-	// ImageGCHighThresholdPercent is the disk usage above which image
-	// garbage collection always runs; greater than the low threshold.
-	// +kubebuilder:validation:Minimum:=0
-	// +kubebuilder:validation:Maximum:=100
-	// +optional
-	ImageGCHighThresholdPercent *int32 `json:"imageGCHighThresholdPercent,omitempty"`
-	// ImageGCLowThresholdPercent is the disk usage image garbage collection
-	// frees down to.
-	// +kubebuilder:validation:Minimum:=0
-	// +kubebuilder:validation:Maximum:=100
-	// +optional
-	ImageGCLowThresholdPercent *int32 `json:"imageGCLowThresholdPercent,omitempty"`
-	// CPUCFSQuota enforces CPU limits with CFS quota.
-	// +optional
-	CPUCFSQuota *bool `json:"cpuCFSQuota,omitempty"`
 }
 
 // MetadataOptions configure the instance metadata service (IMDS).

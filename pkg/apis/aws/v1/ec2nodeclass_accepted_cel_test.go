@@ -79,9 +79,27 @@ func TestEC2NodeClassAccepted(t *testing.T) {
 			set(map[string]interface{}{"memory.available": "5%", "nodefs.available": "10%"}, "spec", "kubelet", "evictionSoft")(u)
 			set(map[string]interface{}{"memory.available": "1m30s", "nodefs.available": "500ms"}, "spec", "kubelet", "evictionSoftGracePeriod")(u)
 		}},
-		"kubelet maxPods 0":         {edit: kubelet(awsv1.KubeletConfiguration{MaxPods: ptr.To[int32](0)})},
-		"kubelet imageGC high only": {edit: kubelet(awsv1.KubeletConfiguration{ImageGCHighThresholdPercent: ptr.To[int32](100)})},
-		"kubelet imageGC low only":  {edit: kubelet(awsv1.KubeletConfiguration{ImageGCLowThresholdPercent: ptr.To[int32](0)})},
+		"kubelet maxPods 0": {edit: kubelet(awsv1.KubeletConfiguration{MaxPods: ptr.To[int32](0)})},
+		// The API server checks nothing inside spec.kubelet, as upstream's:
+		// other kubelet fields, CEL expressions, and values the controller
+		// refuses (ValidationSucceeded=False) are all stored.
+		"kubelet passthrough fields": {raw: func(u map[string]interface{}) {
+			set(int64(20), "spec", "kubelet", "registryPullQPS")(u)
+			set(map[string]interface{}{"DisableCPUQuotaWithExclusiveCPUs": true}, "spec", "kubelet", "featureGates")(u)
+			set("static", "spec", "kubelet", "cpuManagerPolicy")(u)
+		}},
+		"kubelet maxPods expression":        {raw: set("min(max_pods, 110)", "spec", "kubelet", "maxPods")},
+		"kubelet maxPods negative":          {edit: kubelet(awsv1.KubeletConfiguration{MaxPods: ptr.To[int32](-1)})},
+		"kubelet imageGC high below low":    {edit: kubelet(awsv1.KubeletConfiguration{ImageGCHighThresholdPercent: ptr.To[int32](50), ImageGCLowThresholdPercent: ptr.To[int32](60)})},
+		"kubelet evictionHard bad signal":   {edit: kubelet(awsv1.KubeletConfiguration{EvictionHard: map[string]string{"memory": "5%"}})},
+		"kubelet clusterDNS is a string":    {raw: set("10.100.0.10", "spec", "kubelet", "clusterDNS")},
+		"connection tracking every timeout": {edit: conntrack(awsv1.ConnectionTracking{TCPEstablishedTimeout: ptr.To[int32](432000), UDPStreamTimeout: ptr.To[int32](60), UDPTimeout: ptr.To[int32](30)})},
+		"connection tracking udp only":      {edit: conntrack(awsv1.ConnectionTracking{UDPTimeout: ptr.To[int32](60)})},
+		"nested virtualization enabled":     {raw: set("enabled", "spec", "cpuOptions", "nestedVirtualization")},
+		"nested virtualization disabled":    {raw: set("disabled", "spec", "cpuOptions", "nestedVirtualization")},
+		"cpu options empty":                 {raw: set(map[string]interface{}{}, "spec", "cpuOptions")},
+		"kubelet imageGC high only":         {edit: kubelet(awsv1.KubeletConfiguration{ImageGCHighThresholdPercent: ptr.To[int32](100)})},
+		"kubelet imageGC low only":          {edit: kubelet(awsv1.KubeletConfiguration{ImageGCLowThresholdPercent: ptr.To[int32](0)})},
 		"root volume": {edit: func(nc *awsv1.EC2NodeClass) {
 			b := ebs("100Gi")
 			b.RootVolume = true

@@ -33,6 +33,18 @@ func TestHash(t *testing.T) {
 		"kubelet maxPods": {edit: func(nc *awsv1.EC2NodeClass) {
 			nc.Spec.Kubelet = &awsv1.KubeletConfiguration{MaxPods: ptr.To[int32](20)}
 		}, drift: true},
+		"kubelet maxPods expression": {edit: func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.Kubelet = &awsv1.KubeletConfiguration{MaxPodsExpression: ptr.To("max_pods")}
+		}, drift: true},
+		"kubelet passthrough field": {edit: func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.Kubelet = &awsv1.KubeletConfiguration{Extra: awsv1.KubeletExtra{"cpuManagerPolicy": {Raw: []byte(`"static"`)}}}
+		}, drift: true},
+		"nested virtualization": {edit: func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.CPUOptions = &awsv1.CPUOptions{NestedVirtualization: ptr.To(awsv1.NestedVirtualizationEnabled)}
+		}, drift: true},
+		"connection tracking": {edit: func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.ConnectionTracking = &awsv1.ConnectionTracking{UDPTimeout: ptr.To[int32](60)}
+		}, drift: true},
 		"volume size": {edit: func(nc *awsv1.EC2NodeClass) {
 			q := resource.MustParse("30Gi")
 			nc.Spec.BlockDeviceMappings[0].EBS.VolumeSize = &q
@@ -123,5 +135,25 @@ func TestZoneInfo(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, nc.ZoneInfo()); diff != "" {
 		t.Errorf("ZoneInfo (-want,+got):\n%s", diff)
+	}
+}
+
+// Passthrough kubelet fields hash by value, whatever their order or
+// spacing, and two values holding the same bytes in another order differ
+// (the raw bytes are not hashed as a set).
+func TestHashKubeletPassthrough(t *testing.T) {
+	hash := func(raw string) string {
+		nc := hashNodeClass()
+		nc.Spec.Kubelet = kubeletFrom(t, raw)
+		return nc.Hash()
+	}
+	if a, b := hash(`{"a":1,"b":"x"}`), hash(`{ "b": "x", "a": 1 }`); a != b {
+		t.Errorf("key order changed the hash: %s vs %s", a, b)
+	}
+	if a, b := hash(`{"a":12}`), hash(`{"a":21}`); a == b {
+		t.Errorf("permuted value bytes hash alike: %s", a)
+	}
+	if a, b := hash(`{"maxPods":"max_pods"}`), hash(`{"maxPods":"max_pods - 1"}`); a == b {
+		t.Errorf("different expressions hash alike: %s", a)
 	}
 }

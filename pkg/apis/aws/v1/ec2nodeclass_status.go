@@ -69,6 +69,9 @@ type EC2NodeClassStatus struct {
 	// spec.role, or spec.instanceProfile.
 	// +optional
 	InstanceProfile string `json:"instanceProfile,omitempty"`
+	// PlacementGroup placementGroupSelector resolved to (a karp addition).
+	// +optional
+	PlacementGroup *PlacementGroup `json:"placementGroup,omitempty"`
 	// Conditions of the EC2NodeClass; Ready tells NodePools it can be used.
 	// +listType=map
 	// +listMapKey=type
@@ -173,6 +176,7 @@ func (in *EC2NodeClass) StatusConditions() karpv1.ConditionSet {
 		ConditionTypeInstanceProfileReady,
 		ConditionTypeCapacityReservationsReady,
 		ConditionTypeValidationSucceeded,
+		ConditionTypePlacementGroupReady,
 	)
 }
 

@@ -31,11 +31,12 @@ func TestEC2NodeClassStatus(t *testing.T) {
 			{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}},
 		}}},
 		InstanceProfile: "KarpenterNodeInstanceProfile",
+		PlacementGroup:  &awsv1.PlacementGroup{ID: "pg-0b2", Name: "kafka", Strategy: awsv1.PlacementGroupStrategyPartition, PartitionCount: 3},
 	}
 	conditions := nc.StatusConditions()
 	conditions.Initialize()
 	for _, c := range []string{awsv1.ConditionTypeAMIsReady, awsv1.ConditionTypeSubnetsReady, awsv1.ConditionTypeSecurityGroupsReady,
-		awsv1.ConditionTypeInstanceProfileReady, awsv1.ConditionTypeCapacityReservationsReady} {
+		awsv1.ConditionTypeInstanceProfileReady, awsv1.ConditionTypeCapacityReservationsReady, awsv1.ConditionTypePlacementGroupReady} {
 		conditions.SetTrue(c)
 	}
 	if conditions.IsTrue(awsv1.ConditionTypeReady) {
@@ -56,6 +57,9 @@ func TestEC2NodeClassStatus(t *testing.T) {
 	cr := got.Status.CapacityReservations[0]
 	if cr.ReservationType != awsv1.CapacityReservationTypeDefault || cr.State != "active" {
 		t.Errorf("capacity reservation defaults: type %q state %q, want default/active", cr.ReservationType, cr.State)
+	}
+	if pg := got.Status.PlacementGroup; pg == nil || pg.ID != "pg-0b2" || pg.PartitionCount != 3 {
+		t.Errorf("status.placementGroup not stored: %+v", pg)
 	}
 	if got.Status.Subnets[0].ZoneID != "usw2-az1" || got.Status.InstanceProfile != "KarpenterNodeInstanceProfile" || len(got.Status.AMIs[0].Requirements) != 1 {
 		t.Errorf("status not stored: %+v", got.Status)

@@ -6,23 +6,23 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 )
 
 const (
-	specPath     = "spec"
-	subnetsPath  = "spec.subnetSelectorTerms"
-	sgsPath      = "spec.securityGroupSelectorTerms"
-	crsPath      = "spec.capacityReservationSelectorTerms"
-	amisPath     = "spec.amiSelectorTerms"
-	tagsPath     = "spec.tags"
-	kubeletPath  = "spec.kubelet"
-	bdmsPath     = "spec.blockDeviceMappings"
-	nisPath      = "spec.networkInterfaces"
-	metadataPath = "spec.metadataOptions"
+	specPath      = "spec"
+	subnetsPath   = "spec.subnetSelectorTerms"
+	sgsPath       = "spec.securityGroupSelectorTerms"
+	crsPath       = "spec.capacityReservationSelectorTerms"
+	amisPath      = "spec.amiSelectorTerms"
+	tagsPath      = "spec.tags"
+	kubeletPath   = "spec.kubelet"
+	bdmsPath      = "spec.blockDeviceMappings"
+	nisPath       = "spec.networkInterfaces"
+	conntrackPath = "spec.connectionTracking"
+	metadataPath  = "spec.metadataOptions"
 )
 
 var families = []string{awsv1.AMIFamilyAL2, awsv1.AMIFamilyAL2023, awsv1.AMIFamilyBottlerocket,
@@ -57,6 +57,10 @@ func tags(t map[string]string) func(*awsv1.EC2NodeClass) {
 
 func kubelet(k awsv1.KubeletConfiguration) func(*awsv1.EC2NodeClass) {
 	return func(nc *awsv1.EC2NodeClass) { nc.Spec.Kubelet = &k }
+}
+
+func conntrack(c awsv1.ConnectionTracking) func(*awsv1.EC2NodeClass) {
+	return func(nc *awsv1.EC2NodeClass) { nc.Spec.ConnectionTracking = &c }
 }
 
 func bdms(m ...*awsv1.BlockDeviceMapping) func(*awsv1.EC2NodeClass) {
@@ -231,39 +235,18 @@ func TestEC2NodeClassFieldsRejected(t *testing.T) {
 		"tag karpenter.k8s.aws/ec2nodeclass": {edit: tags(map[string]string{"karpenter.k8s.aws/ec2nodeclass": "x"}), want: []string{tagsPath, "tag contains a restricted tag matching karpenter.k8s.aws/ec2nodeclass"}},
 		"tag value is a number":              {raw: set(map[string]interface{}{"team": int64(1)}, "spec", "tags"), want: []string{tagsPath + ".team", "must be of type string"}},
 
-		// Kubelet.
-		"kubelet maxPods negative":                  {edit: kubelet(awsv1.KubeletConfiguration{MaxPods: ptr.To[int32](-1)}), want: []string{kubeletPath + ".maxPods", "should be greater than or equal to 0"}},
-		"kubelet podsPerCore negative":              {edit: kubelet(awsv1.KubeletConfiguration{PodsPerCore: ptr.To[int32](-1)}), want: []string{kubeletPath + ".podsPerCore", "should be greater than or equal to 0"}},
-		"kubelet systemReserved bad key":            {edit: kubelet(awsv1.KubeletConfiguration{SystemReserved: map[string]string{"gpu": "1"}}), want: []string{kubeletPath + ".systemReserved", "valid keys for systemReserved are ['cpu','memory','ephemeral-storage','pid']"}},
-		"kubelet systemReserved negative":           {edit: kubelet(awsv1.KubeletConfiguration{SystemReserved: map[string]string{"cpu": "-1"}}), want: []string{kubeletPath + ".systemReserved", "systemReserved value cannot be a negative resource quantity"}},
-		"kubelet kubeReserved bad key":              {edit: kubelet(awsv1.KubeletConfiguration{KubeReserved: map[string]string{"storage": "1Gi"}}), want: []string{kubeletPath + ".kubeReserved", "valid keys for kubeReserved are ['cpu','memory','ephemeral-storage','pid']"}},
-		"kubelet kubeReserved negative":             {edit: kubelet(awsv1.KubeletConfiguration{KubeReserved: map[string]string{"memory": "-1Gi"}}), want: []string{kubeletPath + ".kubeReserved", "kubeReserved value cannot be a negative resource quantity"}},
-		"kubelet evictionHard bad signal":           {edit: kubelet(awsv1.KubeletConfiguration{EvictionHard: map[string]string{"memory": "5%"}}), want: []string{kubeletPath + ".evictionHard", "valid keys for evictionHard are"}},
-		"kubelet evictionSoft bad signal":           {edit: kubelet(awsv1.KubeletConfiguration{EvictionSoft: map[string]string{"disk.available": "5%"}, EvictionSoftGracePeriod: map[string]metav1.Duration{"disk.available": {}}}), want: []string{kubeletPath + ".evictionSoft", "valid keys for evictionSoft are"}},
-		"kubelet evictionSoftGracePeriod bad key":   {edit: kubelet(awsv1.KubeletConfiguration{EvictionSoftGracePeriod: map[string]metav1.Duration{"cpu": {}}}), want: []string{kubeletPath + ".evictionSoftGracePeriod", "valid keys for evictionSoftGracePeriod are"}},
-		"kubelet evictionSoft without grace period": {edit: kubelet(awsv1.KubeletConfiguration{EvictionSoft: map[string]string{"memory.available": "5%"}}), want: []string{kubeletPath, "evictionSoft OwnerKey does not have a matching evictionSoftGracePeriod"}},
-		"kubelet evictionSoft other grace period": {edit: kubelet(awsv1.KubeletConfiguration{
-			EvictionSoft:            map[string]string{"memory.available": "5%", "nodefs.available": "10%"},
-			EvictionSoftGracePeriod: map[string]metav1.Duration{"memory.available": {}},
-		}), want: []string{kubeletPath, "evictionSoft OwnerKey does not have a matching evictionSoftGracePeriod"}},
-		"kubelet grace period without evictionSoft":  {raw: set(map[string]interface{}{"memory.available": "1m"}, "spec", "kubelet", "evictionSoftGracePeriod"), want: []string{kubeletPath, "evictionSoftGracePeriod OwnerKey does not have a matching evictionSoft"}},
-		"kubelet imageGC high below low":             {edit: kubelet(awsv1.KubeletConfiguration{ImageGCHighThresholdPercent: ptr.To[int32](50), ImageGCLowThresholdPercent: ptr.To[int32](60)}), want: []string{kubeletPath, "imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent"}},
-		"kubelet imageGC high equals low":            {edit: kubelet(awsv1.KubeletConfiguration{ImageGCHighThresholdPercent: ptr.To[int32](50), ImageGCLowThresholdPercent: ptr.To[int32](50)}), want: []string{kubeletPath, "imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent"}},
-		"kubelet imageGC high above 100":             {edit: kubelet(awsv1.KubeletConfiguration{ImageGCHighThresholdPercent: ptr.To[int32](101)}), want: []string{kubeletPath + ".imageGCHighThresholdPercent", "should be less than or equal to 100"}},
-		"kubelet imageGC high negative":              {edit: kubelet(awsv1.KubeletConfiguration{ImageGCHighThresholdPercent: ptr.To[int32](-1)}), want: []string{kubeletPath + ".imageGCHighThresholdPercent", "should be greater than or equal to 0"}},
-		"kubelet imageGC low above 100":              {edit: kubelet(awsv1.KubeletConfiguration{ImageGCLowThresholdPercent: ptr.To[int32](101)}), want: []string{kubeletPath + ".imageGCLowThresholdPercent", "should be less than or equal to 100"}},
-		"kubelet imageGC low negative":               {edit: kubelet(awsv1.KubeletConfiguration{ImageGCLowThresholdPercent: ptr.To[int32](-1)}), want: []string{kubeletPath + ".imageGCLowThresholdPercent", "should be greater than or equal to 0"}},
-		"kubelet evictionHard value not a threshold": {edit: kubelet(awsv1.KubeletConfiguration{EvictionHard: map[string]string{"memory.available": "five percent"}}), want: []string{kubeletPath + ".evictionHard.memory.available", "should match"}},
-		"kubelet evictionHard above 100%":            {edit: kubelet(awsv1.KubeletConfiguration{EvictionHard: map[string]string{"nodefs.available": "101%"}}), want: []string{kubeletPath + ".evictionHard.nodefs.available", "should match"}},
-		"kubelet evictionSoft value not a threshold": {edit: kubelet(awsv1.KubeletConfiguration{EvictionSoft: map[string]string{"memory.available": "1GB"}, EvictionSoftGracePeriod: map[string]metav1.Duration{"memory.available": {Duration: 60e9}}}), want: []string{kubeletPath + ".evictionSoft.memory.available", "should match"}},
-		"kubelet kubeReserved not a quantity":        {edit: kubelet(awsv1.KubeletConfiguration{KubeReserved: map[string]string{"cpu": "one core"}}), want: []string{kubeletPath + ".kubeReserved.cpu", "should match"}},
-		"kubelet systemReserved not a quantity":      {edit: kubelet(awsv1.KubeletConfiguration{SystemReserved: map[string]string{"memory": "1 GiB"}}), want: []string{kubeletPath + ".systemReserved.memory", "should match"}},
-		"kubelet grace period not a duration": {raw: func(u map[string]interface{}) {
-			set(map[string]interface{}{"memory.available": "5%"}, "spec", "kubelet", "evictionSoft")(u)
-			set(map[string]interface{}{"memory.available": "1 minute"}, "spec", "kubelet", "evictionSoftGracePeriod")(u)
-		}, want: []string{kubeletPath + ".evictionSoftGracePeriod.memory.available", "should match"}},
-		"kubelet maxPods is a string":    {raw: set("110", "spec", "kubelet", "maxPods"), want: []string{kubeletPath + ".maxPods", "must be of type integer"}},
-		"kubelet clusterDNS is a string": {raw: set("10.100.0.10", "spec", "kubelet", "clusterDNS"), want: []string{kubeletPath + ".clusterDNS", "must be of type array"}},
+		// Connection tracking and CPU options.
+		"connection tracking empty":            {raw: set(map[string]interface{}{}, "spec", "connectionTracking"), want: []string{"spec.connectionTracking", "at least one of tcpEstablishedTimeout, udpStreamTimeout, or udpTimeout must be set"}},
+		"tcp established timeout below 60":     {edit: conntrack(awsv1.ConnectionTracking{TCPEstablishedTimeout: ptr.To[int32](59)}), want: []string{conntrackPath + ".tcpEstablishedTimeout", "should be greater than or equal to 60"}},
+		"tcp established timeout above 5 days": {edit: conntrack(awsv1.ConnectionTracking{TCPEstablishedTimeout: ptr.To[int32](432001)}), want: []string{conntrackPath + ".tcpEstablishedTimeout", "should be less than or equal to 432000"}},
+		"udp stream timeout below 60":          {edit: conntrack(awsv1.ConnectionTracking{UDPStreamTimeout: ptr.To[int32](59)}), want: []string{conntrackPath + ".udpStreamTimeout", "should be greater than or equal to 60"}},
+		"udp stream timeout above 180":         {edit: conntrack(awsv1.ConnectionTracking{UDPStreamTimeout: ptr.To[int32](181)}), want: []string{conntrackPath + ".udpStreamTimeout", "should be less than or equal to 180"}},
+		"udp timeout below 30":                 {edit: conntrack(awsv1.ConnectionTracking{UDPTimeout: ptr.To[int32](29)}), want: []string{conntrackPath + ".udpTimeout", "should be greater than or equal to 30"}},
+		"udp timeout above 60":                 {edit: conntrack(awsv1.ConnectionTracking{UDPTimeout: ptr.To[int32](61)}), want: []string{conntrackPath + ".udpTimeout", "should be less than or equal to 60"}},
+		"nested virtualization unsupported":    {raw: set("on", "spec", "cpuOptions", "nestedVirtualization"), want: []string{"spec.cpuOptions.nestedVirtualization", "Unsupported value"}},
+		// spec.kubelet is an open map: only its type is the API server's
+		// (ValidateKubelet checks the rest, see ec2nodeclass_kubelet_test.go).
+		"kubelet is a string": {raw: set("maxPods=110", "spec", "kubelet"), want: []string{kubeletPath, "must be of type object"}},
 
 		// Block devices.
 		"two root volumes": {edit: func(nc *awsv1.EC2NodeClass) {
@@ -299,10 +282,10 @@ func TestEC2NodeClassFieldsRejected(t *testing.T) {
 		"metadata hop limit 65":                 {raw: set(int64(65), "spec", "metadataOptions", "httpPutResponseHopLimit"), want: []string{metadataPath + ".httpPutResponseHopLimit", "should be less than or equal to 64"}},
 
 		// Network interfaces.
-		"interfaces without primary":          {edit: nis(ni(0, 1, awsv1.InterfaceTypeInterface)), want: []string{nisPath, "must contain a primary interface"}},
-		"interfaces with efa-only primary":    {edit: nis(ni(0, 0, awsv1.InterfaceTypeEFAOnly)), want: []string{nisPath, "must contain a primary interface"}},
-		"interfaces duplicate card and index": {edit: nis(ni(0, 0, awsv1.InterfaceTypeInterface), ni(1, 0, awsv1.InterfaceTypeEFAOnly), ni(1, 0, awsv1.InterfaceTypeInterface)), want: []string{nisPath, "networkCardIndex and deviceIndex pairs must be unique"}},
-		"two efa-only on one card":            {edit: nis(ni(0, 0, awsv1.InterfaceTypeInterface), ni(1, 0, awsv1.InterfaceTypeEFAOnly), ni(1, 1, awsv1.InterfaceTypeEFAOnly)), want: []string{nisPath, "at most one 'efa-only' interface is allowed per network card"}},
+		"interfaces without primary":          {edit: nis(ni(0, 1, awsv1.InterfaceTypeInterface)), want: []string{nisPath, "networkInterfaces must include a primary interface with interfaceType='interface'"}},
+		"interfaces with efa-only primary":    {edit: nis(ni(0, 0, awsv1.InterfaceTypeEFAOnly)), want: []string{nisPath, "networkInterfaces must include a primary interface with interfaceType='interface'"}},
+		"interfaces duplicate card and index": {edit: nis(ni(0, 0, awsv1.InterfaceTypeInterface), ni(1, 0, awsv1.InterfaceTypeEFAOnly), ni(1, 0, awsv1.InterfaceTypeInterface)), want: []string{nisPath, "networkInterfaces must not have duplicate networkCardIndex and deviceIndex pairs, and can have at most one efa device per network card"}},
+		"two efa-only on one card":            {edit: nis(ni(0, 0, awsv1.InterfaceTypeInterface), ni(1, 0, awsv1.InterfaceTypeEFAOnly), ni(1, 1, awsv1.InterfaceTypeEFAOnly)), want: []string{nisPath, "networkInterfaces must not have duplicate networkCardIndex and deviceIndex pairs, and can have at most one efa device per network card"}},
 		"interface type unsupported":          {edit: nis(ni(0, 0, awsv1.InterfaceTypeInterface), ni(1, 0, "efa")), want: []string{nisPath + "[1].interfaceType", "Unsupported value"}},
 		"interface card index negative":       {edit: nis(ni(0, 0, awsv1.InterfaceTypeInterface), ni(-1, 0, awsv1.InterfaceTypeEFAOnly)), want: []string{nisPath + "[1].networkCardIndex", "should be greater than or equal to 0"}},
 		"interface device index negative":     {edit: nis(ni(0, 0, awsv1.InterfaceTypeInterface), ni(1, -1, awsv1.InterfaceTypeEFAOnly)), want: []string{nisPath + "[1].deviceIndex", "should be greater than or equal to 0"}},

@@ -45,6 +45,13 @@ const (
 	LabelCapacityReservationID                = Group + "/capacity-reservation-id"
 	LabelCapacityReservationType              = Group + "/capacity-reservation-type"
 	LabelCapacityReservationInterruptible     = Group + "/capacity-reservation-interruptible"
+	// LabelPlacementGroupID is the ID of the placement group an instance
+	// launched into: a requirement of every instance type of a class with a
+	// resolved placement group, and a label of its NodeClaims and Nodes.
+	LabelPlacementGroupID = Group + "/placement-group-id"
+	// LabelPlacementGroupPartition is the partition (1..N) of a partition
+	// placement group an instance runs in; each partition is one offering.
+	LabelPlacementGroupPartition = Group + "/placement-group-partition"
 
 	// LabelNodeClass names the EC2NodeClass on NodeClaims and Nodes, and is
 	// a tag on every EC2 resource launched for it.
@@ -139,6 +146,8 @@ var WellKnownLabels = sets.New(
 	LabelCapacityReservationID,
 	LabelCapacityReservationType,
 	LabelCapacityReservationInterruptible,
+	LabelPlacementGroupID,
+	LabelPlacementGroupPartition,
 	LabelTopologyZoneID,
 	LabelWindowsBuild,
 )

@@ -60,8 +60,25 @@ func NewProvider(api ec2API, clk clock.PassiveClock) *Provider {
 
 // List returns the active, unexpired reservations nodeClass selects, by ID.
 func (p *Provider) List(ctx context.Context, nodeClass *awsv1.EC2NodeClass) ([]ec2types.CapacityReservation, error) {
+	return p.list(ctx, Queries(nodeClass.Spec.CapacityReservationSelectorTerms))
+}
+
+// Get returns the active, unexpired reservations among ids, by ID; an ID
+// EC2 does not know (or no longer reports active) is left out. Answers
+// are cached as List's are.
+func (p *Provider) Get(ctx context.Context, ids ...string) ([]ec2types.CapacityReservation, error) {
+	terms := make([]awsv1.CapacityReservationSelectorTerm, 0, len(ids))
+	for _, id := range slices.Compact(slices.Sorted(slices.Values(ids))) {
+		if id != "" {
+			terms = append(terms, awsv1.CapacityReservationSelectorTerm{ID: id})
+		}
+	}
+	return p.list(ctx, Queries(terms))
+}
+
+func (p *Provider) list(ctx context.Context, queries []*ec2.DescribeCapacityReservationsInput) ([]ec2types.CapacityReservation, error) {
 	byID := map[string]ec2types.CapacityReservation{}
-	for _, in := range Queries(nodeClass.Spec.CapacityReservationSelectorTerms) {
+	for _, in := range queries {
 		found, err := p.query(ctx, in)
 		if err != nil {
 			return nil, err
@@ -174,14 +191,34 @@ func Status(reservations []ec2types.CapacityReservation, now time.Time) []awsv1.
 		}
 		if r.EndDate != nil {
 			status.EndTime = &metav1.Time{Time: *r.EndDate}
-			if kind == awsv1.CapacityReservationTypeCapacityBlock && !now.Before(r.EndDate.Add(-ExpiringWindow)) {
-				status.State = "expiring"
-			}
+		}
+		if Expiring(r, now) {
+			status.State = "expiring"
 		}
 		out = append(out, status)
 	}
 	slices.SortFunc(out, func(a, b awsv1.CapacityReservation) int { return strings.Compare(a.ID, b.ID) })
 	return out
+}
+
+// Expiring reports whether the reservation is a capacity block within
+// ExpiringWindow of its end at now: EC2 starts reclaiming its instances 30
+// minutes before the end, so karp stops launching into it and drains its
+// nodes 10 minutes before that (upstream's window).
+func Expiring(r ec2types.CapacityReservation, now time.Time) bool {
+	return r.ReservationType == ec2types.CapacityReservationTypeCapacityBlock && r.EndDate != nil &&
+		!now.Before(r.EndDate.Add(-ExpiringWindow))
+}
+
+// Find returns the reservation with the ID among an EC2NodeClass's status
+// reservations.
+func Find(reservations []awsv1.CapacityReservation, id string) (awsv1.CapacityReservation, bool) {
+	for _, r := range reservations {
+		if r.ID == id {
+			return r, true
+		}
+	}
+	return awsv1.CapacityReservation{}, false
 }
 
 func (p *Provider) sync(reservations []ec2types.CapacityReservation, now time.Time) {

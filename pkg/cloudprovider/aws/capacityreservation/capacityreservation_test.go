@@ -186,3 +186,43 @@ func TestAvailabilityAccounting(t *testing.T) {
 		t.Error("a count a day after the last listing")
 	}
 }
+
+func TestGetDescribesActiveReservationsByID(t *testing.T) {
+	e := account()
+	p := capacityreservation.NewProvider(e, clocktesting.NewFakeClock(epoch))
+	got, err := p.Get(t.Context(), "cr-targeted", "cr-gone", "cr-expired", "cr-open", "cr-open", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"cr-open", "cr-targeted"}, ids(got)); diff != "" {
+		t.Errorf("(-want,+got)\n%s", diff)
+	}
+	if _, err := p.Get(t.Context(), "cr-open", "cr-targeted"); err != nil {
+		t.Fatal(err)
+	}
+	// One query per ID, each asked once within the cache's minute.
+	if n := e.Calls("DescribeCapacityReservations"); n != 4 {
+		t.Errorf("%d DescribeCapacityReservations calls, want 4 (one per distinct ID)", n)
+	}
+}
+
+func TestExpiring(t *testing.T) {
+	end := epoch.Add(time.Hour)
+	block := fake.NewCapacityBlock("cr-block", "p5.48xlarge", "us-west-2a", 1, end)
+	odcr := fake.NewCapacityReservation("cr-odcr", "m5.large", "us-west-2a", 1, nil)
+	odcr.EndDate = &end
+	for name, tc := range map[string]struct {
+		r    ec2types.CapacityReservation
+		at   time.Time
+		want bool
+	}{
+		"a block 41 minutes before its end":      {r: block, at: end.Add(-41 * time.Minute)},
+		"a block 40 minutes before its end":      {r: block, at: end.Add(-40 * time.Minute), want: true},
+		"a block at its end":                     {r: block, at: end, want: true},
+		"an ODCR 10 minutes before its end date": {r: odcr, at: end.Add(-10 * time.Minute)},
+	} {
+		if got := capacityreservation.Expiring(tc.r, tc.at); got != tc.want {
+			t.Errorf("%s: expiring %v, want %v", name, got, tc.want)
+		}
+	}
+}

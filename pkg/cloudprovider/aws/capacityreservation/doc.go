@@ -14,4 +14,10 @@
 // (MarkLaunched, MarkTerminated), and a launch refused for lack of capacity
 // zeroes it (MarkUnavailable), so the scheduler stops offering a
 // reservation that is full.
+//
+// Get describes reservations by ID the same way (the capacity-block
+// expiration controller reads the reservations its NodeClaims name), and
+// Expiring says when a capacity block stops taking launches and its nodes
+// are drained: 40 minutes before its end, 10 minutes before EC2 starts
+// reclaiming its instances.
 package capacityreservation

@@ -47,15 +47,24 @@ type LaunchRequest struct {
 	// CapacityType is on-demand, spot or reserved; it selects the fleet's
 	// capacity type and strategy (reserved launches are on-demand fleets
 	// whose launch template targets ReservationID).
-	CapacityType    string
-	ReservationID   string
-	LaunchTemplates []LaunchTemplateConfig
+	CapacityType  string
+	ReservationID string
+	// ReservationType (default or capacity-block) and
+	// ReservationInterruptible describe ReservationID's reservation: a
+	// capacity block and an interruptible reservation are bought through
+	// fleets of their own capacity type.
+	ReservationType          string
+	ReservationInterruptible bool
+	LaunchTemplates          []LaunchTemplateConfig
 	// Tags go on the fleet, the instance and its volumes. The NodeClaim
 	// tag is added to the instance alone, once it is launched, so alike
 	// NodeClaims share one CreateFleet call.
 	Tags map[string]string
 	// Context is CreateFleet's reserved Context parameter, if any.
 	Context string
+	// Tenancy is the tenancy the launch templates launch with (default or
+	// dedicated); the launched instance reports it.
+	Tenancy string
 	// ZoneIDs maps the zones of the overrides to their zone IDs, for the
 	// launch-failure metric.
 	ZoneIDs map[string]string
@@ -86,6 +95,9 @@ func (p *Provider) Create(ctx context.Context, req LaunchRequest) (*Instance, er
 		return nil, fmt.Errorf("looking up the instance of nodeclaim %s: %w", req.NodeClaimName, err)
 	}
 	if existing != nil {
+		if err := p.ensureZone(ctx, existing); err != nil {
+			return nil, err
+		}
 		p.remember(req.NodeClaimUID, existing)
 		return existing, nil
 	}
@@ -96,12 +108,48 @@ func (p *Provider) Create(ctx context.Context, req LaunchRequest) (*Instance, er
 	if err != nil {
 		return nil, err
 	}
+	if inst.Tenancy == "" {
+		// CreateFleet's answer does not say; the launch templates set it.
+		inst.Tenancy = req.Tenancy
+	}
 	// 3. Tie the instance to the NodeClaim before anyone records it.
 	if err := p.tagNodeClaim(ctx, inst, req.NodeClaimName); err != nil {
 		return nil, err
 	}
+	// 4. Never hand out an instance without its zone: its providerID
+	// would lack it, and nothing keyed by zone would see the node.
+	if err := p.ensureZone(ctx, inst); err != nil {
+		return nil, err
+	}
 	p.remember(req.NodeClaimUID, inst)
 	return inst, nil
+}
+
+// ensureZone fills in the zone (and subnet) of an instance whose launch
+// answer did not name it, from DescribeInstances. When EC2 names no zone
+// there either, the instance is left running and the launch fails: it is
+// tagged with the cluster, NodePool and NodeClaim, so a retried Create of
+// the NodeClaim finds it by that tag (and asks again), and if the NodeClaim
+// goes away the leaked-instance collector, which checks those tags before
+// terminating, reclaims it. Terminating it here instead would act on an ID
+// EC2 could not describe to us.
+func (p *Provider) ensureZone(ctx context.Context, inst *Instance) error {
+	if inst.Zone != "" {
+		return nil
+	}
+	described, err := p.Get(ctx, inst.ID)
+	if err != nil {
+		return fmt.Errorf("describing instance %s for its zone, which the launch answer lacks: %w", inst.ID, err)
+	}
+	if described.Zone == "" {
+		return fmt.Errorf("instance %s has no availability zone in the CreateFleet answer, its fleet override or DescribeInstances; "+
+			"it is left tagged for this cluster and NodeClaim", inst.ID)
+	}
+	inst.Zone = described.Zone
+	if inst.SubnetID == "" {
+		inst.SubnetID = described.SubnetID
+	}
+	return nil
 }
 
 func (p *Provider) remembered(uid types.UID) *Instance {
@@ -148,7 +196,7 @@ func fleetInput(req LaunchRequest) *ec2.CreateFleetInput {
 		Type: ec2types.FleetTypeInstant,
 		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{
 			TotalTargetCapacity:       aws.Int32(1),
-			DefaultTargetCapacityType: fleetCapacityType(req.CapacityType),
+			DefaultTargetCapacityType: fleetCapacityType(req),
 		},
 		TagSpecifications: []ec2types.TagSpecification{
 			{ResourceType: ec2types.ResourceTypeInstance, Tags: ec2Tags(req.Tags)},
@@ -156,9 +204,16 @@ func fleetInput(req LaunchRequest) *ec2.CreateFleetInput {
 			{ResourceType: ec2types.ResourceTypeFleet, Tags: ec2Tags(req.Tags)},
 		},
 	}
-	if req.CapacityType == karpv1.CapacityTypeSpot {
+	switch fleetCapacityType(req) {
+	case ec2types.DefaultTargetCapacityTypeSpot:
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
-	} else {
+	case ec2types.DefaultTargetCapacityTypeReservedCapacity:
+		in.ReservedCapacityOptions = &ec2types.ReservedCapacityOptionsRequest{
+			ReservationTypes: []ec2types.FleetReservationType{ec2types.FleetReservationTypeInterruptibleCapacityReservation},
+		}
+	case ec2types.DefaultTargetCapacityTypeCapacityBlock:
+		// A capacity block takes no allocation strategy.
+	default:
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
 	}
 	if req.Context != "" {
@@ -187,14 +242,21 @@ func fleetInput(req LaunchRequest) *ec2.CreateFleetInput {
 	return in
 }
 
-// fleetCapacityType is the fleet's target capacity type: reserved
-// capacity is bought as on-demand through the launch template's
-// reservation target.
-func fleetCapacityType(capacityType string) ec2types.DefaultTargetCapacityType {
-	if capacityType == karpv1.CapacityTypeReserved {
-		return ec2types.DefaultTargetCapacityTypeOnDemand
+// fleetCapacityType is the fleet's target capacity type (upstream's): a
+// capacity block is bought as capacity-block and an interruptible
+// reservation as reserved-capacity; other reserved capacity is bought as
+// on-demand through the launch template's reservation target.
+func fleetCapacityType(req LaunchRequest) ec2types.DefaultTargetCapacityType {
+	if req.CapacityType != karpv1.CapacityTypeReserved {
+		return ec2types.DefaultTargetCapacityType(req.CapacityType)
 	}
-	return ec2types.DefaultTargetCapacityType(capacityType)
+	switch {
+	case req.ReservationType == string(ec2types.CapacityReservationTypeCapacityBlock):
+		return ec2types.DefaultTargetCapacityTypeCapacityBlock
+	case req.ReservationInterruptible:
+		return ec2types.DefaultTargetCapacityTypeReservedCapacity
+	}
+	return ec2types.DefaultTargetCapacityTypeOnDemand
 }
 
 // ec2Tags converts tags, sorted by key so alike requests are equal.
@@ -252,14 +314,15 @@ func (p *Provider) createFleet(ctx context.Context, items []fleetItem) []batchRe
 		}
 		return out
 	}
+	zones := subnetZones(&in)
 	for _, e := range resp.Errors {
 		if lto := e.LaunchTemplateAndOverrides; lto != nil && lto.Overrides != nil {
-			zone := aws.ToString(lto.Overrides.AvailabilityZone)
+			zone := overrideZone(lto.Overrides, zones)
 			LaunchFailuresTotal.WithLabelValues(zone, items[0].zoneIDs[zone], capacityType, aws.ToString(e.ErrorCode)).Inc()
 		}
 	}
-	refused := p.markUnavailable(ctx, resp, capacityType)
-	launched := p.fleetInstances(resp, &in, capacityType)
+	refused := p.markUnavailable(ctx, resp, capacityType, zones)
+	launched := p.fleetInstances(resp, &in, capacityType, zones)
 	for _, inst := range launched {
 		inst.ReservationID = items[0].reservationID
 	}
@@ -283,22 +346,51 @@ func (p *Provider) createFleet(ctx context.Context, items []fleetItem) []batchRe
 	return out
 }
 
+// subnetZones maps the subnet of each override of the request to the
+// override's zone: the zones of the EC2NodeClass's resolved subnets that
+// the launch offered.
+func subnetZones(in *ec2.CreateFleetInput) map[string]string {
+	out := map[string]string{}
+	for _, cfg := range in.LaunchTemplateConfigs {
+		for _, o := range cfg.Overrides {
+			if subnet, zone := aws.ToString(o.SubnetId), aws.ToString(o.AvailabilityZone); subnet != "" && zone != "" {
+				out[subnet] = zone
+			}
+		}
+	}
+	return out
+}
+
+// overrideZone is the zone of a fleet override in an answer: named, or
+// that of the subnet it names.
+func overrideZone(o *ec2types.FleetLaunchTemplateOverrides, subnetZones map[string]string) string {
+	if o == nil {
+		return ""
+	}
+	return cmp.Or(aws.ToString(o.AvailabilityZone), subnetZones[aws.ToString(o.SubnetId)])
+}
+
 // fleetInstances lists the instances a fleet launched, cheapest pools
-// first as EC2 reports them.
-func (p *Provider) fleetInstances(resp *ec2.CreateFleetOutput, in *ec2.CreateFleetInput, capacityType string) []*Instance {
+// first as EC2 reports them. Each instance's zone and subnet are the
+// answer's per-instance fields, else those of the override that produced
+// it (its subnet mapped to its zone when the override names no zone);
+// Create asks DescribeInstances when neither says.
+func (p *Provider) fleetInstances(resp *ec2.CreateFleetOutput, in *ec2.CreateFleetInput, capacityType string, subnetZones map[string]string) []*Instance {
 	var out []*Instance
 	now := p.clock.Now()
 	for _, fi := range resp.Instances {
-		var imageID string
+		var imageID, overrideSubnet, zoneOfOverride string
 		if lto := fi.LaunchTemplateAndOverrides; lto != nil && lto.Overrides != nil {
 			imageID = aws.ToString(lto.Overrides.ImageId)
+			overrideSubnet = aws.ToString(lto.Overrides.SubnetId)
+			zoneOfOverride = overrideZone(lto.Overrides, subnetZones)
 		}
 		for _, id := range fi.InstanceIds {
 			inst := &Instance{
 				ID:           id,
 				Type:         string(fi.InstanceType),
-				Zone:         aws.ToString(fi.AvailabilityZone),
-				SubnetID:     aws.ToString(fi.SubnetId),
+				Zone:         cmp.Or(aws.ToString(fi.AvailabilityZone), zoneOfOverride),
+				SubnetID:     cmp.Or(aws.ToString(fi.SubnetId), overrideSubnet),
 				ImageID:      imageID,
 				CapacityType: capacityType,
 				State:        string(ec2types.InstanceStateNamePending),
@@ -320,7 +412,7 @@ func (p *Provider) fleetInstances(resp *ec2.CreateFleetOutput, in *ec2.CreateFle
 
 // markUnavailable puts every pool the fleet refused for lack of capacity
 // into the unavailable-offerings cache and returns their keys.
-func (p *Provider) markUnavailable(ctx context.Context, resp *ec2.CreateFleetOutput, capacityType string) []cloudprovider.OfferingKey {
+func (p *Provider) markUnavailable(ctx context.Context, resp *ec2.CreateFleetOutput, capacityType string, subnetZones map[string]string) []cloudprovider.OfferingKey {
 	var refused []cloudprovider.OfferingKey
 	markedType := false
 	for _, e := range resp.Errors {
@@ -338,10 +430,11 @@ func (p *Provider) markUnavailable(ctx context.Context, resp *ec2.CreateFleetOut
 			continue
 		}
 		o := e.LaunchTemplateAndOverrides.Overrides
+		zone := overrideZone(o, subnetZones)
 		if capacityType == karpv1.CapacityTypeReserved {
 			// A full reservation is the reservation's business, not the
 			// offering cache's (upstream's rule); the caller marks it.
-			key := cloudprovider.OfferingKey{InstanceType: string(o.InstanceType), Zone: aws.ToString(o.AvailabilityZone), CapacityType: capacityType}
+			key := cloudprovider.OfferingKey{InstanceType: string(o.InstanceType), Zone: zone, CapacityType: capacityType}
 			if !slices.Contains(refused, key) {
 				refused = append(refused, key)
 			}
@@ -350,7 +443,7 @@ func (p *Provider) markUnavailable(ctx context.Context, resp *ec2.CreateFleetOut
 		if m, ok := p.unavailable.(subnetMarker); ok && code == "InsufficientFreeAddressesInSubnet" && aws.ToString(o.SubnetId) != "" {
 			m.MarkSubnetUnavailable(ctx, code, aws.ToString(o.SubnetId))
 		}
-		key := cloudprovider.OfferingKey{InstanceType: string(o.InstanceType), Zone: aws.ToString(o.AvailabilityZone), CapacityType: capacityType}
+		key := cloudprovider.OfferingKey{InstanceType: string(o.InstanceType), Zone: zone, CapacityType: capacityType}
 		if slices.Contains(refused, key) {
 			continue
 		}

@@ -14,6 +14,7 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
@@ -67,6 +68,13 @@ type Instance struct {
 	LaunchTime       time.Time
 	SecurityGroupIDs []string
 	Tags             map[string]string
+	// Tenancy is default or dedicated.
+	Tenancy string
+	// PlacementGroupID and PlacementPartition are the placement group the
+	// instance runs in and its partition there (0 outside partition
+	// groups, or while EC2 has not told).
+	PlacementGroupID   string
+	PlacementPartition int32
 }
 
 // ProviderID is the instance's providerID, aws:///<zone>/<instance-id>.
@@ -129,9 +137,10 @@ func (p *Provider) Get(ctx context.Context, id string) (*Instance, error) {
 	return inst, nil
 }
 
-// List returns every live instance karp launched in this cluster.
+// List returns every live instance karp launched in this cluster. The
+// answer is checked against the request's filters, whatever EC2 applied.
 func (p *Provider) List(ctx context.Context) ([]*Instance, error) {
-	return p.describeAll(ctx, &ec2.DescribeInstancesInput{
+	found, err := p.describeAll(ctx, &ec2.DescribeInstancesInput{
 		MaxResults: aws.Int32(1000),
 		Filters: []ec2types.Filter{
 			{Name: aws.String("tag-key"), Values: []string{TagNodePool}},
@@ -140,14 +149,39 @@ func (p *Provider) List(ctx context.Context) ([]*Instance, error) {
 			{Name: aws.String("instance-state-name"), Values: liveStates},
 		},
 	})
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(found, func(inst *Instance) bool {
+		_, hasClass := inst.Tags[TagNodeClass]
+		return !hasClass || inst.Tags[TagEKSClusterName] != p.clusterName || !p.ours(inst) || !isLive(inst)
+	}), nil
 }
 
+// ours reports whether the instance carries the tags karp launches with in
+// this cluster: a NodePool, and the cluster's name or ownership tag. Only
+// such instances are ever terminated.
+func (p *Provider) ours(inst *Instance) bool {
+	if _, ok := inst.Tags[TagNodePool]; !ok {
+		return false
+	}
+	return inst.Tags[TagEKSClusterName] == p.clusterName || inst.Tags[ClusterTagKey(p.clusterName)] == "owned"
+}
+
+func isLive(inst *Instance) bool { return slices.Contains(liveStates, inst.State) }
+
 // Delete terminates the instance. It returns a NodeClaimNotFoundError
-// once the instance is gone, and nil while it is shutting down.
+// once the instance is gone, and nil while it is shutting down. An
+// instance without karp's tags for this cluster is never terminated: it
+// is reported not found, so its NodeClaim can go.
 func (p *Provider) Delete(ctx context.Context, id string) error {
 	inst, err := p.Get(ctx, id)
 	if err != nil {
 		return err
+	}
+	if !p.ours(inst) {
+		log.FromContext(ctx).Info("not terminating instance without this cluster's tags", "instance", id, "cluster", p.clusterName)
+		return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("instance %s is not tagged for cluster %s and nodepool", id, p.clusterName))
 	}
 	if inst.State == string(ec2types.InstanceStateNameShuttingDown) {
 		return nil
@@ -223,9 +257,12 @@ func (p *Provider) describeEach(ctx context.Context, ids []string) []batchResult
 	return out
 }
 
+// findInstance returns the live instance with the ID among those EC2
+// answered with (which may hold others, or terminated ones, whatever the
+// request asked).
 func findInstance(instances []*Instance, id string) *Instance {
 	for _, inst := range instances {
-		if inst.ID == id {
+		if inst.ID == id && isLive(inst) {
 			return inst
 		}
 	}
@@ -250,8 +287,10 @@ func (p *Provider) lookupNodeClaims(ctx context.Context, names []string) []batch
 		}
 		for _, inst := range found {
 			// A shutting-down instance is an earlier NodeClaim's of the
-			// same name on its way out, not this one's.
-			if inst.Tags[TagNodeClaim] == name && inst.State != string(ec2types.InstanceStateNameShuttingDown) {
+			// same name on its way out, not this one's; another cluster's
+			// may carry the same NodeClaim name.
+			if inst.Tags[TagNodeClaim] == name && inst.State != string(ec2types.InstanceStateNameShuttingDown) && isLive(inst) &&
+				inst.Tags[TagEKSClusterName] == p.clusterName {
 				out[i].value = inst
 			}
 		}
@@ -309,9 +348,16 @@ func fromEC2(in *ec2types.Instance) *Instance {
 	}
 	if in.Placement != nil {
 		inst.Zone = aws.ToString(in.Placement.AvailabilityZone)
+		inst.Tenancy = string(in.Placement.Tenancy)
+		inst.PlacementGroupID = aws.ToString(in.Placement.GroupId)
+		inst.PlacementPartition = aws.ToInt32(in.Placement.PartitionNumber)
 	}
 	if in.State != nil {
 		inst.State = string(in.State.Name)
+	}
+	if inst.Tenancy == "" {
+		// EC2 names the tenancy of every instance; default is its default.
+		inst.Tenancy = string(ec2types.TenancyDefault)
 	}
 	inst.CapacityType = "on-demand"
 	switch {

@@ -9,6 +9,14 @@
 // reused. Deleting a NodeClass deletes the profiles under its path and
 // its managed name, roles first.
 //
+// Nothing is deleted on IAM's word alone: ListInstanceProfiles' PathPrefix
+// is checked client-side, and each profile is read again
+// (GetInstanceProfile, which unlike the listing returns tags) and deleted
+// only if it lies under /karpenter/<region>/<cluster>/ (the NodeClass's own
+// path for a NodeClass's deletion), is named <cluster>_..., and is tagged
+// kubernetes.io/cluster/<cluster>=owned or karpenter.sh/managed-by=<cluster>.
+// Any other profile is skipped, logged at debug level.
+//
 // Lookups are cached for 15 minutes; a role IAM reports missing is
 // remembered for a minute so a NodeClass naming a mistyped role does not
 // call IAM on every reconcile. Profiles named by spec.instanceProfile are

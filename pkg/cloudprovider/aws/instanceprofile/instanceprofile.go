@@ -230,34 +230,72 @@ func (p *Provider) attach(ctx context.Context, profile *iamtypes.InstanceProfile
 
 // Delete deletes the profiles karp made for the NodeClass: those under its
 // path, and its managed name when karp or Karpenter made it (a path under
-// /karpenter/). Roles are removed first, as IAM requires; profiles already
-// gone are ignored.
+// the cluster's /karpenter/<region>/<cluster>/). Each is checked to be
+// karp's before it is deleted (see owns), whatever IAM listed. Roles are
+// removed first, as IAM requires; profiles already gone are ignored.
 func (p *Provider) Delete(ctx context.Context, nodeClass *awsv1.EC2NodeClass) error {
-	var profiles []iamtypes.InstanceProfile
-	pages := iam.NewListInstanceProfilesPaginator(p.iam, &iam.ListInstanceProfilesInput{PathPrefix: aws.String(p.Path(nodeClass))})
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return fmt.Errorf("listing instance profiles under %s: %w", p.Path(nodeClass), err)
-		}
-		profiles = append(profiles, page.InstanceProfiles...)
-	}
-	name := Name(p.clusterName, p.region, nodeClass.Name)
-	if !slices.ContainsFunc(profiles, func(ip iamtypes.InstanceProfile) bool { return aws.ToString(ip.InstanceProfileName) == name }) {
-		out, err := p.iam.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(name)})
-		switch {
-		case IsNotFound(err):
-		case err != nil:
-			return fmt.Errorf("getting instance profile %s: %w", name, err)
-		case strings.HasPrefix(aws.ToString(out.InstanceProfile.Path), PathPrefix):
-			profiles = append(profiles, *out.InstanceProfile)
-		}
+	profiles, err := p.list(ctx, p.Path(nodeClass))
+	if err != nil {
+		return err
 	}
 	var errs []error
 	for i := range profiles {
-		errs = append(errs, p.delete(ctx, &profiles[i]))
+		errs = append(errs, p.delete(ctx, aws.ToString(profiles[i].InstanceProfileName), p.Path(nodeClass)))
+	}
+	name := Name(p.clusterName, p.region, nodeClass.Name)
+	if !slices.ContainsFunc(profiles, func(ip iamtypes.InstanceProfile) bool { return aws.ToString(ip.InstanceProfileName) == name }) {
+		// The managed name may lie under another path of the cluster (a
+		// profile Karpenter made for an earlier NodeClass of the name).
+		errs = append(errs, p.delete(ctx, name, p.clusterPath()))
 	}
 	return errors.Join(errs...)
+}
+
+// clusterPath is the IAM path every profile karp makes in this cluster
+// and region lies under.
+func (p *Provider) clusterPath() string {
+	return fmt.Sprintf("%s%s/%s/", PathPrefix, p.region, p.clusterName)
+}
+
+// list lists the profiles under prefix, checking each path: IAM's
+// PathPrefix filter is not relied upon.
+func (p *Provider) list(ctx context.Context, prefix string) ([]iamtypes.InstanceProfile, error) {
+	var out []iamtypes.InstanceProfile
+	pages := iam.NewListInstanceProfilesPaginator(p.iam, &iam.ListInstanceProfilesInput{PathPrefix: aws.String(prefix)})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("listing instance profiles under %s: %w", prefix, err)
+		}
+		for _, profile := range page.InstanceProfiles {
+			if strings.HasPrefix(aws.ToString(profile.Path), prefix) {
+				out = append(out, profile)
+			}
+		}
+	}
+	return out, nil
+}
+
+// owns reports whether a profile, as GetInstanceProfile describes it, is
+// one karp (or Karpenter) made in this cluster: under prefix (a path in
+// /karpenter/<region>/<cluster>/), named <cluster>_<hash>, and tagged
+// kubernetes.io/cluster/<cluster>=owned or karpenter.sh/managed-by=<cluster>
+// (Karpenter's profiles carry the first, karp's both). A profile failing
+// any of these is never changed or deleted; the reason says which.
+func (p *Provider) owns(profile *iamtypes.InstanceProfile, prefix string) (bool, string) {
+	tags := map[string]string{}
+	for _, t := range profile.Tags {
+		tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
+	}
+	switch {
+	case !strings.HasPrefix(aws.ToString(profile.Path), prefix):
+		return false, "its path is not under " + prefix
+	case !strings.HasPrefix(aws.ToString(profile.InstanceProfileName), p.clusterName+"_"):
+		return false, "its name does not start with " + p.clusterName + "_"
+	case tags[awsv1.ClusterTagKey(p.clusterName)] != "owned" && tags[TagManagedBy] != p.clusterName:
+		return false, "it is not tagged as owned by cluster " + p.clusterName
+	}
+	return true, ""
 }
 
 // ManagedName is the name of the profile karp manages for the named
@@ -266,31 +304,37 @@ func (p *Provider) ManagedName(nodeClassName string) string {
 	return Name(p.clusterName, p.region, nodeClassName)
 }
 
-// List returns every profile karp (or Karpenter) created in this cluster
-// and region: those under /karpenter/<region>/<cluster>/.
+// List returns every profile karp (or Karpenter) may have created in this
+// cluster and region: those under /karpenter/<region>/<cluster>/ (the
+// path checked here, whatever IAM's filter did). Remove checks the rest.
 func (p *Provider) List(ctx context.Context) ([]iamtypes.InstanceProfile, error) {
-	prefix := fmt.Sprintf("%s%s/%s/", PathPrefix, p.region, p.clusterName)
-	var out []iamtypes.InstanceProfile
-	pages := iam.NewListInstanceProfilesPaginator(p.iam, &iam.ListInstanceProfilesInput{PathPrefix: aws.String(prefix)})
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("listing instance profiles under %s: %w", prefix, err)
-		}
-		out = append(out, page.InstanceProfiles...)
-	}
-	return out, nil
+	return p.list(ctx, p.clusterPath())
 }
 
-// Remove deletes one profile, its role first; a profile already gone is
-// not an error.
+// Remove deletes one profile of the cluster, its role first, once
+// GetInstanceProfile confirms karp owns it (a profile it does not own is
+// left alone and is not an error); a profile already gone is not an error.
 func (p *Provider) Remove(ctx context.Context, profile iamtypes.InstanceProfile) error {
-	return p.delete(ctx, &profile)
+	return p.delete(ctx, aws.ToString(profile.InstanceProfileName), p.clusterPath())
 }
 
-func (p *Provider) delete(ctx context.Context, profile *iamtypes.InstanceProfile) error {
-	name := aws.ToString(profile.InstanceProfileName)
+// delete deletes the named profile if karp owns it under prefix. It reads
+// the profile afresh, uncached: ListInstanceProfiles returns no tags, and
+// the roles to remove must be the current ones.
+func (p *Provider) delete(ctx context.Context, name, prefix string) error {
 	p.profiles.Remove(name)
+	out, err := p.iam.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(name)})
+	if IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("getting instance profile %s: %w", name, err)
+	}
+	profile := out.InstanceProfile
+	if ok, why := p.owns(profile, prefix); !ok {
+		log.FromContext(ctx).V(1).Info("not deleting instance profile karp does not own", "instanceProfile", name, "reason", why)
+		return nil
+	}
 	for _, r := range profile.Roles {
 		_, err := p.iam.RemoveRoleFromInstanceProfile(ctx, &iam.RemoveRoleFromInstanceProfileInput{InstanceProfileName: aws.String(name), RoleName: r.RoleName})
 		if err != nil && !IsNotFound(err) {

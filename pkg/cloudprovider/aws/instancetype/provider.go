@@ -19,6 +19,7 @@ import (
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/cache"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instancetype/kubeletcel"
 )
 
 // ResolvedTTL is how long the instance types resolved for one class shape
@@ -53,6 +54,11 @@ type Options struct {
 	VMMemoryOverheadPercent float64
 	// ReservedENIs are left out of the ENI-limited max pods.
 	ReservedENIs int
+	// KubeletExpressions evaluates CEL expressions in spec.kubelet
+	// (maxPods). nil is the NodeClassCEL AWS feature gate off: an
+	// expression is then ignored, the family's default applies, and the
+	// class is not valid (as upstream).
+	KubeletExpressions *kubeletcel.Environment
 }
 
 // Provider lists the instance types an EC2NodeClass can launch. It is safe
@@ -283,6 +289,10 @@ func (p *Provider) Get(ctx context.Context, nodeClass *awsv1.EC2NodeClass, name 
 	return nil, fmt.Errorf("instance type %q not found", name)
 }
 
+// KubeletExpressions is the CEL environment kubelet expressions are
+// evaluated in, nil with the NodeClassCEL gate off.
+func (p *Provider) KubeletExpressions() *kubeletcel.Environment { return p.opts.KubeletExpressions }
+
 // Flush forgets every resolved instance type (EC2 data is kept).
 func (p *Provider) Flush() {
 	p.mu.Lock()
@@ -292,7 +302,8 @@ func (p *Provider) Flush() {
 
 // shapeKey hashes what of a class changes its instance types: the AMI
 // family, kubelet settings, volumes, instance store policy, network
-// interfaces, zones and capacity reservations.
+// interfaces, zones, capacity reservations, placement group, CPU options
+// (nested virtualization) and connection tracking (Nitro only).
 func shapeKey(nodeClass *awsv1.EC2NodeClass) (uint64, error) {
 	shape := struct {
 		Family               string
@@ -302,9 +313,13 @@ func shapeKey(nodeClass *awsv1.EC2NodeClass) (uint64, error) {
 		NetworkInterfaces    []*awsv1.NetworkInterface
 		Zones                []awsv1.ZoneInfo
 		CapacityReservations []awsv1.CapacityReservation
+		PlacementGroup       *awsv1.PlacementGroup
+		CPUOptions           *awsv1.CPUOptions
+		ConnectionTracking   *awsv1.ConnectionTracking
 	}{
 		nodeClass.AMIFamily(), nodeClass.Spec.Kubelet, nodeClass.Spec.BlockDeviceMappings, nodeClass.Spec.InstanceStorePolicy,
-		nodeClass.Spec.NetworkInterfaces, nodeClass.ZoneInfo(), nodeClass.Status.CapacityReservations,
+		nodeClass.Spec.NetworkInterfaces, nodeClass.ZoneInfo(), nodeClass.Status.CapacityReservations, nodeClass.Status.PlacementGroup,
+		nodeClass.Spec.CPUOptions, nodeClass.Spec.ConnectionTracking,
 	}
 	b, err := json.Marshal(shape)
 	if err != nil {

@@ -81,7 +81,8 @@ func (r *resolver) all() ([]*cloudprovider.InstanceType, []uint64) {
 	return types, seqs
 }
 
-// build builds one type, or returns nil when no zone of the class offers it.
+// build builds one type, or returns nil when no zone of the class offers it
+// or the class's maxPods expression fails for it.
 func (r *resolver) build(name string) *cloudprovider.InstanceType {
 	info := r.infos[name]
 	var zones []awsv1.ZoneInfo
@@ -97,15 +98,20 @@ func (r *resolver) build(name string) *cloudprovider.InstanceType {
 	if info == nil || len(zones) == 0 {
 		return nil
 	}
-	capacity := r.sizing.capacity(info, r.static)
+	sizing, ok := r.sizing.forType(info, r.p.opts.KubeletExpressions)
+	if !ok {
+		return nil
+	}
+	capacity := sizing.capacity(info, r.static)
 	it := &cloudprovider.InstanceType{
 		Name:         name,
 		Requirements: requirements(info, r.nodeClass.AMIFamily(), r.p.opts.Region, zoneIDs, r.reservations[name], r.static),
 		Capacity:     capacity,
-		Allocatable:  r.sizing.allocatable(info, capacity),
+		Allocatable:  sizing.allocatable(info, capacity),
 		Offerings:    r.p.offerings(info, r.nodeClass, zones, r.reservations[name]),
 	}
 	it.Requirements[corev1.LabelInstanceTypeStable] = scheduling.NewRequirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, name)
+	withPlacementGroup(it, r.nodeClass.Status.PlacementGroup, info)
 	it.RefreshOfferingRequirements()
 	return it
 }
@@ -175,10 +181,20 @@ func (p *Provider) allSubnetsUnavailable(z awsv1.ZoneInfo) bool {
 }
 
 // compatible reports whether the class can launch the type at all: AL2023
-// does not boot on a1 instances, and an explicit network interface layout
-// must fit the type's network cards and EFA interfaces.
+// does not boot on a1 instances, nested virtualization needs a type that
+// supports it, connection tracking timeouts need a Nitro type, and an
+// explicit network interface layout must fit the type's network cards and
+// EFA interfaces (upstream's compatibility checks; an incompatible type's
+// offerings are unavailable, as upstream marks them).
 func compatible(info *ec2types.InstanceTypeInfo, nodeClass *awsv1.EC2NodeClass) bool {
 	if nodeClass.AMIFamily() == awsv1.AMIFamilyAL2023 && strings.HasPrefix(string(info.InstanceType), "a1.") {
+		return false
+	}
+	if nodeClass.NestedVirtualization() && (info.ProcessorInfo == nil ||
+		!slices.Contains(info.ProcessorInfo.SupportedFeatures, ec2types.SupportedAdditionalProcessorFeatureNestedVirtualization)) {
+		return false
+	}
+	if nodeClass.Spec.ConnectionTracking != nil && info.Hypervisor != ec2types.InstanceTypeHypervisorNitro {
 		return false
 	}
 	nifs := nodeClass.Spec.NetworkInterfaces

@@ -23,6 +23,7 @@ import (
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/capacityreservation"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/userdata"
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
 )
@@ -114,9 +115,13 @@ func (p *Provider) EnsureAll(ctx context.Context, req Request) ([]*LaunchTemplat
 	if len(nodeClass.Status.SecurityGroups) == 0 {
 		return nil, errors.New("resolving launch templates: no security groups in the EC2NodeClass status")
 	}
+	// Types differ in their templates by AMI, pods (the user data names
+	// max pods) and EFA interfaces (one per EFA the type has, when the
+	// NodeClaim asks for EFA).
 	type group struct {
 		imageID string
 		pods    int64
+		efa     int64
 	}
 	var out []*LaunchTemplate
 	index := map[group]int{}
@@ -125,7 +130,7 @@ func (p *Provider) EnsureAll(ctx context.Context, req Request) ([]*LaunchTemplat
 		if !ok {
 			continue
 		}
-		g := group{imageID: ami.ID, pods: it.Capacity.Pods().Value()}
+		g := group{imageID: ami.ID, pods: it.Capacity.Pods().Value(), efa: efaCount(req.NodeClaim, it)}
 		i, ok := index[g]
 		if !ok {
 			// Everything else in the template comes from the request, so
@@ -133,6 +138,9 @@ func (p *Provider) EnsureAll(ctx context.Context, req Request) ([]*LaunchTemplat
 			data, err := p.data(req, g.imageID, int32(g.pods))
 			if err != nil {
 				return nil, err
+			}
+			if g.efa > 0 && len(nodeClass.Spec.NetworkInterfaces) == 0 {
+				data.NetworkInterfaces = efaInterfaces(data.NetworkInterfaces[0], int32(g.efa))
 			}
 			name := Name(data, req.Tags)
 			if err := p.ensure(ctx, name, data, req.Tags); err != nil {
@@ -217,6 +225,8 @@ func (p *Provider) data(req Request, imageID string, maxPods int32) (*ec2types.R
 		MetadataOptions:     metadataOptions(nodeClass.Spec.MetadataOptions),
 		Monitoring:          &ec2types.LaunchTemplatesMonitoringRequest{Enabled: aws.Bool(aws.ToBool(nodeClass.Spec.DetailedMonitoring))},
 		NetworkInterfaces:   networkInterfaces(nodeClass, groups),
+		CpuOptions:          cpuOptions(nodeClass.Spec.CPUOptions),
+		Placement:           placement(nodeClass, nodeClaim),
 		CapacityReservationSpecification: &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
 			CapacityReservationPreference: ec2types.CapacityReservationPreferenceNone,
 		},
@@ -229,6 +239,7 @@ func (p *Provider) data(req Request, imageID string, maxPods int32) (*ec2types.R
 			CapacityReservationPreference: ec2types.CapacityReservationPreferenceCapacityReservationsOnly,
 			CapacityReservationTarget:     &ec2types.CapacityReservationTarget{CapacityReservationId: aws.String(req.ReservationID)},
 		}
+		data.InstanceMarketOptions = marketOptions(nodeClass, req.ReservationID)
 	}
 	if nodeClass.Status.InstanceProfile != "" {
 		data.IamInstanceProfile = &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(nodeClass.Status.InstanceProfile)}
@@ -252,6 +263,8 @@ func networkInterfaces(nodeClass *awsv1.EC2NodeClass, groups []string) []ec2type
 			AssociatePublicIpAddress: nodeClass.Spec.AssociatePublicIPAddress,
 			Groups:                   groups,
 			Ipv4PrefixCount:          nodeClass.Spec.IPPrefixCount,
+			// EFA interfaces laid out for the NodeClaim copy it too.
+			ConnectionTrackingSpecification: connectionTracking(nodeClass.Spec.ConnectionTracking),
 		}
 	}
 	if len(nodeClass.Spec.NetworkInterfaces) == 0 {
@@ -273,6 +286,77 @@ func networkInterfaces(nodeClass *awsv1.EC2NodeClass, groups []string) []ec2type
 		eni := primary(ni.NetworkCardIndex, ni.DeviceIndex)
 		eni.InterfaceType = aws.String(string(ni.InterfaceType))
 		out = append(out, eni)
+	}
+	return out
+}
+
+// connectionTracking is the EC2NodeClass's connection tracking timeouts
+// for an interface that has addresses (EFA-only devices take none), or nil
+// when it sets none.
+func connectionTracking(ct *awsv1.ConnectionTracking) *ec2types.ConnectionTrackingSpecificationRequest {
+	if ct == nil || (ct.TCPEstablishedTimeout == nil && ct.UDPStreamTimeout == nil && ct.UDPTimeout == nil) {
+		return nil
+	}
+	return &ec2types.ConnectionTrackingSpecificationRequest{
+		TcpEstablishedTimeout: ct.TCPEstablishedTimeout,
+		UdpStreamTimeout:      ct.UDPStreamTimeout,
+		UdpTimeout:            ct.UDPTimeout,
+	}
+}
+
+// cpuOptions sends the EC2NodeClass's nested virtualization setting as
+// written ("enabled" or "disabled"), or nothing when it has none.
+func cpuOptions(o *awsv1.CPUOptions) *ec2types.LaunchTemplateCpuOptionsRequest {
+	if o == nil || o.NestedVirtualization == nil {
+		return nil
+	}
+	return &ec2types.LaunchTemplateCpuOptionsRequest{NestedVirtualization: ec2types.NestedVirtualizationSpecification(*o.NestedVirtualization)}
+}
+
+// marketOptions are the market a reserved launch buys from: EC2 launches
+// into a capacity block only with the capacity-block market type, and
+// into an interruptible reservation only with its own; other reservations
+// are on-demand capacity and name none. The reservation's kind comes from
+// the EC2NodeClass's status, which the offering was built from.
+func marketOptions(nodeClass *awsv1.EC2NodeClass, reservationID string) *ec2types.LaunchTemplateInstanceMarketOptionsRequest {
+	r, ok := capacityreservation.Find(nodeClass.Status.CapacityReservations, reservationID)
+	switch {
+	case !ok:
+		return nil
+	case r.ReservationType == awsv1.CapacityReservationTypeCapacityBlock:
+		return &ec2types.LaunchTemplateInstanceMarketOptionsRequest{MarketType: ec2types.MarketTypeCapacityBlock}
+	case r.Interruptible:
+		return &ec2types.LaunchTemplateInstanceMarketOptionsRequest{MarketType: ec2types.MarketTypeInterruptibleCapacityReservation}
+	}
+	return nil
+}
+
+// efaCount is how many EFA interfaces the type launches with for the
+// NodeClaim: all it has (its vpc.amazonaws.com/efa capacity) when the
+// NodeClaim's pods request EFA, else none (upstream's rule; without the
+// request an EFA-capable type launches with a plain interface).
+func efaCount(nodeClaim *karpv1.NodeClaim, it *cloudprovider.InstanceType) int64 {
+	if _, ok := nodeClaim.Spec.Resources.Requests[awsv1.ResourceEFA]; !ok {
+		return 0
+	}
+	efa := it.Capacity[awsv1.ResourceEFA]
+	return efa.Value()
+}
+
+// efaInterfaces lays out n EFA interfaces, one per network card, each
+// otherwise like the primary interface: the first is the primary (card 0,
+// device 0) and the others device 1 of their card, so card 0's interface
+// ranks first, which an instance with a public address but no Elastic IP
+// per card needs (upstream's layout).
+func efaInterfaces(primary ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest, n int32) []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest {
+	out := make([]ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest, n)
+	for i := range n {
+		eni := primary
+		eni.Groups = slices.Clone(primary.Groups)
+		eni.NetworkCardIndex = aws.Int32(i)
+		eni.DeviceIndex = aws.Int32(min(i, 1))
+		eni.InterfaceType = aws.String(string(ec2types.NetworkInterfaceTypeEfa))
+		out[i] = eni
 	}
 	return out
 }
@@ -344,9 +428,11 @@ func (p *Provider) ensure(ctx context.Context, name string, data *ec2types.Reque
 // make describes the named launch template, creating it if missing.
 func (p *Provider) make(ctx context.Context, name string, data *ec2types.RequestLaunchTemplateData, tags map[string]string) error {
 	out, err := p.ec2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{LaunchTemplateNames: []string{name}})
-	if err == nil && len(out.LaunchTemplates) == 1 {
-		p.record(name, aws.ToString(out.LaunchTemplates[0].LaunchTemplateId))
-		return nil
+	if err == nil {
+		if lt, ok := named(out.LaunchTemplates, name); ok {
+			p.record(name, aws.ToString(lt.LaunchTemplateId))
+			return nil
+		}
 	}
 	if err != nil && errorCode(err) != codeNameNotFound {
 		return fmt.Errorf("describing launch template %s: %w", name, err)
@@ -370,10 +456,14 @@ func (p *Provider) make(ctx context.Context, name string, data *ec2types.Request
 
 func (p *Provider) ensureExisting(ctx context.Context, name string) error {
 	out, err := p.ec2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{LaunchTemplateNames: []string{name}})
-	if err != nil || len(out.LaunchTemplates) != 1 {
+	if err != nil {
 		return fmt.Errorf("describing launch template %s: %w", name, err)
 	}
-	p.record(name, aws.ToString(out.LaunchTemplates[0].LaunchTemplateId))
+	lt, ok := named(out.LaunchTemplates, name)
+	if !ok {
+		return fmt.Errorf("describing launch template %s: not in the answer", name)
+	}
+	p.record(name, aws.ToString(lt.LaunchTemplateId))
 	return nil
 }
 
@@ -394,7 +484,9 @@ func (p *Provider) Invalidate(names ...string) {
 }
 
 // Hydrate learns the cluster's existing launch templates (tagged with its
-// name), so those no launch uses any more are collected by GC.
+// name), so those no launch uses any more are collected by GC. Each one
+// EC2 lists is checked to be karp's (owned) before it is learned: GC
+// deletes what is learned.
 func (p *Provider) Hydrate(ctx context.Context) error {
 	in := &ec2.DescribeLaunchTemplatesInput{
 		MaxResults: aws.Int32(200),
@@ -408,6 +500,9 @@ func (p *Provider) Hydrate(ctx context.Context) error {
 		p.mu.Lock()
 		for _, lt := range out.LaunchTemplates {
 			name := aws.ToString(lt.LaunchTemplateName)
+			if !p.owned(lt) {
+				continue
+			}
 			if _, ok := p.known[name]; !ok {
 				p.known[name] = &entry{id: aws.ToString(lt.LaunchTemplateId), lastUsed: p.clock.Now()}
 			}
@@ -423,7 +518,9 @@ func (p *Provider) Hydrate(ctx context.Context) error {
 // DeleteAll deletes every launch template of the cluster made for the
 // named EC2NodeClass (found by its eks:eks-cluster-name and
 // karpenter.k8s.aws/ec2nodeclass tags, so templates made before a restart
-// are found too). Templates already gone are ignored; the other failures
+// are found too). Each listed template is checked to be karp's and the
+// NodeClass's before it is deleted, whatever filter EC2 applied; others
+// are skipped. Templates already gone are ignored; the other failures
 // are joined.
 func (p *Provider) DeleteAll(ctx context.Context, nodeClassName string) error {
 	in := &ec2.DescribeLaunchTemplatesInput{
@@ -448,6 +545,10 @@ func (p *Provider) DeleteAll(ctx context.Context, nodeClassName string) error {
 	var errs []error
 	for _, lt := range found {
 		name := aws.ToString(lt.LaunchTemplateName)
+		if !p.owned(lt) || tagValue(lt.Tags, awsv1.TagNodeClass) != nodeClassName {
+			log.FromContext(ctx).V(1).Info("not deleting launch template that is not this ec2nodeclass's", "launchTemplate", name, "EC2NodeClass", nodeClassName)
+			continue
+		}
 		p.Invalidate(name)
 		_, err := p.ec2.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateId: lt.LaunchTemplateId})
 		if err != nil && errorCode(err) != codeIDNotFound && errorCode(err) != codeNameNotFound {

@@ -197,7 +197,10 @@ func (o *Options) envDuration(key string, def time.Duration) time.Duration {
 }
 
 // FeatureNodeClassCEL is the AWS gate that allows CEL expressions in an
-// EC2NodeClass's kubelet settings.
+// EC2NodeClass's kubelet settings: with it on, kubelet.maxPods may be an
+// expression evaluated per instance type (pkg/cloudprovider/aws/
+// instancetype/kubeletcel); off, an expression is ignored and the class is
+// not valid (KubeletExpressionsDisabled), as upstream.
 const FeatureNodeClassCEL = "NodeClassCEL"
 
 // gateFlag reads Name=bool pairs into a map, ignoring names it does not
@@ -253,7 +256,10 @@ func (o *Options) Inert() []string {
 		out = append(out, "--enable-zonal-shift=true: karp does not read ARC zonal shifts yet; it launches in shifted zones")
 	}
 	if o.FeatureGates[FeatureNodeClassCEL] {
-		out = append(out, "AWS feature gate "+FeatureNodeClassCEL+"=true: karp's EC2NodeClass takes no CEL expressions in its kubelet settings yet")
+		// The gate acts on kubelet.maxPods; upstream also takes expressions
+		// in kubeReserved and systemReserved, which karp refuses for now.
+		out = append(out, "AWS feature gate "+FeatureNodeClassCEL+"=true: karp evaluates CEL expressions in an EC2NodeClass's kubelet.maxPods only; "+
+			"an expression in kubelet.kubeReserved or kubelet.systemReserved is not evaluated, and the class is reported invalid")
 	}
 	return out
 }

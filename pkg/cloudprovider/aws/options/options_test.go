@@ -147,7 +147,8 @@ func TestUpstreamSettingsAreReadAndNamedWhenInert(t *testing.T) {
 		t.Errorf("unknown gate kept: %v (upstream ignores unknown AWS gates)", o.FeatureGates)
 	}
 	inert := strings.Join(o.Inert(), "\n")
-	for _, want := range []string{"--eks-control-plane=true", "--disable-dry-run=false", "--enable-zonal-shift=true", "NodeClassCEL=true"} {
+	// NodeClassCEL acts on kubelet.maxPods only: the reserved maps are named.
+	for _, want := range []string{"--eks-control-plane=true", "--disable-dry-run=false", "--enable-zonal-shift=true", "NodeClassCEL=true", "kubelet.maxPods only", "kubelet.kubeReserved"} {
 		if !strings.Contains(inert, want) {
 			t.Errorf("Inert() does not name %s:\n%s", want, inert)
 		}

@@ -30,7 +30,9 @@ type Options struct {
 	// for, used when the kubelet settings do not set maxPods, so the
 	// kubelet admits exactly what karp scheduled.
 	MaxPods *int32
-	// Kubelet are the EC2NodeClass's kubelet settings.
+	// Kubelet are the EC2NodeClass's kubelet settings. AL2023 writes
+	// every field into nodeadm's kubelet config, those karp does not
+	// manage included; the other families write the managed ones.
 	Kubelet *awsv1.KubeletConfiguration
 	// UserData is the EC2NodeClass's spec.userData.
 	UserData *string
@@ -87,12 +89,16 @@ func render(family string, opts Options) (string, error) {
 }
 
 // kubelet returns the kubelet settings with karp's defaults filled in:
-// clusterDNS from kube-dns and maxPods from the instance types.
+// clusterDNS from kube-dns and maxPods from the instance types. A maxPods
+// CEL expression is never written: the instance types' pods capacity is
+// its value for them (evaluated per type, or the family's default with
+// the NodeClassCEL gate off).
 func (o Options) kubelet() awsv1.KubeletConfiguration {
 	k := awsv1.KubeletConfiguration{}
 	if o.Kubelet != nil {
 		k = *o.Kubelet.DeepCopy()
 	}
+	k.MaxPodsExpression = nil
 	if len(k.ClusterDNS) == 0 && o.ClusterDNSIP != "" {
 		k.ClusterDNS = []string{o.ClusterDNSIP}
 	}

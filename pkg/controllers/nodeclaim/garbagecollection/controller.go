@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -20,7 +23,6 @@ import (
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
-	"github.com/karp-autoscaler/karp/pkg/index"
 	"github.com/karp-autoscaler/karp/pkg/metrics"
 	"github.com/karp-autoscaler/karp/pkg/singleton"
 )
@@ -75,8 +77,32 @@ func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	return reconcile.Result{RequeueAfter: next}, c.Collect(ctx)
 }
 
-// Collect runs one pass: 1. list instances and NodeClaims; 2. delete
-// leaked instances; 3. delete NodeClaims whose instance is gone.
+// instanceIdentifier is the optional capability of providers whose
+// providerIDs may spell one instance in more than one way (AWS's carries
+// the zone, which a malformed answer may have left out): InstanceID
+// returns the instance's own ID, which the collector matches on.
+type instanceIdentifier interface {
+	InstanceID(providerID string) (string, error)
+}
+
+// instanceKey returns the key the collector matches providerIDs by: the
+// provider's instance ID when it offers one, else the whole string.
+func (c *Controller) instanceKey() func(providerID string) string {
+	ider, ok := cloudprovider.As[instanceIdentifier](c.cloudProvider)
+	return func(providerID string) string {
+		if ok {
+			if id, err := ider.InstanceID(providerID); err == nil {
+				return id
+			}
+		}
+		return providerID
+	}
+}
+
+// Collect runs one pass: 1. list instances, NodeClaims and Nodes; 2.
+// delete leaked instances; 3. delete NodeClaims whose instance is gone.
+// Instances are matched to NodeClaims and Nodes by instance (see
+// instanceKey), never by whole providerID strings.
 func (c *Controller) Collect(ctx context.Context) error {
 	instances, err := c.cloudProvider.List(ctx)
 	if err != nil {
@@ -86,46 +112,79 @@ func (c *Controller) Collect(ctx context.Context) error {
 	if err := c.apiReader.List(ctx, &nodeClaims); err != nil {
 		return fmt.Errorf("listing nodeclaims: %w", err)
 	}
-	claimed, launching := sets.New[string](), sets.New[string]()
-	for i := range nodeClaims.Items {
-		if id := nodeClaims.Items[i].Status.ProviderID; id != "" {
-			claimed.Insert(id)
-		} else {
-			launching.Insert(nodeClaims.Items[i].Name)
-		}
+	var nodes corev1.NodeList
+	if err := c.kubeClient.List(ctx, &nodes); err != nil {
+		return fmt.Errorf("listing nodes: %w", err)
 	}
+	key := c.instanceKey()
+	claimed, launching := claimedInstances(nodeClaims.Items, nodes.Items, key)
 	live := sets.New[string]()
 	var errs []error
 	for _, instance := range instances {
-		live.Insert(instance.Status.ProviderID)
+		live.Insert(key(instance.Status.ProviderID))
 		// An instance named after a NodeClaim that has not recorded its
 		// providerID yet is that NodeClaim's launch in flight, not a leak.
-		if claimed.Has(instance.Status.ProviderID) || (instance.Name != "" && launching.Has(instance.Name)) ||
+		if claimed.Has(key(instance.Status.ProviderID)) || (instance.Name != "" && launching.Has(instance.Name)) ||
 			c.clock.Since(instance.CreationTimestamp.Time) < LeakedInstanceAge {
 			continue
 		}
-		errs = append(errs, c.deleteLeakedInstance(ctx, instance))
+		errs = append(errs, c.deleteLeakedInstance(ctx, instance, nodesOf(nodes.Items, key(instance.Status.ProviderID), key)))
 	}
 	for i := range nodeClaims.Items {
-		errs = append(errs, c.collectNodeClaim(ctx, &nodeClaims.Items[i], live))
+		nodeClaim := &nodeClaims.Items[i]
+		errs = append(errs, c.collectNodeClaim(ctx, nodeClaim, live, key, nodesOf(nodes.Items, key(nodeClaim.Status.ProviderID), key)))
 	}
 	return errors.Join(errs...)
 }
 
+// claimedInstances returns the keys of the instances NodeClaims name,
+// directly or through their Nodes' spec.providerID (a Node a NodeClaim
+// owns or names), and the names of the NodeClaims still launching.
+func claimedInstances(nodeClaims []karpv1.NodeClaim, nodes []corev1.Node, key func(string) string) (claimed, launching sets.Set[string]) {
+	claimed, launching = sets.New[string](), sets.New[string]()
+	uids, nodeNames := sets.New[types.UID](), sets.New[string]()
+	for i := range nodeClaims {
+		uids.Insert(nodeClaims[i].UID)
+		if name := nodeClaims[i].Status.NodeName; name != "" {
+			nodeNames.Insert(name)
+		}
+		if id := nodeClaims[i].Status.ProviderID; id != "" {
+			claimed.Insert(key(id))
+		} else {
+			launching.Insert(nodeClaims[i].Name)
+		}
+	}
+	for i := range nodes {
+		node := &nodes[i]
+		owned := slices.ContainsFunc(node.OwnerReferences, func(ref metav1.OwnerReference) bool { return uids.Has(ref.UID) })
+		if node.Spec.ProviderID != "" && (owned || nodeNames.Has(node.Name)) {
+			claimed.Insert(key(node.Spec.ProviderID))
+		}
+	}
+	return claimed, launching
+}
+
+// nodesOf returns the Nodes whose providerID names the instance of the key.
+func nodesOf(nodes []corev1.Node, instanceKey string, key func(string) string) []*corev1.Node {
+	var out []*corev1.Node
+	for i := range nodes {
+		if nodes[i].Spec.ProviderID != "" && key(nodes[i].Spec.ProviderID) == instanceKey {
+			out = append(out, &nodes[i])
+		}
+	}
+	return out
+}
+
 // deleteLeakedInstance terminates an instance no NodeClaim names and
-// deletes its Node.
-func (c *Controller) deleteLeakedInstance(ctx context.Context, instance *karpv1.NodeClaim) error {
+// deletes its Nodes.
+func (c *Controller) deleteLeakedInstance(ctx context.Context, instance *karpv1.NodeClaim, nodes []*corev1.Node) error {
 	if err := c.cloudProvider.Delete(ctx, instance); cloudprovider.IgnoreNodeClaimNotFoundError(err) != nil {
 		return fmt.Errorf("deleting leaked instance %s: %w", instance.Status.ProviderID, err)
 	}
 	log.FromContext(ctx).Info("garbage collected instance without nodeclaim", "providerID", instance.Status.ProviderID)
-	var nodes corev1.NodeList
-	if err := c.kubeClient.List(ctx, &nodes, client.MatchingFields{index.NodeProviderID: instance.Status.ProviderID}); err != nil {
-		return fmt.Errorf("listing nodes of leaked instance: %w", err)
-	}
 	var errs []error
-	for i := range nodes.Items {
-		errs = append(errs, c.deleteNode(ctx, &nodes.Items[i]))
+	for _, node := range nodes {
+		errs = append(errs, c.deleteNode(ctx, node))
 	}
 	return errors.Join(errs...)
 }
@@ -149,18 +208,14 @@ func (c *Controller) deleteNode(ctx context.Context, node *corev1.Node) error {
 
 // collectNodeClaim deletes a Registered NodeClaim whose instance is not
 // live any more, unless its Node is still Ready (the instance list may lag).
-func (c *Controller) collectNodeClaim(ctx context.Context, nodeClaim *karpv1.NodeClaim, live sets.Set[string]) error {
-	if !nodeClaim.DeletionTimestamp.IsZero() || nodeClaim.Status.ProviderID == "" || live.Has(nodeClaim.Status.ProviderID) ||
+func (c *Controller) collectNodeClaim(ctx context.Context, nodeClaim *karpv1.NodeClaim, live sets.Set[string], key func(string) string, nodes []*corev1.Node) error {
+	if !nodeClaim.DeletionTimestamp.IsZero() || nodeClaim.Status.ProviderID == "" || live.Has(key(nodeClaim.Status.ProviderID)) ||
 		!nodeClaim.StatusConditions().IsTrue(karpv1.ConditionTypeRegistered) ||
 		!cloudprovider.IsManaged(nodeClaim, c.cloudProvider, c.kubeClient.Scheme()) {
 		return nil
 	}
-	var nodes corev1.NodeList
-	if err := c.kubeClient.List(ctx, &nodes, client.MatchingFields{index.NodeProviderID: nodeClaim.Status.ProviderID}); err != nil {
-		return fmt.Errorf("listing nodes of nodeclaim: %w", err)
-	}
-	for i := range nodes.Items {
-		if nodeReady(&nodes.Items[i]) {
+	for _, node := range nodes {
+		if nodeReady(node) {
 			return nil
 		}
 	}

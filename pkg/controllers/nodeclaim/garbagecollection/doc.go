@@ -9,6 +9,12 @@
 //     NodeClaim vanished (deleted mid-launch, or a crash between Create and
 //     recording the providerID) must not cost money forever.
 //
+// Instances are matched to NodeClaims, and to Nodes, by instance: the
+// provider's instance ID when it offers one (InstanceID), since one
+// instance may be spelled by providerIDs that differ (AWS's with and
+// without the zone). An instance a NodeClaim names, directly or through a
+// Node it owns or names, is never collected.
+//
 // NodeClaims are read straight from the API server (not the cache) for
 // the leak check: a stale cache must never make a live instance look
 // leaked. The age threshold covers the window between Create returning and

@@ -15,11 +15,31 @@ import (
 type EC2 struct {
 	Faults
 
+	// The switches below make the fake answer as an emulator or another
+	// EC2 version may (ec2_answers.go); all default off. Set them before
+	// the calls they should affect.
+
+	// FleetOmitsInstancePlacement drops the per-instance AvailabilityZone
+	// and SubnetId of CreateFleet's Instances (fields EC2 added in 2026).
+	FleetOmitsInstancePlacement bool
+	// FleetOmitsOverrideZones drops the AvailabilityZone of each
+	// Instances[i].LaunchTemplateAndOverrides.Overrides (SubnetId stays).
+	FleetOmitsOverrideZones bool
+	// FleetOmitsOverrides drops Instances[i].LaunchTemplateAndOverrides.
+	FleetOmitsOverrides bool
+	// IgnoreFilters makes DescribeInstances and DescribeLaunchTemplates
+	// ignore their Filters, InstanceIds, LaunchTemplateNames and
+	// LaunchTemplateIds: every instance and launch template in the account
+	// is returned.
+	IgnoreFilters bool
+
 	mu      sync.Mutex
 	catalog catalogState
 	network networkState
 	images  imageState
 	launch  launchState
+	// placement holds the placement groups (ec2_placementgroups.go).
+	placement placementState
 }
 
 // NewEC2 returns an empty fake; tests seed it through its Add*/Set* methods.

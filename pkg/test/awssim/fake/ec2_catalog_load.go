@@ -130,8 +130,9 @@ func catalogInstanceType(it catalog.InstanceType) (ec2types.InstanceTypeInfo, er
 			SupportedArchitectures: []ec2types.ArchitectureType{arch},
 			Manufacturer:           ptr(manufacturerName(labels[catalogLabelCPUManufacturer])),
 		},
-		EbsInfo:     ebsInfo(labels),
-		NetworkInfo: networkInfo(labels, it.Allocatable, enis, ipv4),
+		EbsInfo:            ebsInfo(labels),
+		NetworkInfo:        networkInfo(labels, it.Allocatable, enis, ipv4),
+		PlacementGroupInfo: placementGroupInfo(it.Name),
 	}
 	if mhz, err := strconv.ParseFloat(labels[catalogLabelClockMHz], 64); err == nil {
 		info.ProcessorInfo.SustainedClockSpeedInGhz = ptr(mhz / 1000)
@@ -299,4 +300,17 @@ func (e *EC2) SeedCatalogSpotPrices(data []byte, zones []OfferingZone, at time.T
 	}
 	e.AddSpotPrices(records...)
 	return nil
+}
+
+// placementGroupInfo is the placement strategies EC2 lists for a type:
+// every type takes partition and spread groups; cluster groups take no
+// burstable (t2, t3, t4g...), Mac or flex types.
+func placementGroupInfo(name string) *ec2types.PlacementGroupInfo {
+	strategies := []ec2types.PlacementGroupStrategy{ec2types.PlacementGroupStrategyPartition, ec2types.PlacementGroupStrategySpread}
+	family, _, _ := strings.Cut(name, ".")
+	burstable := len(family) > 1 && family[0] == 't' && family[1] >= '0' && family[1] <= '9'
+	if !burstable && !strings.HasPrefix(family, "mac") && !strings.Contains(family, "-flex") {
+		strategies = append([]ec2types.PlacementGroupStrategy{ec2types.PlacementGroupStrategyCluster}, strategies...)
+	}
+	return &ec2types.PlacementGroupInfo{SupportedStrategies: strategies}
 }

@@ -237,6 +237,7 @@ func (e *EC2) DescribeLaunchTemplates(_ context.Context, in *ec2.DescribeLaunchT
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.launch.init()
+	in = e.describeLaunchTemplatesInput(in)
 	for _, name := range in.LaunchTemplateNames {
 		if _, ok := e.launch.templates[name]; !ok {
 			return nil, launchErr(codeLaunchTemplateNameNotFound, "At least one of the launch templates specified in the request does not exist.")
@@ -343,7 +344,7 @@ func (e *EC2) CreateFleet(_ context.Context, in *ec2.CreateFleetInput, _ ...func
 	e.launch.init()
 	if token := aws.ToString(in.ClientToken); token != "" {
 		if out, ok := e.launch.fleets[token]; ok {
-			return out, nil
+			return e.fleetAnswer(out), nil
 		}
 	}
 	if in.Type != ec2types.FleetTypeInstant {
@@ -369,10 +370,11 @@ func (e *EC2) CreateFleet(_ context.Context, in *ec2.CreateFleetInput, _ ...func
 	if err != nil {
 		return nil, err
 	}
+	e.placeInstances(out)
 	if token := aws.ToString(in.ClientToken); token != "" {
 		e.launch.fleets[token] = out
 	}
-	return out, nil
+	return e.fleetAnswer(out), nil
 }
 
 // fleetOverride is one override of a CreateFleet request with its pool.
@@ -566,6 +568,7 @@ func (s *launchState) launchInstance(in *ec2.CreateFleetInput, o fleetOverride) 
 			CapacityReservationPreference: data.CapacityReservationSpecification.CapacityReservationPreference,
 			CapacityReservationTarget:     &ec2types.CapacityReservationTargetResponse{CapacityReservationId: aws.String(id)},
 		}
+		inst.InstanceLifecycle = reservedLifecycle(data) // ec2_reservations.go
 	}
 	if data.IamInstanceProfile != nil {
 		inst.IamInstanceProfile = &ec2types.IamInstanceProfile{Arn: data.IamInstanceProfile.Arn, Id: data.IamInstanceProfile.Name}
@@ -627,6 +630,7 @@ func (e *EC2) DescribeInstances(_ context.Context, in *ec2.DescribeInstancesInpu
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.launch.init()
+	in = e.describeInstancesInput(in)
 	for _, id := range in.InstanceIds {
 		if _, ok := e.launch.instances[id]; !ok {
 			return nil, launchErr(codeInstanceIDNotFound, "The instance ID '%s' does not exist", id)

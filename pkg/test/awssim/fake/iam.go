@@ -23,6 +23,10 @@ import (
 type IAM struct {
 	Faults
 
+	// IgnorePathPrefix makes ListInstanceProfiles ignore its PathPrefix and
+	// list every profile in the account, as an emulator may; default off.
+	IgnorePathPrefix bool
+
 	mu       sync.Mutex
 	clock    clock.PassiveClock
 	nextID   int
@@ -311,7 +315,7 @@ func (f *IAM) ListInstanceProfiles(_ context.Context, in *iam.ListInstanceProfil
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	prefix := "/"
-	if in.PathPrefix != nil {
+	if in.PathPrefix != nil && !f.IgnorePathPrefix {
 		prefix = *in.PathPrefix
 	}
 	profiles, marker, err := f.profilePage(func(p *iamtypes.InstanceProfile) bool {

@@ -52,6 +52,13 @@ type Providers struct {
 	Version versionSource
 	// InstanceProfiles is an *instanceprofile.Provider.
 	InstanceProfiles instanceProfileProvider
+	// PlacementGroups is a *placementgroup.Provider; without it a class
+	// with a placementGroupSelector is not ready.
+	PlacementGroups placementGroupProvider
+	// KubeletExpressions is a *kubeletcel.Environment when the
+	// NodeClassCEL AWS gate is on; nil refuses CEL expressions in
+	// spec.kubelet (KubeletExpressionsDisabled).
+	KubeletExpressions expressionCompiler
 }
 
 // NewController builds the EC2NodeClass status controller.
@@ -65,6 +72,8 @@ func NewController(kubeClient client.Client, recorder events.EventRecorder, clk 
 			&amiStep{amis: providers.AMIs, version: providers.Version, report: r},
 			// CapacityReservationsReady.
 			&capacityReservationStep{reservations: providers.CapacityReservations, report: r},
+			// status.placementGroup and PlacementGroupReady.
+			&placementGroupStep{groups: providers.PlacementGroups, report: r},
 			// status.subnets and SubnetsReady.
 			&subnetStep{subnets: providers.Subnets, report: r},
 			// status.securityGroups and SecurityGroupsReady.
@@ -72,7 +81,7 @@ func NewController(kubeClient client.Client, recorder events.EventRecorder, clk 
 			// status.instanceProfile and InstanceProfileReady.
 			&instanceProfileStep{profiles: providers.InstanceProfiles, report: r},
 			// ValidationSucceeded, once the others are known.
-			&validationStep{report: r},
+			&validationStep{report: r, expressions: providers.KubeletExpressions},
 		},
 	}
 }

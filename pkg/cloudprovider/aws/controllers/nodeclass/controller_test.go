@@ -23,6 +23,7 @@ var allConditions = []string{
 	awsv1.ConditionTypeInstanceProfileReady,
 	awsv1.ConditionTypeCapacityReservationsReady,
 	awsv1.ConditionTypeValidationSucceeded,
+	awsv1.ConditionTypePlacementGroupReady,
 	awsv1.ConditionTypeReady,
 }
 
@@ -160,7 +161,15 @@ func TestNotReadyReasons(t *testing.T) {
 				nc.Spec.Kubelet = &awsv1.KubeletConfiguration{PodsPerCore: ptr(int32(10))}
 			},
 			condition: awsv1.ConditionTypeValidationSucceeded, reason: awsv1.ConditionReasonUnsupportedKubelet,
-			message:     []string{"kubelet.podsPerCore is not supported by the Bottlerocket AMI family"},
+			message:     []string{"spec.kubelet has fields not applied by the Bottlerocket AMI family that would be silently dropped: podsPerCore"},
+			wantRequeue: time.Minute,
+		},
+		"a kubelet CEL expression without the NodeClassCEL gate": {
+			edit: func(_ *world, nc *awsv1.EC2NodeClass) {
+				nc.Spec.Kubelet = &awsv1.KubeletConfiguration{MaxPodsExpression: ptr("min(max_pods, 20)")}
+			},
+			condition: awsv1.ConditionTypeValidationSucceeded, reason: awsv1.ConditionReasonKubeletExpressionsDisabled,
+			message:     []string{"NodeClassCEL feature gate is disabled"},
 			wantRequeue: time.Minute,
 		},
 	} {

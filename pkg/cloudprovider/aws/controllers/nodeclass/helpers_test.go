@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
@@ -18,6 +19,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/capacityreservation"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/nodeclass"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instanceprofile"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/placementgroup"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/securitygroup"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/subnet"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/version"
@@ -33,7 +35,7 @@ const (
 )
 
 // world is an AWS account seen through the fakes: three subnets and two
-// security groups tagged for discovery, the al2023@latest AMIs published
+// security groups tagged for discovery, two placement groups, the al2023@latest AMIs published
 // for the API server's Kubernetes version, and an instance profile for the
 // node role.
 type world struct {
@@ -63,6 +65,10 @@ func newWorld(t *testing.T) *world {
 		fake.NewSecurityGroup("sg-cluster", "eks-cluster-sg", map[string]string{discoveryTag: "test"}),
 		fake.NewSecurityGroup("sg-other", "other", nil),
 	)
+	w.ec2.AddPlacementGroups(
+		fake.NewPlacementGroup("pg-0a1", "training", ec2types.PlacementStrategyCluster, 0),
+		fake.NewPlacementGroup("pg-0b2", "kafka", ec2types.PlacementStrategyPartition, 3),
+	)
 	w.iam.AddInstanceProfile(profile, role)
 
 	disco, err := discovery.NewDiscoveryClientForConfig(h.Env.Config)
@@ -81,6 +87,7 @@ func newWorld(t *testing.T) *world {
 		CapacityReservations: capacityreservation.NewProvider(w.ec2, h.Clock),
 		Version:              versions,
 		InstanceProfiles:     instanceprofile.NewProvider(w.iam, h.Clock, clusterName, region),
+		PlacementGroups:      placementgroup.NewProvider(w.ec2, h.Clock),
 	}
 	w.controller = nodeclass.NewController(h.Env.Client, h.Recorder, h.Clock, w.providers)
 	return w

@@ -2,6 +2,7 @@ package nodeclass
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -27,6 +28,14 @@ var dependencies = []string{
 // other condition is True, then the checks the API server cannot make.
 type validationStep struct {
 	report reporter
+	// expressions compiles spec.kubelet's CEL expressions; nil is the
+	// NodeClassCEL gate off.
+	expressions expressionCompiler
+}
+
+// expressionCompiler checks a kubelet CEL expression compiles.
+type expressionCompiler interface {
+	Compile(expression string) error
 }
 
 func (s *validationStep) reconcile(_ context.Context, nodeClass *awsv1.EC2NodeClass) (reconcile.Result, error) {
@@ -43,28 +52,26 @@ func (s *validationStep) reconcile(_ context.Context, nodeClass *awsv1.EC2NodeCl
 			return reconcile.Result{}, nil
 		}
 	}
-	if message := kubeletUnsupported(nodeClass.AMIFamily(), nodeClass.Spec.Kubelet); message != "" {
+	if reason, message := s.kubeletInvalid(nodeClass); reason != "" {
 		// Only a spec change can fix it, and a spec change reconciles.
-		s.report.notReady(nodeClass, awsv1.ConditionTypeValidationSucceeded, awsv1.ConditionReasonUnsupportedKubelet, message)
+		s.report.notReady(nodeClass, awsv1.ConditionTypeValidationSucceeded, reason, message)
 		return reconcile.Result{}, nil
 	}
 	conditions.SetTrue(awsv1.ConditionTypeValidationSucceeded)
 	return reconcile.Result{RequeueAfter: requeueValidation}, nil
 }
 
-// kubeletUnsupported says which kubelet setting family's bootstrap cannot
-// apply, as upstream: Bottlerocket has no podsPerCore, and only AL2023 (and
-// Custom, whose user data is the user's) takes more than one cluster DNS
-// address.
-func kubeletUnsupported(family string, kubelet *awsv1.KubeletConfiguration) string {
-	if kubelet == nil || family == awsv1.AMIFamilyCustom {
-		return ""
+// kubeletInvalid checks spec.kubelet as upstream's validation controller
+// does (the API server no longer can: it is an open map), then that its
+// CEL expressions compile.
+func (s *validationStep) kubeletInvalid(nodeClass *awsv1.EC2NodeClass) (string, string) {
+	if reason, errs := nodeClass.ValidateKubelet(s.expressions != nil); reason != "" {
+		return reason, errors.Join(errs...).Error()
 	}
-	if family == awsv1.AMIFamilyBottlerocket && kubelet.PodsPerCore != nil {
-		return fmt.Sprintf("kubelet.podsPerCore is not supported by the %s AMI family", family)
+	if k := nodeClass.Spec.Kubelet; k.HasExpressions() {
+		if err := s.expressions.Compile(*k.MaxPodsExpression); err != nil {
+			return awsv1.ConditionReasonKubeletExpressionInvalid, fmt.Sprintf("spec.kubelet.maxPods: %v", err)
+		}
 	}
-	if family != awsv1.AMIFamilyAL2023 && len(kubelet.ClusterDNS) > 1 {
-		return fmt.Sprintf("kubelet.clusterDNS with more than one address is not supported by the %s AMI family", family)
-	}
-	return ""
+	return "", ""
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
+	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,15 +54,30 @@ func create(t *testing.T, objs ...client.Object) {
 	})
 }
 
-// Only the cluster's unused profiles past the protection window go.
+// Only the cluster's unused profiles past the protection window go, even
+// when IAM ignores the listing's PathPrefix: a user's profile, another
+// cluster's, and one under the cluster's path without karp's name and
+// tags stay.
 func TestUnusedProfilesAreDeleted(t *testing.T) {
 	backend := fake.NewIAM()
 	backend.SetClock(h.Clock)
 	backend.AddRole("node")
+	backend.IgnorePathPrefix = true
 	provider := instanceprofile.NewProvider(backend, h.Clock, clusterName, region)
-	profile := func(name, path string) {
+	// karps names a profile as karp does, <cluster>_<suffix>.
+	karps := func(suffix string) string { return clusterName + "_" + suffix }
+	// profile creates a profile with a role; owned ones carry the tags
+	// karp gives its profiles.
+	profile := func(name, path string, owned bool) {
 		t.Helper()
-		if _, err := backend.CreateInstanceProfile(t.Context(), &iam.CreateInstanceProfileInput{InstanceProfileName: aws.String(name), Path: aws.String(path)}); err != nil {
+		in := &iam.CreateInstanceProfileInput{InstanceProfileName: aws.String(name), Path: aws.String(path)}
+		if owned {
+			in.Tags = []iamtypes.Tag{
+				{Key: aws.String("kubernetes.io/cluster/" + clusterName), Value: aws.String("owned")},
+				{Key: aws.String(instanceprofile.TagManagedBy), Value: aws.String(clusterName)},
+			}
+		}
+		if _, err := backend.CreateInstanceProfile(t.Context(), in); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := backend.AddRoleToInstanceProfile(t.Context(), &iam.AddRoleToInstanceProfileInput{InstanceProfileName: aws.String(name), RoleName: aws.String("node")}); err != nil {
@@ -69,25 +85,28 @@ func TestUnusedProfilesAreDeleted(t *testing.T) {
 		}
 	}
 	// By status: a class switched to a named profile that is karp's.
-	switched := nodeClass("gc-switched", "", aws.String("in-status"))
+	switched := nodeClass("gc-switched", "", aws.String(karps("in-status")))
 	// By managed name: a class with a role whose status is not written yet.
 	withRole := nodeClass("gc-role", "node", nil)
 	create(t, switched, withRole)
-	switched.Status.InstanceProfile = "in-status"
+	switched.Status.InstanceProfile = karps("in-status")
 	if err := h.Env.Client.Status().Update(t.Context(), switched); err != nil {
 		t.Fatal(err)
 	}
 	claim := test.MakeNodeClaim("gc-claim").NodePool("default").
-		Annotations(map[string]string{awsv1.AnnotationInstanceProfile: "on-a-nodeclaim"}).Obj()
+		Annotations(map[string]string{awsv1.AnnotationInstanceProfile: karps("on-a-nodeclaim")}).Obj()
 	create(t, claim)
-	profile("in-status", clusterPath+"uid-1/")
-	profile(provider.ManagedName(withRole.Name), clusterPath+"uid-2/")
-	profile("on-a-nodeclaim", clusterPath+"uid-3/")
-	profile("unused", clusterPath+"uid-4/")
-	profile("users-own", "/")
-	profile("other-clusters", "/karpenter/us-west-2/other-cluster/uid-5/")
+	profile(karps("in-status"), clusterPath+"uid-1/", true)
+	profile(provider.ManagedName(withRole.Name), clusterPath+"uid-2/", true)
+	profile(karps("on-a-nodeclaim"), clusterPath+"uid-3/", true)
+	profile(karps("unused"), clusterPath+"uid-4/", true)
+	profile("users-own", "/", false)
+	profile(karps("users-own-tagged"), "/", true)
+	profile("other-cluster_1", "/karpenter/us-west-2/other-cluster/uid-5/", true)
+	profile("untagged-at-cluster-path", clusterPath+"uid-7/", false)
+	profile(karps("untagged"), clusterPath+"uid-8/", false)
 	h.Clock.Step(2 * time.Hour)
-	profile("unused-but-new", clusterPath+"uid-6/")
+	profile(karps("unused-but-new"), clusterPath+"uid-6/", true)
 	c := garbagecollection.NewController(h.APIReader, provider, h.Clock)
 
 	res, err := c.Reconcile(t.Context(), reconcile.Request{})
@@ -95,7 +114,8 @@ func TestUnusedProfilesAreDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	want := []string{"in-status", provider.ManagedName(withRole.Name), "on-a-nodeclaim", "other-clusters", "unused-but-new", "users-own"}
+	want := []string{karps("in-status"), provider.ManagedName(withRole.Name), karps("on-a-nodeclaim"), "other-cluster_1", karps("unused-but-new"),
+		"users-own", karps("users-own-tagged"), "untagged-at-cluster-path", karps("untagged")}
 	if diff := cmp.Diff(want, backend.InstanceProfileNames(), cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
 		t.Errorf("profiles left (-want,+got)\n%s", diff)
 	}
@@ -112,7 +132,7 @@ func TestUnusedProfilesAreDeleted(t *testing.T) {
 	if _, err := c.Reconcile(t.Context(), reconcile.Request{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := backend.InstanceProfile("unused-but-new"); ok {
+	if _, ok := backend.InstanceProfile(karps("unused-but-new")); ok {
 		t.Error("the profile past its protection window is left after the retry")
 	}
 }

@@ -12,6 +12,11 @@
 //     names it (its instance still runs with it), or
 //   - it was created less than an hour ago (upstream's protection window).
 //
+// Whatever IAM's listing returned, a profile is deleted only if it is
+// under that path, named <cluster>_..., and tagged as the cluster's (see
+// package instanceprofile); a user's profile, or one under karp's path
+// that karp did not make, is never deleted.
+//
 // Such leftovers come from a NodeClass switched from spec.role to
 // spec.instanceProfile, a NodeClass deleted before its finalizer was added,
 // and the per-role profiles of a cluster that ran Karpenter before. The

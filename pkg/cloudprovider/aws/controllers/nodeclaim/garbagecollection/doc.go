@@ -8,5 +8,9 @@
 // NodePool with no NodeClaim naming it is terminated (and its Node
 // deleted) once older than 30 seconds, a younger one and other clusters'
 // or untagged instances are left alone, and a registered NodeClaim whose
-// instance was terminated outside karp is deleted.
+// instance was terminated outside karp is deleted. They also confirm that
+// instances are matched to NodeClaims by instance ID (a providerID
+// recorded without its zone, or an instance named only by the NodeClaim's
+// Node, keeps its instance), with EC2 answers lacking the per-instance
+// zone and ignoring DescribeInstances filters.
 package garbagecollection

@@ -197,3 +197,74 @@ func TestNodeClaimsWhoseInstanceIsGoneAreDeleted(t *testing.T) {
 		t.Errorf("the running NodeClaim's instance is %s", s)
 	}
 }
+
+// launch creates a NodeClaim and launches it through the provider,
+// recording providerID (the launched one when empty) in its status.
+func launch(t *testing.T, w *awstest.World, name, nodeClassName string) (*karpv1.NodeClaim, *karpv1.NodeClaim) {
+	t.Helper()
+	nc := awstest.NewNodeClaim(name, nodeClassName)
+	nc.Finalizers = []string{karpv1.TerminationFinalizer}
+	h.Create(t, nc)
+	launched, err := w.Provider.Create(t.Context(), nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, launched
+}
+
+// NodeClaims launched from CreateFleet answers without the per-instance
+// zone and subnet get the zone in their providerID and labels; NodeClaims
+// whose providerID lacks the zone (recorded so by an older karp), or names
+// the instance only through their Node, keep their instances past the
+// grace period: instances are matched by ID.
+func TestInstancesAreMatchedToNodeClaimsByID(t *testing.T) {
+	w, nodeClass, c := setup(t)
+	w.EC2.FleetOmitsInstancePlacement = true
+	w.EC2.IgnoreFilters = true
+
+	// 1. The zone comes from elsewhere in the answer.
+	zoned, launched := launch(t, w, "zoned", nodeClass.Name)
+	id, err := instance.ParseProviderID(launched.Status.ProviderID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zone := launched.Labels[corev1.LabelTopologyZone]
+	if zone == "" || launched.Status.ProviderID != instance.ProviderID(zone, id) {
+		t.Errorf("launched NodeClaim has providerID %q and zone label %q, want aws:///<zone>/<id>", launched.Status.ProviderID, zone)
+	}
+	zoned.Status.ProviderID = launched.Status.ProviderID
+	h.UpdateStatus(t, zoned)
+
+	// 2. A providerID recorded without the zone.
+	zoneless, launched := launch(t, w, "zoneless", nodeClass.Name)
+	zonelessID, _ := instance.ParseProviderID(launched.Status.ProviderID)
+	zoneless.Status.ProviderID = instance.ProviderID("", zonelessID)
+	h.UpdateStatus(t, zoneless)
+
+	// 3. A providerID the provider cannot read, the instance named by the
+	// NodeClaim's Node.
+	viaNode, launched := launch(t, w, "via-node", nodeClass.Name)
+	viaNodeID, _ := instance.ParseProviderID(launched.Status.ProviderID)
+	viaNode.Status.ProviderID = "aws:///garbled"
+	viaNode.Status.NodeName = "via-node-node"
+	h.UpdateStatus(t, viaNode)
+	n := test.MakeNode("via-node-node").ProviderID(launched.Status.ProviderID).Obj()
+	h.Create(t, n)
+
+	leaked := runInstance(t, w, clusterTags(awstest.ClusterName, nodeClass.Name))
+	h.Clock.Step(garbagecollection.LeakedInstanceAge + time.Second)
+	collect(t, c)
+
+	got := state(w)
+	for name, id := range map[string]string{"zoned": id, "zoneless": zonelessID, "via-node": viaNodeID} {
+		if got[id] != string(ec2types.InstanceStateNameRunning) {
+			t.Errorf("the %s NodeClaim's instance %s is %s, want running", name, id, got[id])
+		}
+	}
+	if s := got[leaked]; s != string(ec2types.InstanceStateNameShuttingDown) && s != string(ec2types.InstanceStateNameTerminated) {
+		t.Errorf("the leaked instance is %s, want terminated", s)
+	}
+	if !h.Get(t, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name}}) {
+		t.Error("the Node of a NodeClaim's instance was deleted")
+	}
+}
