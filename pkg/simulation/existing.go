@@ -27,10 +27,7 @@ func (s *solver) addExisting() {
 	})
 	for _, n := range nodes {
 		t := &target{id: len(s.targets), existing: n, closed: s.in.settlingClosed && n.Settling}
-		t.nodeReqs = scheduling.NewLabelRequirements(n.Labels)
-		if n.Requirements != nil {
-			t.nodeReqs = t.nodeReqs.Intersection(n.Requirements)
-		}
+		t.nodeReqs = s.in.NodeCache.nodeRequirements(n)
 		t.nodeTnts = n.Taints
 		if !n.Initialized {
 			t.nodeTnts = scheduling.Taints(n.Taints).WithoutEphemeral(n.StartupTaints)
@@ -38,7 +35,7 @@ func (s *solver) addExisting() {
 		t.used = make(scheduling.Vector, s.resources.Len())
 		for _, p := range n.Pods {
 			if !terminal(p) {
-				t.used.Add(s.resources.Vector(scheduling.PodRequests(scheduling.WithLimitRangeDefaults(p, s.in.LimitRanges))))
+				t.used.Add(s.resources.Vector(s.in.NodeCache.requests(p, s.in.LimitRanges)))
 				t.ports = append(t.ports, scheduling.PodHostPorts(p)...)
 			}
 		}

@@ -126,7 +126,12 @@ type Input struct {
 	// has had its turn, so they never take room a real pod needs, and are
 	// counted after them when solves are compared.
 	Headroom map[types.UID]bool
-	Options  Options
+	// NodeCache, when set, keeps what each existing node and its pods
+	// yield (requests, resource names, label requirements) across the
+	// solves of inputs sharing it: the what-ifs of one disruption pass.
+	// nil: each solve derives them.
+	NodeCache *NodeCache
+	Options   Options
 	// settlingClosed keeps pods off Settling nodes, except waiting ones:
 	// Consolidate sets it when it places the candidates' pods.
 	settlingClosed bool

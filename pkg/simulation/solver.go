@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
@@ -311,31 +312,22 @@ func newSolver(in *Input) *solver {
 // limit names, so vectors have a slot for each.
 func (s *solver) resourceNames() corev1.ResourceList {
 	names := corev1.ResourceList{}
-	addPod := func(spec *corev1.PodSpec) {
-		for _, list := range [][]corev1.Container{spec.Containers, spec.InitContainers} {
-			for i := range list {
-				for n, q := range list[i].Resources.Requests {
-					names[n] = q
-				}
-				for n, q := range list[i].Resources.Limits {
-					names[n] = q
-				}
-			}
-		}
-		for n, q := range spec.Overhead {
-			names[n] = q
-		}
-	}
 	for _, p := range s.in.Pods {
-		addPod(&p.Spec)
+		addSpecResourceNames(names, &p.Spec)
 	}
 	for _, n := range s.in.Nodes {
 		for _, p := range n.Pods {
-			addPod(&p.Spec)
+			if s.in.NodeCache == nil {
+				addSpecResourceNames(names, &p.Spec)
+				continue
+			}
+			for _, name := range s.in.NodeCache.facts(p, s.in.LimitRanges).names {
+				names[name] = resource.Quantity{}
+			}
 		}
 	}
 	for _, ds := range s.in.DaemonSets {
-		addPod(&ds.Spec.Template.Spec)
+		addSpecResourceNames(names, &ds.Spec.Template.Spec)
 	}
 	for _, lr := range s.in.LimitRanges {
 		for _, item := range lr.Spec.Limits {

@@ -30,7 +30,7 @@ import (
 // search finds little and single-node consolidation visits every
 // candidate: the worst case for a pass.
 func BenchmarkConsolidationPass(b *testing.B) {
-	c, w := benchCluster(b)
+	c, w := benchCluster(b, 1)
 	b.Run("as-packed", func(b *testing.B) { benchPass(b, c, w) })
 	// Without launchable capacity every move must be a delete, which a
 	// packed cluster never allows: single-node consolidation simulates
@@ -61,8 +61,9 @@ func benchPass(b *testing.B, c *Controller, w *world) {
 }
 
 // benchCluster packs the diverse pods with the solver and loads the result
-// into a cluster state as running nodes.
-func benchCluster(b *testing.B) (*Controller, *world) {
+// into a cluster state as running nodes, copies times over (each copy's
+// nodes and pods under their own names).
+func benchCluster(b *testing.B, copies int) (*Controller, *world) {
 	b.Helper()
 	dir := fixtures.Bench(b, "")
 	all, err := catalog.LoadFile(filepath.Join(dir, "instance-types-400.json"), catalog.DefaultOptions())
@@ -93,8 +94,14 @@ func benchCluster(b *testing.B) (*Controller, *world) {
 	clk := clocktesting.NewFakeClock(time.Now().Add(2 * time.Hour))
 	cluster := state.NewCluster(clk, nil)
 	cluster.UpdateNodePool(np)
-	for i, nc := range res.NodeClaims {
-		loadNode(cluster, fmt.Sprintf("node-%d", i), nc, clk.Now().Add(-time.Hour))
+	for k := range copies {
+		for i, nc := range res.NodeClaims {
+			name := fmt.Sprintf("node-%d", i)
+			if k > 0 {
+				name = fmt.Sprintf("node-%d-%d", k, i)
+			}
+			loadNode(cluster, name, nc, clk.Now().Add(-time.Hour))
+		}
 	}
 	provider := fake.New(its...)
 	c := NewController(nil, provider, cluster, nil, clk, DefaultOptions(), simulation.Options{
@@ -128,11 +135,11 @@ func loadNode(cluster *state.Cluster, name string, nc *simulation.NodeClaim, ini
 	for i, p := range nc.Pods {
 		pod := p.DeepCopy()
 		pod.Spec.NodeName = name
+		// Pods are keyed by name in the cluster state: a copy's are its own.
+		pod.Name = fmt.Sprintf("%s-%s-%d", pod.Name, name, i)
 		pod.Status.Phase = corev1.PodRunning
 		pod.Status.StartTime = &metav1.Time{Time: initialized}
-		if pod.UID == "" {
-			pod.UID = types.UID(fmt.Sprintf("%s-%d", name, i))
-		}
+		pod.UID = types.UID(fmt.Sprintf("%s-%d", name, i))
 		pod.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "rs", UID: "rs"}}
 		cluster.UpdatePod(pod)
 	}

@@ -36,7 +36,10 @@ func (s *passSimulator) refresh(ctx context.Context, c *Controller, w *world) er
 	for i, sn := range stateNodes {
 		nodes[i].Settling = settling(sn, w)
 	}
-	in := simulation.Input{Nodes: nodes, Pods: c.cluster.ProvisionablePods(), DaemonSets: c.cluster.DaemonSets(), Options: s.opts}
+	// The pass's what-ifs all solve over these nodes: each pod's requests
+	// are derived once (simulation.NodeCache).
+	in := simulation.Input{Nodes: nodes, Pods: c.cluster.ProvisionablePods(), DaemonSets: c.cluster.DaemonSets(), Options: s.opts,
+		NodeCache: simulation.NewNodeCache()}
 	// The CapacityBuffers' virtual pods wait with the pending pods.
 	in.Pods, in.Headroom = s.withBufferPods(in.Pods)
 	for _, name := range w.poolNames {

@@ -1,11 +1,5 @@
 package nodepoolhealth
 
-import (
-	"sync"
-
-	"k8s.io/apimachinery/pkg/types"
-)
-
 const (
 	// BufferSize is how many recent outcomes a NodePool's tracker keeps.
 	BufferSize = 4
@@ -69,69 +63,4 @@ func (t Tracker) Status() Status {
 		return StatusUnhealthy
 	}
 	return StatusHealthy
-}
-
-// State holds a Tracker per NodePool UID; safe for concurrent use.
-type State struct {
-	mu       sync.Mutex
-	trackers map[types.UID]Tracker
-}
-
-// NewState returns an empty State.
-func NewState() *State { return &State{trackers: map[types.UID]Tracker{}} }
-
-// Status is the NodePool's current verdict.
-func (s *State) Status(nodePool types.UID) Status {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.trackers[nodePool].Status()
-}
-
-// StatusWith is the verdict the NodePool would have after recording the
-// outcome, without recording it.
-func (s *State) StatusWith(nodePool types.UID, success bool) Status {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t := s.trackers[nodePool]
-	t.Record(success)
-	return t.Status()
-}
-
-// Record adds an outcome to the NodePool's tracker.
-func (s *State) Record(nodePool types.UID, success bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t := s.trackers[nodePool]
-	t.Record(success)
-	s.trackers[nodePool] = t
-}
-
-// Seed fills an empty tracker so it agrees with a condition stored before
-// the process started: Healthy as one success, Unhealthy as the failures
-// the threshold needs. A tracker already holding outcomes is left alone.
-func (s *State) Seed(nodePool types.UID, status Status) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t := s.trackers[nodePool]
-	if t.len > 0 {
-		return
-	}
-	switch status {
-	case StatusHealthy:
-		t.Record(true)
-	case StatusUnhealthy:
-		for range int(BufferSize * ThresholdFalse) {
-			t.Record(false)
-		}
-	default:
-		return
-	}
-	s.trackers[nodePool] = t
-}
-
-// Reset forgets the NodePool's outcomes (its spec or NodeClass changed).
-func (s *State) Reset(nodePool types.UID) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.trackers, nodePool)
 }

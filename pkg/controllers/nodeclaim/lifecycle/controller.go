@@ -68,7 +68,7 @@ var _ reconcile.ObjectReconciler[*karpv1.NodeClaim] = (*Controller)(nil)
 func NewController(kubeClient client.Client, cp cloudprovider.CloudProvider, clk clock.Clock, recorder events.EventRecorder) *Controller {
 	// Registration and liveness report outcomes here; without a State
 	// (WithRegistrationHealth) reporting does nothing.
-	health := &poolHealth{kubeClient: kubeClient, clock: clk}
+	health := &poolHealth{kubeClient: kubeClient}
 	return &Controller{
 		kubeClient:    kubeClient,
 		cloudProvider: cp,

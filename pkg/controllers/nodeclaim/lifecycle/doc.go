@@ -20,6 +20,11 @@
 //   - liveness (liveness.go): delete NodeClaims not launched within 5
 //     minutes or not registered within 15 minutes of launch.
 //
+// Registration and liveness record each outcome in the shared
+// nodepoolhealth.State (poolhealth.go) and never write the NodePool: the
+// nodepool registrationhealth controller is the one writer of its
+// NodeRegistrationHealthy condition.
+//
 // Deleting NodeClaims belong to package termination; this controller
 // ignores them. It must not import pkg/operator beyond its index names.
 package lifecycle

@@ -59,7 +59,7 @@ func (l *liveness) expire(ctx context.Context, nodeClaim *karpv1.NodeClaim, even
 	// The pool's health is informational: failing to record it must not
 	// keep a stuck NodeClaim alive.
 	if err := l.health.record(ctx, nodeClaim, false); err != nil {
-		log.FromContext(ctx).Error(err, "updating nodepool registration health")
+		log.FromContext(ctx).Error(err, "recording nodepool registration health")
 	}
 	return reconcile.Result{}, true, deleteNodeClaim(ctx, l.kubeClient, nodeClaim)
 }

@@ -6,7 +6,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
@@ -18,19 +17,19 @@ import (
 const ReasonRegistrationFailed = "RegistrationFailed"
 
 // poolHealth feeds each NodeClaim's outcome (registered, or deleted by
-// liveness) into its NodePool's tracker and moves the NodePool's
-// NodeRegistrationHealthy condition when the tracker's verdict changes.
-// The condition is informational: it is not part of the NodePool's Ready.
+// liveness) into its NodePool's tracker. It writes nothing: the nodepool
+// registrationhealth controller, told by the State, is the one writer of
+// the NodePool's NodeRegistrationHealthy condition, so NodeClaims
+// registering at once never race each other on the NodePool's status.
 type poolHealth struct {
 	kubeClient client.Client
-	clock      clock.Clock
 	state      *nodepoolhealth.State
 }
 
-// record stores the outcome and patches the NodePool's condition: True
-// when a registration leaves the pool healthy, False (with the Launched
-// condition's reason when the launch failed) when a failure makes it
-// unhealthy. A NodeClaim without a NodePool is ignored.
+// record stores the outcome of the NodeClaim in its NodePool's tracker: a
+// registration, or a failure carrying the Launched condition's reason when
+// the launch failed (else RegistrationFailed). A NodeClaim without a
+// NodePool is ignored.
 func (p *poolHealth) record(ctx context.Context, nodeClaim *karpv1.NodeClaim, success bool) error {
 	if p == nil || p.state == nil {
 		return nil
@@ -46,45 +45,17 @@ func (p *poolHealth) record(ctx context.Context, nodeClaim *karpv1.NodeClaim, su
 		}
 		return fmt.Errorf("getting nodepool %s: %w", name, err)
 	}
-	p.state.Seed(nodePool.UID, statusOf(nodePool))
-	verdict := p.state.StatusWith(nodePool.UID, success)
-	p.state.Record(nodePool.UID, success)
-
-	stored := nodePool.DeepCopy()
-	conditions := nodePool.StatusConditions().WithClock(p.clock)
-	changed := false
-	switch {
-	case success && verdict == nodepoolhealth.StatusHealthy:
-		changed = conditions.SetTrue(karpv1.ConditionTypeNodeRegistrationHealthy)
-	case !success && verdict == nodepoolhealth.StatusUnhealthy && !conditions.IsFalse(karpv1.ConditionTypeNodeRegistrationHealthy):
-		reason, message := ReasonRegistrationFailed, "Failed to register node"
+	// A tracker empty since the process started agrees with the stored
+	// condition first, so one outcome does not flip a settled verdict.
+	p.state.Seed(nodePool.UID, nodepoolhealth.StoredStatus(nodePool))
+	outcome := nodepoolhealth.Outcome{Success: success}
+	if !success {
+		outcome.Reason, outcome.Message = ReasonRegistrationFailed, "Failed to register node"
 		if launched := nodeClaim.StatusConditions().Get(karpv1.ConditionTypeLaunched); launched != nil &&
 			launched.Status != metav1.ConditionTrue && launched.Reason != "" {
-			reason, message = launched.Reason, launched.Message
+			outcome.Reason, outcome.Message = launched.Reason, launched.Message
 		}
-		changed = conditions.SetFalse(karpv1.ConditionTypeNodeRegistrationHealthy, reason, message)
 	}
-	if !changed {
-		return nil
-	}
-	if err := p.kubeClient.Status().Patch(ctx, nodePool, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
-		return client.IgnoreNotFound(fmt.Errorf("patching nodepool %s NodeRegistrationHealthy: %w", name, err))
-	}
+	p.state.Record(nodePool.UID, name, outcome)
 	return nil
-}
-
-// statusOf reads the stored condition as a verdict, to seed a tracker
-// that has seen nothing since the process started.
-func statusOf(nodePool *karpv1.NodePool) nodepoolhealth.Status {
-	cond := nodePool.StatusConditions().Get(karpv1.ConditionTypeNodeRegistrationHealthy)
-	switch {
-	case cond == nil || cond.ObservedGeneration != nodePool.Generation:
-		return nodepoolhealth.StatusUnknown
-	case cond.Status == metav1.ConditionTrue:
-		return nodepoolhealth.StatusHealthy
-	case cond.Status == metav1.ConditionFalse:
-		return nodepoolhealth.StatusUnhealthy
-	default:
-		return nodepoolhealth.StatusUnknown
-	}
 }

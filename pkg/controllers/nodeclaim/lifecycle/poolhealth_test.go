@@ -9,13 +9,38 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/fake"
 	"github.com/karp-autoscaler/karp/pkg/controllers/nodeclaim/lifecycle"
+	"github.com/karp-autoscaler/karp/pkg/controllers/nodepool/registrationhealth"
 	"github.com/karp-autoscaler/karp/pkg/state/nodepoolhealth"
 	"github.com/karp-autoscaler/karp/pkg/test"
+	"github.com/karp-autoscaler/karp/pkg/test/operatortest"
 )
 
-func registrationHealthy(t *testing.T, pool string) metav1.Condition {
+// healthWriter is the NodePool's one writer of NodeRegistrationHealthy,
+// sharing the lifecycle's State. It reconciles the new pool once, as it
+// does when the pool is created, so the pool starts Unknown.
+func healthWriter(t *testing.T, c *lifecycle.Controller, pool string) *registrationhealth.Controller {
 	t.Helper()
+	state := nodepoolhealth.NewState()
+	c.WithRegistrationHealth(state)
+	w := registrationhealth.NewController(h.Client, fake.New(), h.Clock, state)
+	h.Create(t, test.MakeKWOKNodeClass("default").Obj(), test.MakeNodePool(pool).Obj())
+	if got := registrationHealthy(t, w, pool); got.Status != metav1.ConditionUnknown {
+		t.Fatalf("new pool: NodeRegistrationHealthy %s, want Unknown", got.Status)
+	}
+	return w
+}
+
+// registrationHealthy reconciles the writer (when given) and returns the
+// pool's stored condition.
+func registrationHealthy(t *testing.T, w *registrationhealth.Controller, pool string) metav1.Condition {
+	t.Helper()
+	if w != nil {
+		if _, err := operatortest.Reconcile(t, h, w, pool); err != nil {
+			t.Fatalf("reconciling the registration health of %s: %v", pool, err)
+		}
+	}
 	np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: pool}}
 	if !h.Get(t, np) {
 		t.Fatalf("nodepool %s does not exist", pool)
@@ -28,8 +53,7 @@ func registrationHealthy(t *testing.T, pool string) metav1.Condition {
 
 func TestNodeRegistrationHealthyFollowsRegistrations(t *testing.T) {
 	_, c := setup(t)
-	c.WithRegistrationHealth(nodepoolhealth.NewState())
-	h.Create(t, test.MakeNodePool("default").Obj())
+	w := healthWriter(t, c, "default")
 
 	// 1. Two launched NodeClaims never register: the first failure is a
 	// quarter of the buffer, the second reaches the threshold.
@@ -42,11 +66,11 @@ func TestNodeRegistrationHealthyFollowsRegistrations(t *testing.T) {
 	if !deleting(t, stuck[0].Name) {
 		t.Fatal("not deleted after the registration timeout")
 	}
-	if cond := registrationHealthy(t, "default"); cond.Status == metav1.ConditionFalse {
+	if cond := registrationHealthy(t, w, "default"); cond.Status == metav1.ConditionFalse {
 		t.Errorf("False after one failure: %+v", cond)
 	}
 	mustReconcile(t, c, stuck[1].Name)
-	cond := registrationHealthy(t, "default")
+	cond := registrationHealthy(t, w, "default")
 	if cond.Status != metav1.ConditionFalse || cond.Reason != lifecycle.ReasonRegistrationFailed {
 		t.Fatalf("after two registration timeouts: %s/%s, want False/%s", cond.Status, cond.Reason, lifecycle.ReasonRegistrationFailed)
 	}
@@ -64,7 +88,7 @@ func TestNodeRegistrationHealthyFollowsRegistrations(t *testing.T) {
 		if i == 3 {
 			want = metav1.ConditionTrue
 		}
-		if cond := registrationHealthy(t, "default"); cond.Status != want {
+		if cond := registrationHealthy(t, w, "default"); cond.Status != want {
 			t.Errorf("after %d registrations: NodeRegistrationHealthy %s, want %s", i, cond.Status, want)
 		}
 	}
@@ -72,8 +96,7 @@ func TestNodeRegistrationHealthyFollowsRegistrations(t *testing.T) {
 
 func TestLaunchTimeoutsCarryTheLaunchReason(t *testing.T) {
 	cp, c := setup(t)
-	c.WithRegistrationHealth(nodepoolhealth.NewState())
-	h.Create(t, test.MakeNodePool("default").Obj())
+	w := healthWriter(t, c, "default")
 	for _, name := range []string{"no-capacity-1", "no-capacity-2"} {
 		nc := createNodeClaim(t, test.MakeNodeClaim(name).NodePool("default").Obj())
 		cp.SetNextCreateError(errors.New("throttled"))
@@ -87,7 +110,7 @@ func TestLaunchTimeoutsCarryTheLaunchReason(t *testing.T) {
 			t.Fatalf("%s not deleted after the launch timeout", nc.Name)
 		}
 	}
-	cond := registrationHealthy(t, "default")
+	cond := registrationHealthy(t, w, "default")
 	if cond.Status != metav1.ConditionFalse || cond.Reason != lifecycle.ReasonLaunchFailed {
 		t.Errorf("after two launch timeouts: %s/%s, want False/%s", cond.Status, cond.Reason, lifecycle.ReasonLaunchFailed)
 	}
@@ -99,7 +122,7 @@ func TestWithoutRegistrationHealthThePoolIsUntouched(t *testing.T) {
 	nc := launched(t, c, test.MakeNodeClaim("joins").NodePool("default").Obj())
 	nodeFor(t, nc, "joins-node")
 	mustReconcile(t, c, nc.Name)
-	if cond := registrationHealthy(t, "default"); cond.Status != "<missing>" {
+	if cond := registrationHealthy(t, nil, "default"); cond.Status != "<missing>" {
 		t.Errorf("NodeRegistrationHealthy set without a State: %+v", cond)
 	}
 }

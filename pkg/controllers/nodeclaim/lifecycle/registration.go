@@ -99,7 +99,7 @@ func (r *registration) reconcile(ctx context.Context, nodeClaim *karpv1.NodeClai
 		log.FromContext(ctx).Info("registered nodeclaim", "Node", klog.KObj(node), "providerID", nodeClaim.Status.ProviderID)
 		r.recorder.Eventf(nodeClaim, node, corev1.EventTypeNormal, ReasonRegistered, "Register", "Status condition transitioned, Type: Registered, Status: True, Node: %s", node.Name)
 		if err := r.health.record(ctx, nodeClaim, true); err != nil {
-			log.FromContext(ctx).Error(err, "updating nodepool registration health")
+			log.FromContext(ctx).Error(err, "recording nodepool registration health")
 		}
 	})
 	return reconcile.Result{}, false, nil

@@ -25,11 +25,13 @@ func reconciled(t *testing.T, c *registrationhealth.Controller, name string) *ka
 	return got
 }
 
-func healthy(pool *karpv1.NodePool) metav1.ConditionStatus {
+func healthy(pool *karpv1.NodePool) metav1.ConditionStatus { return condition(pool).Status }
+
+func condition(pool *karpv1.NodePool) metav1.Condition {
 	if cond := pool.StatusConditions().Get(karpv1.ConditionTypeNodeRegistrationHealthy); cond != nil {
-		return cond.Status
+		return *cond
 	}
-	return "<missing>"
+	return metav1.Condition{Status: "<missing>"}
 }
 
 // markHealthy stores NodeRegistrationHealthy=True for the pool's current
@@ -56,13 +58,14 @@ func TestResetsOnNodePoolAndNodeClassChanges(t *testing.T) {
 		t.Errorf("nodeClassObservedGeneration = %d, want the NodeClass's %d", pool.Status.NodeClassObservedGeneration, nodeClass.Generation)
 	}
 
-	// 2. Nothing changed: a True condition and the recorded outcomes stay.
+	// 2. Nothing changed: the recorded outcomes are kept and the
+	// condition follows them (two failures reach the threshold).
 	markHealthy(t, pool)
-	state.Record(pool.UID, false)
-	state.Record(pool.UID, false)
+	state.Record(pool.UID, pool.Name, nodepoolhealth.Outcome{Reason: "RegistrationFailed", Message: "Failed to register node"})
+	state.Record(pool.UID, pool.Name, nodepoolhealth.Outcome{Reason: "RegistrationFailed", Message: "Failed to register node"})
 	pool = reconciled(t, c, "pool")
-	if got := healthy(pool); got != metav1.ConditionTrue {
-		t.Errorf("unchanged pool: NodeRegistrationHealthy %s, want True kept", got)
+	if got := condition(pool); got.Status != metav1.ConditionFalse || got.Reason != "RegistrationFailed" {
+		t.Errorf("unchanged pool after two failures: NodeRegistrationHealthy %s/%s, want False/RegistrationFailed", got.Status, got.Reason)
 	}
 	if got := state.Status(pool.UID); got != nodepoolhealth.StatusUnhealthy {
 		t.Errorf("unchanged pool: outcomes %s, want kept (Unhealthy)", got)
@@ -87,7 +90,7 @@ func TestResetsOnNodePoolAndNodeClassChanges(t *testing.T) {
 
 	// 4. The NodePool's spec changes: reset again.
 	markHealthy(t, pool)
-	state.Record(pool.UID, true)
+	state.Record(pool.UID, pool.Name, nodepoolhealth.Outcome{Success: true})
 	pool.Spec.Weight = new(int32(10))
 	if err := h.Env.Client.Update(t.Context(), pool); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,92 @@
+package simulation
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/karp-autoscaler/karp/pkg/scheduling"
+	"github.com/karp-autoscaler/karp/pkg/test"
+)
+
+// TestNodeCacheGivesTheSameAnswers runs the what-ifs of a pass (several
+// candidate sets over the same nodes, twice) with one shared NodeCache and
+// without: every answer is the same, including for a pod whose requests
+// come from a LimitRange default and one naming an extended resource.
+func TestNodeCacheGivesTheSameAnswers(t *testing.T) {
+	small := makeType("general-small", "amd64", 0.10, "cpu", "2", "memory", "4Gi", "pods", "10")
+	big := makeType("general-huge", "amd64", 1.00, "cpu", "8", "memory", "16Gi", "pods", "40")
+	types := onDemandOnly([]*scheduling.InstanceType{small, big})
+	pool := withTypes(test.MakeNodePool("default").Obj(), types...)
+	defaulted := test.MakePod("defaulted").Namespace("default").UID("defaulted").Obj()
+	extended := test.MakePod("extended").Namespace("default").UID("extended").Requests("cpu", "1", "example.com/widget", "1").Obj()
+	nodes := []*Node{
+		poolNode("a", small, cpuPod("p1", "500m")),
+		poolNode("b", small, defaulted),
+		poolNode("c", big, cpuPod("p3", "5"), extended),
+		poolNode("d", small, cpuPod("p4", "1")),
+	}
+	limitRanges := []corev1.LimitRange{limitRange("default", nil, test.ResourceList("cpu", "1500m"))}
+	sets := [][]string{{"a"}, {"b"}, {"a", "b"}, {"c"}, {"a", "d"}, {"b", "d"}}
+	answer := func(in Input, names []string) string {
+		var cands []ConsolidationCandidate
+		for _, n := range names {
+			cands = append(cands, ConsolidationCandidate{Name: n, Price: 0.10})
+		}
+		got := Consolidate(t.Context(), in, cands, ConsolidationOptions{RequireCheaper: true})
+		return fmt.Sprintf("%s %d replacements, saves %.2f: %s", got.Decision, len(got.Replacements), got.Savings, got.Reason)
+	}
+	var want []string
+	for _, set := range sets {
+		want = append(want, answer(Input{Nodes: nodes, NodePools: []*NodePool{pool}, LimitRanges: limitRanges}, set))
+	}
+	cached := Input{Nodes: nodes, NodePools: []*NodePool{pool}, LimitRanges: limitRanges, NodeCache: NewNodeCache()}
+	for round := range 2 {
+		var got []string
+		for _, set := range sets {
+			got = append(got, answer(cached, set))
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("round %d with a shared NodeCache (-without,+with):\n%s", round, diff)
+		}
+	}
+	if got := len(cached.NodeCache.pods); got != 5 {
+		t.Errorf("NodeCache holds %d pods, want the nodes' 5", got)
+	}
+	if got := len(cached.NodeCache.nodes); got != len(nodes) {
+		t.Errorf("NodeCache holds %d nodes, want the %d", got, len(nodes))
+	}
+}
+
+// TestWarmNodeCacheSavesPerPodWork guards what keeps a disruption pass
+// cheap at scale: with a warm NodeCache a solve derives no node pod's
+// requests again, so it allocates at least one object less per pod than
+// a solve without one.
+func TestWarmNodeCacheSavesPerPodWork(t *testing.T) {
+	const nodeCount, podsPerNode = 50, 4
+	small := makeType("general-small", "amd64", 0.10, "cpu", "2", "memory", "4Gi", "pods", "10")
+	pool := withTypes(test.MakeNodePool("default").Obj(), onDemandOnly([]*scheduling.InstanceType{small})...)
+	var nodes []*Node
+	for i := range nodeCount {
+		var pods []*corev1.Pod
+		for j := range podsPerNode {
+			name := fmt.Sprintf("p-%d-%d", i, j)
+			pods = append(pods, test.MakePod(name).Namespace("default").UID(name).Requests("cpu", "100m", "memory", "128Mi").Obj())
+		}
+		nodes = append(nodes, poolNode(fmt.Sprintf("n-%d", i), small, pods...))
+	}
+	pending := []*corev1.Pod{cpuPod("pending", "500m")}
+	uncached := Input{Nodes: nodes, Pods: pending, NodePools: []*NodePool{pool}}
+	cached := uncached
+	cached.NodeCache = NewNodeCache()
+	Solve(t.Context(), cached) // warm it
+	without := testing.AllocsPerRun(3, func() { Solve(t.Context(), uncached) })
+	with := testing.AllocsPerRun(3, func() { Solve(t.Context(), cached) })
+	t.Logf("allocations a solve: %.0f without a NodeCache, %.0f with a warm one", without, with)
+	if saved := without - with; saved < nodeCount*podsPerNode {
+		t.Errorf("a warm NodeCache saved %.0f allocations a solve (%.0f → %.0f), want at least one per pod (%d)",
+			saved, without, with, nodeCount*podsPerNode)
+	}
+}
