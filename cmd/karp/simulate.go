@@ -33,6 +33,26 @@ type simulateOptions struct {
 	catalog         string
 	output          string
 	schedulerConfig string
+	featureGates    gatesFlag
+}
+
+// gatesFlag is the controller's --feature-gates; unset (nil) when the flag
+// is not given.
+type gatesFlag struct{ gates *options.FeatureGates }
+
+func (g *gatesFlag) String() string {
+	if g.gates == nil {
+		return ""
+	}
+	return g.gates.String()
+}
+
+func (g *gatesFlag) Set(v string) error {
+	if g.gates == nil {
+		d := options.DefaultFeatureGates()
+		g.gates = &d
+	}
+	return g.gates.Set(v)
 }
 
 func parseSimulateFlags(args []string, stderr io.Writer) (*simulateOptions, error) {
@@ -43,9 +63,11 @@ func parseSimulateFlags(args []string, stderr io.Writer) (*simulateOptions, erro
 	fs.Var(&opts.files, "filename", "same as -f")
 	fs.StringVar(&opts.catalog, "catalog", "", "instance-type catalog file (default: the embedded EC2 catalog the kwok provider uses)")
 	fs.StringVar(&opts.output, "o", simulate.OutputTable, "output: table, json, or yaml (the NodeClaims karp would create)")
+	fs.Var(&opts.featureGates, "feature-gates", "the controller's feature gates (Name=true|false,...; unnamed gates take the controller's defaults); "+
+		"unset: serve every NodeOverlay, static NodePool, CapacityBuffer and ProvisioningRequest among the manifests")
 	fs.StringVar(&opts.schedulerConfig, "scheduler-config", "", "the kube-scheduler default topology spread constraints to apply, as the controller's --scheduler-config (a document, or a file's path)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: karp simulate -f PATH [-f PATH ...] [--catalog FILE] [--scheduler-config FILE] [-o table|json|yaml]")
+		fmt.Fprintln(stderr, "Usage: karp simulate -f PATH [-f PATH ...] [--catalog FILE] [--scheduler-config FILE] [--feature-gates GATES] [-o table|json|yaml]")
 		fmt.Fprintln(stderr, "\nShows which nodes karp would launch for the manifests, what they cost, and why any pod would stay pending.")
 		fmt.Fprintln(stderr, "Exit status: 0 all pods placed, 3 some pods would stay pending, 1 bad input.\n\nFlags:")
 		fs.PrintDefaults()
@@ -91,7 +113,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 		return &exitError{code: 1, err: err}
 	}
 	rep, err := simulate.Run(context.Background(), simulate.Options{Paths: opts.files, Stdin: os.Stdin, InstanceTypes: types,
-		DefaultSpread: schedulerConfig.Spread})
+		DefaultSpread: schedulerConfig.Spread, FeatureGates: opts.featureGates.gates})
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}

@@ -19,6 +19,7 @@ func TestSimulateCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	noToleration := filepath.Join("..", "..", "pkg", "simulate", "testdata", "gpu-without-toleration.yaml")
+	staticPool := filepath.Join("..", "..", "pkg", "simulate", "testdata", "static-nodepool.yaml")
 	zoneSpread := filepath.Join(t.TempDir(), "scheduler-config.yaml")
 	if err := os.WriteFile(zoneSpread, []byte("podTopologySpread:\n  defaultConstraints:\n  - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule}\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -66,6 +67,18 @@ func TestSimulateCommand(t *testing.T) {
 			wantCode: 0, wantStdout: []string{"kind: NodeClaim", "generateName: gpu-", "karpenter.sh/nodepool: gpu"},
 		},
 		"listed in usage": {args: nil, wantCode: 0, wantStdout: []string{"simulate"}},
+		"a static NodePool's nodes (no --feature-gates: served)": {
+			args:     []string{"simulate", "-f", staticPool},
+			wantCode: 0, wantStdout: []string{"reserved (static)  c5.xlarge", "Total: 3 nodes, 6 pods"},
+		},
+		"--feature-gates as the controller's: StaticCapacity off leaves the static NodePool inert": {
+			args:     []string{"simulate", "-f", staticPool, "--feature-gates", "NodeOverlay=true"},
+			wantCode: 0, wantStdout: []string{"Total: 2 nodes, 6 pods", "NodePool reserved: static (replicas 2) but the StaticCapacity feature gate is off: inert"},
+		},
+		"an unknown feature gate exits 1": {
+			args:     []string{"simulate", "-f", staticPool, "--feature-gates", "Teleport=true"},
+			wantCode: 1, wantStderr: []string{`unknown feature gate "Teleport"`},
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -20,6 +20,8 @@ import (
 	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
+	autoscalingv1 "github.com/karp-autoscaler/karp/pkg/apis/autoscaling/v1"
+	autoscalingv1beta1 "github.com/karp-autoscaler/karp/pkg/apis/autoscaling/v1beta1"
 	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	karpv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/v1alpha1"
@@ -170,7 +172,7 @@ func (l *loader) addObject(src Source, data []byte, inherit typeMeta) error {
 		return nil
 	}
 	gvk := schema.FromAPIVersionAndKind(tm.APIVersion, tm.Kind)
-	if gvk.Group == karpv1.Group || gvk.Group == kwokv1alpha1.Group {
+	if gvk.Group == karpv1.Group || gvk.Group == kwokv1alpha1.Group || gvk.Group == autoscalingv1.Group {
 		return l.addCustom(src, gvk, data)
 	}
 	if want, ok := servedVersion(gvk); ok && want != gvk {
@@ -194,6 +196,7 @@ func (l *loader) addObject(src Source, data []byte, inherit typeMeta) error {
 // supported are the built-in kinds karp reads.
 var supported = map[schema.GroupVersionKind]bool{
 	corev1.SchemeGroupVersion.WithKind("Pod"):                   true,
+	corev1.SchemeGroupVersion.WithKind("PodTemplate"):           true,
 	corev1.SchemeGroupVersion.WithKind("Node"):                  true,
 	corev1.SchemeGroupVersion.WithKind("Namespace"):             true,
 	corev1.SchemeGroupVersion.WithKind("LimitRange"):            true,
@@ -292,6 +295,10 @@ func (l *loader) addCustom(src Source, gvk schema.GroupVersionKind, data []byte)
 		typed = &kwokv1alpha1.KWOKNodeClass{}
 	case "NodeOverlay":
 		typed = &karpv1alpha1.NodeOverlay{}
+	case "CapacityBuffer":
+		typed = &autoscalingv1beta1.CapacityBuffer{}
+	case "ProvisioningRequest":
+		typed = &autoscalingv1.ProvisioningRequest{}
 	default:
 		l.set.Warnings = append(l.set.Warnings, fmt.Sprintf("%s: skipped %s: kind not used by karp simulate", src, what))
 		return nil
@@ -354,6 +361,12 @@ func kindOf(obj runtime.Object) string {
 		return "KWOKNodeClass"
 	case *karpv1alpha1.NodeOverlay:
 		return "NodeOverlay"
+	case *autoscalingv1beta1.CapacityBuffer:
+		return "CapacityBuffer"
+	case *autoscalingv1.ProvisioningRequest:
+		return "ProvisioningRequest"
+	case *corev1.PodTemplate:
+		return "PodTemplate"
 	case *corev1.Pod:
 		return "Pod"
 	case *corev1.Node:
@@ -399,6 +412,12 @@ func (s *Set) file(obj runtime.Object) {
 		s.NodeClasses = append(s.NodeClasses, o)
 	case *karpv1alpha1.NodeOverlay:
 		s.NodeOverlays = append(s.NodeOverlays, o)
+	case *autoscalingv1beta1.CapacityBuffer:
+		s.CapacityBuffers = append(s.CapacityBuffers, o)
+	case *autoscalingv1.ProvisioningRequest:
+		s.ProvisioningRequests = append(s.ProvisioningRequests, o)
+	case *corev1.PodTemplate:
+		s.PodTemplates = append(s.PodTemplates, o)
 	case *corev1.Pod:
 		s.Pods = append(s.Pods, o)
 	case *corev1.Node:

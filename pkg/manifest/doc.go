@@ -1,8 +1,8 @@
 // Package manifest reads the Kubernetes manifests a user would apply
 // (files or directories of multi-document YAML or JSON, `kind: List`
 // included) and turns them into the objects karp reasons about: NodePools
-// KWOKNodeClasses and NodeOverlays validated and defaulted by their CRDs' schemas and
-// CEL rules, and workloads (Deployments, ReplicaSets, StatefulSets, Jobs)
+// KWOKNodeClasses, NodeOverlays, CapacityBuffers and ProvisioningRequests
+// validated and defaulted by their CRDs' schemas and CEL rules, PodTemplates, and workloads (Deployments, ReplicaSets, StatefulSets, Jobs)
 // expanded into the pods their controllers would create.
 //
 // It is used by offline tools (`karp simulate`), so it never talks to an

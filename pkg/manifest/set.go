@@ -8,6 +8,8 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
+	autoscalingv1 "github.com/karp-autoscaler/karp/pkg/apis/autoscaling/v1"
+	autoscalingv1beta1 "github.com/karp-autoscaler/karp/pkg/apis/autoscaling/v1beta1"
 	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	karpv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/v1alpha1"
@@ -20,18 +22,24 @@ type Set struct {
 	NodeClasses []*kwokv1alpha1.KWOKNodeClass
 	// NodeOverlays change the instance types' prices and extended
 	// resources, as the NodeOverlay feature gate does in the controller.
-	NodeOverlays    []*karpv1alpha1.NodeOverlay
-	Pods            []*corev1.Pod
-	Nodes           []*corev1.Node
-	Namespaces      []*corev1.Namespace
-	LimitRanges     []*corev1.LimitRange
-	Deployments     []*appsv1.Deployment
-	ReplicaSets     []*appsv1.ReplicaSet
-	StatefulSets    []*appsv1.StatefulSet
-	DaemonSets      []*appsv1.DaemonSet
-	Jobs            []*batchv1.Job
-	PDBs            []*policyv1.PodDisruptionBudget
-	PriorityClasses []*schedulingv1.PriorityClass
+	NodeOverlays []*karpv1alpha1.NodeOverlay
+	// CapacityBuffers and ProvisioningRequests are validated and
+	// defaulted by their CRDs; PodTemplates count only as what they
+	// reference.
+	CapacityBuffers      []*autoscalingv1beta1.CapacityBuffer
+	ProvisioningRequests []*autoscalingv1.ProvisioningRequest
+	PodTemplates         []*corev1.PodTemplate
+	Pods                 []*corev1.Pod
+	Nodes                []*corev1.Node
+	Namespaces           []*corev1.Namespace
+	LimitRanges          []*corev1.LimitRange
+	Deployments          []*appsv1.Deployment
+	ReplicaSets          []*appsv1.ReplicaSet
+	StatefulSets         []*appsv1.StatefulSet
+	DaemonSets           []*appsv1.DaemonSet
+	Jobs                 []*batchv1.Job
+	PDBs                 []*policyv1.PodDisruptionBudget
+	PriorityClasses      []*schedulingv1.PriorityClass
 	// Services count only for their selectors: kube-scheduler's default
 	// topology spread selects a pod's peers by the Services selecting it.
 	Services []*corev1.Service
@@ -67,5 +75,6 @@ func (s *Set) Counts() map[string]int {
 		"DaemonSet": len(s.DaemonSets), "Job": len(s.Jobs), "PodDisruptionBudget": len(s.PDBs),
 		"PriorityClass": len(s.PriorityClasses), "Service": len(s.Services), "CSINode": len(s.CSINodes),
 		"PersistentVolumeClaim": len(s.Claims), "PersistentVolume": len(s.Volumes), "StorageClass": len(s.StorageClasses),
+		"CapacityBuffer": len(s.CapacityBuffers), "ProvisioningRequest": len(s.ProvisioningRequests), "PodTemplate": len(s.PodTemplates),
 	}
 }

@@ -84,6 +84,12 @@ func WriteTable(w io.Writer, rep *Report) error {
 		fmt.Fprintf(w, "%s fit on %s\n", plural(existing, "pod"), plural(len(rep.ExistingNodes), "existing node"))
 	}
 	writePending(w, rep.Unschedulable)
+	if err := writeBuffers(w, rep); err != nil {
+		return err
+	}
+	if err := writeRequests(w, rep.ProvisioningRequests); err != nil {
+		return err
+	}
 	if len(rep.Warnings) > 0 {
 		fmt.Fprintf(w, "\nWarnings:\n")
 		for _, msg := range rep.Warnings {
@@ -98,8 +104,15 @@ func writeRows(w io.Writer, claims []NodeClaimSummary) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODEPOOL\tINSTANCE TYPE\tZONE\tCAPACITY\t$/HOUR\tPODS\tCPU REQ/ALLOC\tMEMORY REQ/ALLOC\tDAEMONSET OVERHEAD")
 	for _, s := range claims {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", s.NodePool, s.InstanceType, s.Zone, s.CapacityType,
-			price(s.PricePerHour), len(s.Pods),
+		pool, pods := s.NodePool, strconv.Itoa(len(s.Pods))
+		if s.Static {
+			pool += " (static)"
+		}
+		if s.BufferPods > 0 {
+			pods += fmt.Sprintf(" +%d buffer", s.BufferPods)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", pool, s.InstanceType, s.Zone, s.CapacityType,
+			price(s.PricePerHour), pods,
 			cpu(s.Requests)+"/"+cpu(s.Allocatable), memory(s.Requests)+"/"+memory(s.Allocatable), overhead(s.DaemonSetOverhead))
 	}
 	return tw.Flush()
@@ -188,3 +201,54 @@ func overhead(rl corev1.ResourceList) string {
 }
 
 func quantity(q resource.Quantity) string { return q.String() }
+
+// writeBuffers prints the room kept per CapacityBuffer and its price.
+func writeBuffers(w io.Writer, rep *Report) error {
+	if len(rep.Buffers) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\nCapacityBuffer room (virtual pods, placed after the real ones; $%s/hour of the total):\n", price(rep.BufferPricePerHour))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  BUFFER\tPODS\tON EXISTING NODES\tON NEW NODES\tUNPLACED\t$/HOUR")
+	for _, b := range rep.Buffers {
+		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%s\n", b.Buffer, b.Replicas, b.OnExisting, b.OnNew, b.Unplaced, price(b.PricePerHour))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, b := range rep.Buffers {
+		if b.Reason != "" {
+			fmt.Fprintf(w, "  %s: %d pod(s) fit nowhere: %s\n", b.Buffer, b.Unplaced, b.Reason)
+		}
+	}
+	return nil
+}
+
+// writeRequests prints each ProvisioningRequest's answer and, for an
+// atomic one that fits, the nodes it would launch.
+func writeRequests(w io.Writer, reqs []RequestSummary) error {
+	if len(reqs) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\nProvisioningRequests (each on its own, after the pending pods):\n")
+	for _, r := range reqs {
+		verdict := "does not fit"
+		switch {
+		case r.Fits && r.isAtomic():
+			verdict = fmt.Sprintf("fits: launches %s, $%s/hour", plural(len(r.NodeClaims), "node"), price(r.PricePerHour))
+		case r.Fits:
+			verdict = "fits on existing capacity"
+		}
+		fmt.Fprintf(w, "  %s (%s, %s): %s\n    %s\n", r.Request, r.Class, plural(r.Pods, "pod"), verdict, r.Message)
+		if len(r.NodeClaims) > 0 {
+			var buf strings.Builder
+			if err := writeRows(&buf, r.NodeClaims); err != nil {
+				return err
+			}
+			for _, line := range strings.Split(strings.TrimRight(buf.String(), "\n"), "\n") {
+				fmt.Fprintf(w, "    %s\n", line)
+			}
+		}
+	}
+	return nil
+}

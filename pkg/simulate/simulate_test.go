@@ -122,7 +122,6 @@ metadata: {name: cfg}
 	want := []string{
 		path + ": document 4: skipped v1 ConfigMap: kind not used by karp",
 		`NodePool default: KWOKNodeClass "default" is not among the manifests; assuming it exists`,
-		"NodePool static: static (replicas 2); it keeps its own node count and takes no pending pods",
 	}
 	if diff := cmp.Diff(want, rep.Warnings); diff != "" {
 		t.Errorf("warnings (-want,+got):\n%s", diff)

@@ -151,11 +151,7 @@ func (c *Controller) publish(cb *autoscalingv1beta1.CapacityBuffer, res *resolut
 		cb.Status.PodTemplateRef = &autoscalingv1beta1.LocalObjectRef{Name: res.podTemplate}
 		cb.Status.PodTemplateGeneration = ptr.To(res.podTemplateGeneration)
 	}
-	msg := "Pod template resolved successfully"
-	if res.replicas > buffers.MaxReplicas {
-		res.replicas = buffers.MaxReplicas
-		msg += fmt.Sprintf("; replicas capped at %d, karp's bound per buffer", buffers.MaxReplicas)
-	}
+	msg := capReplicas(res)
 	cb.Status.Replicas = ptr.To(res.replicas)
 	c.setCondition(cb, autoscalingv1beta1.ConditionTypeReadyForProvisioning, metav1.ConditionTrue, autoscalingv1beta1.ReasonResolved, msg)
 	key := client.ObjectKeyFromObject(cb)
@@ -168,6 +164,17 @@ func (c *Controller) publish(cb *autoscalingv1beta1.CapacityBuffer, res *resolut
 	// Karpenter's controller does: a pod the scheduler bound into the
 	// buffer's room triggers nothing else, and the resync then refills it.
 	c.trigger.Trigger(cb.UID)
+}
+
+// capReplicas bounds the resolution's replicas at buffers.MaxReplicas and
+// returns ReadyForProvisioning's message, which says so.
+func capReplicas(res *resolution) string {
+	msg := "Pod template resolved successfully"
+	if res.replicas > buffers.MaxReplicas {
+		res.replicas = buffers.MaxReplicas
+		msg += fmt.Sprintf("; replicas capped at %d, karp's bound per buffer", buffers.MaxReplicas)
+	}
+	return msg
 }
 
 // forget drops the buffer from the store; the provisioner is told, so a
