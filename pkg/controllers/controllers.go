@@ -90,8 +90,8 @@ func NewControllers(deps Deps) []Controller {
 	// One in-memory view of the cluster, fed by the state informers and
 	// read by the provisioner.
 	cluster := state.NewCluster(deps.Clock, deps.KubeClient)
-	// Recent registration outcomes per NodePool, written by the lifecycle
-	// and reset by the registrationhealth controller.
+	// Recent registration outcomes per NodePool, recorded by the lifecycle,
+	// written to the NodePool and reset by the registrationhealth controller.
 	registrationHealth := nodepoolhealth.NewState()
 	provisioner := provisioning.NewProvisioner(deps.KubeClient, deps.CloudProvider, cluster, deps.Recorder, deps.Clock,
 		provisioningOptions(deps.Options))
@@ -132,8 +132,9 @@ func NewControllers(deps Deps) []Controller {
 		counter.NewController(deps.KubeClient),
 		// Mirrors the NodeClass's readiness into NodeClassReady.
 		readiness.NewController(deps.KubeClient, deps.CloudProvider, deps.Clock),
-		// Resets NodeRegistrationHealthy to Unknown when the NodePool or its
-		// NodeClass changes; records status.nodeClassObservedGeneration.
+		// The one writer of NodeRegistrationHealthy: copies the outcomes'
+		// verdict, resets it when the NodePool or its NodeClass changes;
+		// records status.nodeClassObservedGeneration.
 		registrationhealth.NewController(deps.KubeClient, deps.CloudProvider, deps.Clock, registrationHealth),
 		// Runs the runtime validation into ValidationSucceeded; says on a
 		// static NodePool (spec.replicas) that the StaticCapacity gate is

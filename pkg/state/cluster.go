@@ -43,6 +43,10 @@ type Cluster struct {
 	// it has decided about it, for the scheduling-decision metrics.
 	acks      map[types.NamespacedName]schedulingAck
 	createdAt time.Time
+	// unsyncedSince is when Synced first found the view behind the API
+	// server since it last found it synced (zero while synced), for
+	// karpenter_cluster_state_unsynced_time_seconds.
+	unsyncedSince time.Time
 }
 
 // NewCluster returns an empty view. kubeClient is what Synced compares the

@@ -123,6 +123,7 @@ func emitNodeLimitsAndAge(ch chan<- prometheus.Metric, sn *StateNode, now time.T
 	for _, k := range nodeLabelKeys {
 		values = append(values, sn.Node.Labels[k])
 	}
+	values = append(values, nodeStatusValues(sn)...)
 	ch <- prometheus.MustNewConstMetric(nodeLifetimeDesc, prometheus.GaugeValue,
 		max(0, now.Sub(sn.Node.CreationTimestamp.Time).Seconds()), values...)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,7 +17,7 @@ import (
 
 // nodeLabelNames maps the well-known node labels to the metric label names
 // upstream uses (the part after "/", snake_case), so its dashboards keep
-// working; node_name and resource_type come first.
+// working; node_name and resource_type come first, phase and managed last.
 var nodeLabelNames, nodeLabelKeys = wellKnownMetricLabels()
 
 func wellKnownMetricLabels() ([]string, []string) {
@@ -32,7 +33,15 @@ func wellKnownMetricLabels() ([]string, []string) {
 		names = append(names, strings.ReplaceAll(strings.ToLower(name), "-", "_"))
 		labelKeys = append(labelKeys, k)
 	}
-	return names, labelKeys
+	// Then the node's phase and whether karp manages it (has a NodeClaim),
+	// as upstream's node gauges carry them (nodeStatusValues).
+	return append(names, "phase", "managed"), labelKeys
+}
+
+// nodeStatusValues are the values of the last two node labels: the
+// Node's status.phase and whether karp manages it.
+func nodeStatusValues(sn *StateNode) []string {
+	return []string{string(sn.Node.Status.Phase), strconv.FormatBool(sn.Managed())}
 }
 
 var (
@@ -46,6 +55,8 @@ var (
 		"Current count of nodes in cluster state", nil, nil)
 	syncedDesc = prometheus.NewDesc(metrics.Namespace+"_cluster_state_synced",
 		"Returns 1 if cluster state is synced and 0 otherwise. Synced checks that nodeclaims and nodes that are stored in the APIServer have the same representation as Karpenter's cluster state", nil, nil)
+	unsyncedTimeDesc = prometheus.NewDesc(metrics.Namespace+"_cluster_state_unsynced_time_seconds",
+		"The time for which cluster state is not synced", nil, nil)
 )
 
 // Collector exports the view as the upstream node gauges at scrape time,
@@ -89,7 +100,7 @@ func Register(reg prometheus.Registerer, cluster *Cluster) error {
 
 // Describe implements prometheus.Collector.
 func (m *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{nodeAllocatableDesc, nodePodRequestsDesc, nodeDaemonRequestsDesc, nodeCountDesc, syncedDesc, podStateDesc,
+	for _, d := range []*prometheus.Desc{nodeAllocatableDesc, nodePodRequestsDesc, nodeDaemonRequestsDesc, nodeCountDesc, syncedDesc, unsyncedTimeDesc, podStateDesc,
 		clusterUtilizationDesc, nodePoolCostDesc, podUnboundDesc, podUnstartedDesc,
 		nodePodLimitsDesc, nodeDaemonLimitsDesc, nodeSystemOverheadDesc, nodeLifetimeDesc,
 		podProvisioningUnboundDesc, podProvisioningUnstartedDesc, podSchedulingUndecidedDesc} {
@@ -121,6 +132,7 @@ func (m *Collector) Collect(ch chan<- prometheus.Metric) {
 		synced = 1
 	}
 	ch <- prometheus.MustNewConstMetric(syncedDesc, prometheus.GaugeValue, synced)
+	ch <- prometheus.MustNewConstMetric(unsyncedTimeDesc, prometheus.GaugeValue, m.cluster.UnsyncedFor().Seconds())
 	m.cluster.collectPods(ch)
 }
 
@@ -131,6 +143,7 @@ func emit(ch chan<- prometheus.Metric, desc *prometheus.Desc, sn *StateNode, res
 		for _, k := range nodeLabelKeys {
 			values = append(values, labels[k])
 		}
+		values = append(values, nodeStatusValues(sn)...)
 		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, quantityValue(q), values...)
 	}
 }

@@ -169,7 +169,24 @@ func (c *Cluster) Synced(ctx context.Context) (bool, error) {
 		}
 	}
 	c.forgetVanished(seen)
+	switch {
+	case synced:
+		c.unsyncedSince = time.Time{}
+	case c.unsyncedSince.IsZero():
+		c.unsyncedSince = c.clock.Now()
+	}
 	return synced, nil
+}
+
+// UnsyncedFor is how long the view has been behind the API server, as of
+// the last Synced call (zero when that call found it synced).
+func (c *Cluster) UnsyncedFor() time.Duration {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.unsyncedSince.IsZero() {
+		return 0
+	}
+	return c.clock.Since(c.unsyncedSince)
 }
 
 // stateNodeClaimGrace is how long a NodeClaim may be in the view without

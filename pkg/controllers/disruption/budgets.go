@@ -16,8 +16,24 @@ import (
 // GetAllowedDisruptionsByReason returned with the error, which comes back
 // (naming the NodePool) for the caller to log.
 func budgetsFor(w *world, reason karpv1.DisruptionReason) (Budgets, error) {
-	total := map[string]int{}
-	busy := map[string]int{}
+	total, busy := budgetCounts(w)
+	out := Budgets{}
+	var errs []error
+	for name, np := range w.nodePools {
+		allowed, err := np.GetAllowedDisruptionsByReason(w.now, total[name], reason)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("nodepool %s: %w", name, err))
+		}
+		out[name] = max(0, allowed-busy[name])
+	}
+	return out, errors.Join(errs...)
+}
+
+// budgetCounts counts, per NodePool, the nodes budgets are a share of
+// (initialized, instance not terminating) and, of those, the ones
+// consuming budget (being disrupted or NotReady).
+func budgetCounts(w *world) (total, busy map[string]int) {
+	total, busy = map[string]int{}, map[string]int{}
 	for _, sn := range w.stateNodes {
 		pool := sn.NodePool()
 		if !sn.Managed() || pool == "" || !sn.Initialized() {
@@ -31,16 +47,7 @@ func budgetsFor(w *world, reason karpv1.DisruptionReason) (Budgets, error) {
 			busy[pool]++
 		}
 	}
-	out := Budgets{}
-	var errs []error
-	for name, np := range w.nodePools {
-		allowed, err := np.GetAllowedDisruptionsByReason(w.now, total[name], reason)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("nodepool %s: %w", name, err))
-		}
-		out[name] = max(0, allowed-busy[name])
-	}
-	return out, errors.Join(errs...)
+	return total, busy
 }
 
 func nodeReady(sn *state.StateNode) bool {

@@ -262,8 +262,10 @@ func (c *Controller) budgets(ctx context.Context, w *world, reason karpv1.Disrup
 	if err != nil {
 		log.FromContext(ctx).Error(err, "evaluating disruption budgets")
 	}
+	_, busy := budgetCounts(w)
 	for name, n := range budgets {
 		allowedDisruptions.WithLabelValues(name, reasonValue(reason)).Set(float64(n))
+		nodesConsumingBudgets.WithLabelValues(name, reasonValue(reason)).Set(float64(busy[name]))
 	}
 	return budgets
 }

@@ -58,6 +58,13 @@ var (
 		Namespace: metrics.Namespace, Subsystem: metrics.NodePoolSubsystem, Name: "allowed_disruptions",
 		Help: "The number of nodes for a given NodePool that can be concurrently disrupting at a point in time. Labeled by NodePool and reason.",
 	}, []string{metrics.NodePoolLabel, metrics.ReasonLabel})
+	// nodesConsumingBudgets is, per NodePool and reason, how many of the
+	// nodes budgets count are already being disrupted or NotReady (what
+	// budgetsFor subtracts from the allowance).
+	nodesConsumingBudgets = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: metrics.Namespace, Subsystem: metrics.NodePoolSubsystem, Name: "nodes_consuming_budgets",
+		Help: "The number of nodes consuming the budget of a nodepool at a point in time. Labeled by NodePool.",
+	}, []string{metrics.NodePoolLabel, metrics.ReasonLabel})
 	// consolidationScore observes, per NodePool with the Balanced policy, the
 	// score of each consolidation move evaluated (savings share over
 	// disruption share; approved at 0.5 or more).
@@ -86,7 +93,7 @@ func reasonValue(reason karpv1.DisruptionReason) string {
 func RegisterMetrics(reg prometheus.Registerer) error {
 	var errs []error
 	for _, c := range []prometheus.Collector{decisionsTotal, eligibleNodes, evaluationDuration, consolidationTimeouts,
-		failedValidations, queueFailures, allowedDisruptions, consolidationScore, consolidationMoves, decisionsByNodePool,
+		failedValidations, queueFailures, allowedDisruptions, nodesConsumingBudgets, consolidationScore, consolidationMoves, decisionsByNodePool,
 		metrics.NodeClaimsDisruptedTotal} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError

@@ -28,8 +28,7 @@ var (
 	queueDepthVec = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: metrics.Namespace, Subsystem: schedulerSubsystem, Name: "queue_depth",
 		Help: "The number of pods currently waiting to be scheduled.",
-	}, []string{controllerLabel})
-	queueDepth = queueDepthVec.WithLabelValues(provisionerName)
+	}, []string{controllerLabel, schedulingIDLabel})
 
 	unschedulablePodsVec = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: metrics.Namespace, Subsystem: schedulerSubsystem, Name: "unschedulable_pods_count",
@@ -48,7 +47,7 @@ var (
 // registered by pkg/metrics.
 func Register(reg prometheus.Registerer) error {
 	var errs []error
-	for _, c := range []prometheus.Collector{schedulingDurationVec, queueDepthVec, unschedulablePodsVec, ignoredPods} {
+	for _, c := range []prometheus.Collector{schedulingDurationVec, queueDepthVec, unfinishedWorkVec, unschedulablePodsVec, ignoredPods} {
 		errs = append(errs, reg.Register(c))
 	}
 	return errors.Join(errs...)

@@ -257,11 +257,12 @@ func (p *Provisioner) Plan(ctx context.Context) (*Plan, error) {
 	// The CapacityBuffers' virtual pods come after the real ones.
 	virtual := p.bufferPods()
 	nodes, stateNodes := p.cluster.ProvisioningSnapshot()
+	id := newSchedulingID()
 	if len(pods) == 0 && len(virtual) == 0 && !anyReschedulable(nodes) {
-		queueDepth.Set(0)
+		setQueueDepth(id, 0)
 		return nil, nil
 	}
-	queueDepth.Set(float64(len(pods)))
+	setQueueDepth(id, len(pods))
 	// 2. Gather everything else the solver needs.
 	in, ignored, err := p.gather(ctx, append(pods, virtual...), nodes, stateNodes)
 	if err != nil {
@@ -273,8 +274,12 @@ func (p *Provisioner) Plan(ctx context.Context) (*Plan, error) {
 	}
 	// 3. Solve.
 	start := p.clock.Now()
+	stopTracking := p.trackUnfinishedWork(id, start)
 	res, deferred := p.solve(ctx, in)
+	stopTracking()
 	schedulingDuration.Observe(p.clock.Since(start).Seconds())
+	// What the solve left: the pods it had no time for.
+	setQueueDepth(id, deferred)
 	return &Plan{Input: in, Result: res, Ignored: ignored, Skipped: p.skipped, Deferred: deferred,
 		nodes: nodes, stateNodes: stateNodes}, nil
 }

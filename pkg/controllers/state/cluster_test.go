@@ -289,8 +289,8 @@ func TestNodeMetrics(t *testing.T) {
 	want := `
 # HELP karpenter_nodes_total_daemon_requests Node total daemon requests are the resource requested by DaemonSet pods bound to nodes.
 # TYPE karpenter_nodes_total_daemon_requests gauge
-karpenter_nodes_total_daemon_requests{arch="",capacity_type="",instance_type="m5.large",node_name="n",nodepool="pool",os="",region="",resource_type="cpu",windows_build="",zone=""} 0.1
-karpenter_nodes_total_daemon_requests{arch="",capacity_type="",instance_type="m5.large",node_name="n",nodepool="pool",os="",region="",resource_type="pods",windows_build="",zone=""} 1
+karpenter_nodes_total_daemon_requests{arch="",capacity_type="",instance_type="m5.large",managed="false",node_name="n",nodepool="pool",os="",phase="",region="",resource_type="cpu",windows_build="",zone=""} 0.1
+karpenter_nodes_total_daemon_requests{arch="",capacity_type="",instance_type="m5.large",managed="false",node_name="n",nodepool="pool",os="",phase="",region="",resource_type="pods",windows_build="",zone=""} 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "karpenter_nodes_total_daemon_requests"); err != nil {
 		t.Error(err)
@@ -528,7 +528,7 @@ func TestNodeLimitsOverheadAndLifetime(t *testing.T) {
 	if err := reg.Register(state.NewCollector(cluster)); err != nil {
 		t.Fatal(err)
 	}
-	labels := `arch="",capacity_type="",instance_type="",node_name="n",nodepool="pool",os="",region="",`
+	labels := `arch="",capacity_type="",instance_type="",managed="false",node_name="n",nodepool="pool",os="",phase="",region="",`
 	tail := `windows_build="",zone=""`
 	want := `
 # HELP karpenter_nodes_current_lifetime_seconds Node age in seconds

@@ -23,14 +23,21 @@ const namespace = "operator"
 // conditionLabels are the labels every series has, in this order.
 var conditionLabels = []string{"namespace", "name", "type", "status", "reason"}
 
-// kindDescs are the two gauges of one kind.
+// kindDescs are the three gauges of one kind: its conditions' count and
+// age, and how long its terminating objects have been terminating.
 type kindDescs struct {
-	count, seconds *prometheus.Desc
+	count, seconds, terminating *prometheus.Desc
 }
 
-func newKindDescs(subsystem string, extra []string) kindDescs {
+// newKindDescs names the gauges of the kind whose metric prefix is prefix
+// ("nodeclaim_"; "" for the deprecated kind-agnostic series).
+func newKindDescs(prefix string, extra []string) kindDescs {
+	subsystem := prefix + "status_condition"
 	labels := append(append([]string{}, conditionLabels...), extra...)
 	return kindDescs{
+		terminating: prometheus.NewDesc(prometheus.BuildFQName(namespace, prefix+"termination", "current_time_seconds"),
+			"The current amount of time in seconds that an object has been in terminating state.",
+			append([]string{"namespace", "name"}, extra...), nil),
 		count: prometheus.NewDesc(prometheus.BuildFQName(namespace, subsystem, "count"),
 			"The number of a condition for a given object, type and status. e.g. Alarm := Available=False > 0", labels, nil),
 		seconds: prometheus.NewDesc(prometheus.BuildFQName(namespace, subsystem, "current_status_seconds"),
@@ -61,9 +68,9 @@ func NewCollector(cache client.Reader, clk clock.PassiveClock, nodeClaimLabels [
 	}
 	return &Collector{
 		clock: clk, cache: cache, nodeClaimLabels: nodeClaimLabels,
-		nodeClaim:  newKindDescs("nodeclaim_status_condition", extra),
-		nodePool:   newKindDescs("nodepool_status_condition", nil),
-		deprecated: newKindDescs("status_condition", []string{"group", "kind"}),
+		nodeClaim:  newKindDescs("nodeclaim_", extra),
+		nodePool:   newKindDescs("nodepool_", nil),
+		deprecated: newKindDescs("", []string{"group", "kind"}),
 	}
 }
 
@@ -78,6 +85,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []kindDescs{c.nodeClaim, c.nodePool, c.deprecated} {
 		ch <- d.count
 		ch <- d.seconds
+		ch <- d.terminating
 	}
 }
 
@@ -95,6 +103,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 				extra = append(extra, nc.Labels[k])
 			}
 			c.emit(ch, now, c.nodeClaim, nc.Name, nc.Status.Conditions, extra, "NodeClaim")
+			c.emitTerminating(ch, now, c.nodeClaim, nc, extra, "NodeClaim")
 		}
 	}
 	var pools karpv1.NodePoolList
@@ -102,6 +111,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		for i := range pools.Items {
 			np := &pools.Items[i]
 			c.emit(ch, now, c.nodePool, np.Name, np.Status.Conditions, nil, "NodePool")
+			c.emitTerminating(ch, now, c.nodePool, np, nil, "NodePool")
 		}
 	}
 }
@@ -119,6 +129,20 @@ func (c *Collector) emit(ch chan<- prometheus.Metric, now time.Time, d kindDescs
 		ch <- prometheus.MustNewConstMetric(c.deprecated.count, prometheus.GaugeValue, 1, old...)
 		ch <- prometheus.MustNewConstMetric(c.deprecated.seconds, prometheus.GaugeValue, seconds, old...)
 	}
+}
+
+// emitTerminating sends, for an object being deleted, how long it has been
+// terminating (since its deletion timestamp), under the kind's and the
+// deprecated name.
+func (c *Collector) emitTerminating(ch chan<- prometheus.Metric, now time.Time, d kindDescs, obj client.Object, extra []string, kind string) {
+	deleted := obj.GetDeletionTimestamp()
+	if deleted == nil {
+		return
+	}
+	seconds := max(0, now.Sub(deleted.Time).Seconds())
+	base := []string{obj.GetNamespace(), obj.GetName()}
+	ch <- prometheus.MustNewConstMetric(d.terminating, prometheus.GaugeValue, seconds, append(append([]string{}, base...), extra...)...)
+	ch <- prometheus.MustNewConstMetric(c.deprecated.terminating, prometheus.GaugeValue, seconds, append(base, karpv1.Group, kind)...)
 }
 
 // Registrar registers the status-condition metrics: the scrape-time

@@ -80,3 +80,41 @@ operator_nodepool_status_condition_count{name="p",namespace="",reason="NodeClass
 }
 
 func keyOf(name string) client.ObjectKey { return client.ObjectKey{Name: name} }
+
+func TestTerminatingObjectsReportTheirTerminationTime(t *testing.T) {
+	h.Reset(t)
+	ctx := t.Context()
+	nc := test.MakeNodeClaim("going").NodePool("p").Finalizers(karpv1.TerminationFinalizer).Obj()
+	if err := h.Env.Client.Create(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	labels := []string{karpv1.NodePoolLabelKey}
+	clk := clocktesting.NewFakeClock(time.Now())
+	if n := testutil.CollectAndCount(status.NewCollector(h.Env.Client, clk, labels), "operator_nodeclaim_termination_current_time_seconds"); n != 0 {
+		t.Fatalf("%d termination series before the deletion, want 0", n)
+	}
+	if err := h.Env.Client.Delete(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Env.Client.Get(ctx, keyOf("going"), nc); err != nil {
+		t.Fatal(err)
+	}
+	// Two minutes after the deletion timestamp the API server set.
+	clk.SetTime(nc.DeletionTimestamp.Add(2 * time.Minute))
+	want := `
+# HELP operator_nodeclaim_termination_current_time_seconds The current amount of time in seconds that an object has been in terminating state.
+# TYPE operator_nodeclaim_termination_current_time_seconds gauge
+operator_nodeclaim_termination_current_time_seconds{karpenter_sh_nodepool="p",name="going",namespace=""} 120
+# HELP operator_termination_current_time_seconds The current amount of time in seconds that an object has been in terminating state.
+# TYPE operator_termination_current_time_seconds gauge
+operator_termination_current_time_seconds{group="karpenter.sh",kind="NodeClaim",name="going",namespace=""} 120
+`
+	if err := testutil.CollectAndCompare(status.NewCollector(h.Env.Client, clk, labels), strings.NewReader(want),
+		"operator_nodeclaim_termination_current_time_seconds", "operator_termination_current_time_seconds"); err != nil {
+		t.Error(err)
+	}
+	nc.Finalizers = nil
+	if err := h.Env.Client.Update(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -173,7 +173,7 @@ func (c *Controller) repair(ctx context.Context, node *corev1.Node, nodeClaim *k
 			cond.Type, cond.Status, cond.LastTransitionTime.UTC().Format(time.RFC3339), by.UTC().Format(time.RFC3339))
 		log.FromContext(ctx).Info("replacing unhealthy nodeclaim first", "condition", string(cond.Type),
 			"NodeClaim", klog.KObj(nodeClaim), "replaceBy", by.UTC().Format(time.RFC3339))
-		UnhealthyDisruptedTotal.WithLabelValues(string(cond.Type), pool, capacityType).Inc()
+		UnhealthyDisruptedTotal.WithLabelValues(string(cond.Type), pool, capacityType, nodeClaim.Status.ImageID).Inc()
 		return nil
 	}
 	stored := nodeClaim.DeepCopy()
@@ -191,7 +191,7 @@ func (c *Controller) repair(ctx context.Context, node *corev1.Node, nodeClaim *k
 		"Replacing node: condition %s has been %s since %s", cond.Type, cond.Status, cond.LastTransitionTime.UTC().Format(time.RFC3339))
 	log.FromContext(ctx).Info("disrupting nodeclaim", "reason", metrics.ReasonUnhealthy, "condition", string(cond.Type),
 		"NodeClaim", klog.KObj(nodeClaim))
-	UnhealthyDisruptedTotal.WithLabelValues(string(cond.Type), pool, capacityType).Inc()
+	UnhealthyDisruptedTotal.WithLabelValues(string(cond.Type), pool, capacityType, nodeClaim.Status.ImageID).Inc()
 	metrics.NodeClaimsDisruptedTotal.WithLabelValues(metrics.ReasonUnhealthy, pool, capacityType, "", metrics.TerminationModeForceful).Inc()
 	return nil
 }

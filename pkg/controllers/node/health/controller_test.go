@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -40,6 +41,7 @@ func managedNode(t *testing.T, name string, ready corev1.ConditionStatus) {
 	h.Get(t, nc)
 	nc.Status.ProviderID = providerID
 	nc.Status.NodeName = name
+	nc.Status.ImageID = "image-" + name
 	h.UpdateStatus(t, nc)
 	node := test.MakeNode(name).ProviderID(providerID).Label(karpv1.NodePoolLabelKey, "p").Obj()
 	h.Create(t, node)
@@ -78,9 +80,14 @@ func TestNotReadyNodeIsRepairedAfterItsToleration(t *testing.T) {
 		t.Errorf("healthy node: requeue %s, deleting %v", res.RequeueAfter, !claim(t, "ok-0").DeletionTimestamp.IsZero())
 	}
 
+	repaired := health.UnhealthyDisruptedTotal.WithLabelValues(string(corev1.NodeReady), "p", "", "image-sick")
+	before := testutil.ToFloat64(repaired)
 	h.Clock.Step(time.Minute)
 	if _, err := operatortest.Reconcile(t, h, c, "sick"); err != nil {
 		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(repaired) - before; got != 1 {
+		t.Errorf("unhealthy_disrupted_total{condition=Ready,nodepool=p,image_id=image-sick} moved by %v, want 1", got)
 	}
 	got := claim(t, "sick")
 	if got.DeletionTimestamp.IsZero() {

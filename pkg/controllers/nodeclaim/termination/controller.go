@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -84,6 +86,9 @@ func (c *Controller) Name() string { return "nodeclaim.termination" }
 
 // Register watches NodeClaims and their Nodes.
 func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
+	if err := metrics.Register(crmetrics.Registry, TerminationDurationSeconds, InstanceTerminationDurationSeconds); err != nil {
+		return err
+	}
 	return builder.ControllerManagedBy(mgr).
 		Named(c.Name()).
 		For(&karpv1.NodeClaim{}).
@@ -237,9 +242,22 @@ func (c *Controller) removeFinalizer(ctx context.Context, nodeClaim *karpv1.Node
 	}
 	metrics.NodeClaimsTerminatedTotal.WithLabelValues(nodeClaim.Labels[karpv1.NodePoolLabelKey],
 		nodeClaim.Labels[karpv1.CapacityTypeLabelKey], nodeClaim.Labels[corev1.LabelTopologyZone]).Inc()
+	c.observeTermination(nodeClaim)
 	log.FromContext(ctx).Info("deleted nodeclaim", "providerID", nodeClaim.Status.ProviderID)
 	c.recorder.Eventf(nodeClaim, nil, corev1.EventTypeNormal, ReasonTerminated, "Terminate", "Instance and Node are gone")
 	return nil
+}
+
+// observeTermination records how long the NodeClaim and its instance took
+// to terminate.
+func (c *Controller) observeTermination(nodeClaim *karpv1.NodeClaim) {
+	pool := nodeClaim.Labels[karpv1.NodePoolLabelKey]
+	if nodeClaim.DeletionTimestamp != nil {
+		TerminationDurationSeconds.WithLabelValues(pool).Observe(c.clock.Since(nodeClaim.DeletionTimestamp.Time).Seconds())
+	}
+	if cond := nodeClaim.StatusConditions().Get(karpv1.ConditionTypeInstanceTerminating); cond != nil && cond.Status == metav1.ConditionTrue {
+		InstanceTerminationDurationSeconds.WithLabelValues(pool).Observe(c.clock.Since(cond.LastTransitionTime.Time).Seconds())
+	}
 }
 
 func (c *Controller) nodes(ctx context.Context, nodeClaim *karpv1.NodeClaim) ([]corev1.Node, error) {

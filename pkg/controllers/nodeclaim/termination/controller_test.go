@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -84,6 +86,28 @@ func TestDeletingANodeClaimDeletesItsNodeAndInstance(t *testing.T) {
 		t.Errorf("provider still has %d instances", len(instances))
 	}
 	h.WaitForEvent(t, "NodeClaim", nc.Name, termination.ReasonTerminated)
+}
+
+func TestTerminationDurationIsObserved(t *testing.T) {
+	h.Reset(t)
+	cp := fake.New()
+	c := termination.NewController(h.Client, cp, h.Clock, h.Recorder)
+	nc, _ := registered(t, cp, "timed")
+	count := func() uint64 {
+		m := &dto.Metric{}
+		if err := termination.TerminationDurationSeconds.WithLabelValues("default").(prometheus.Metric).Write(m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetHistogram().GetSampleCount()
+	}
+	was := count()
+	if err := h.Env.Client.Delete(t.Context(), nc); err != nil {
+		t.Fatal(err)
+	}
+	reconcileUntilGone(t, c, cp, nc.Name)
+	if got := count(); got != was+1 {
+		t.Errorf("termination_duration_seconds{nodepool=default} samples = %d, want %d", got, was+1)
+	}
 }
 
 func TestDeletingTheNodeDeletesTheNodeClaim(t *testing.T) {
