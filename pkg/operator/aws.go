@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/arczonalshift"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
@@ -66,6 +67,8 @@ func (o *Operator) awsClients(ctx context.Context) (awscloudprovider.Clients, er
 		Pricing: pricingapi.NewFromConfig(cfg, func(po *pricingapi.Options) { po.Region = pricing.PricingRegion(cfg.Region) }),
 		EKS:     eks.NewFromConfig(cfg),
 		SQS:     sqs.NewFromConfig(cfg),
+		// Read only with --enable-zonal-shift.
+		ARCZonalShift: arczonalshift.NewFromConfig(cfg),
 	}, nil
 }
 

@@ -129,7 +129,7 @@ func calledActions(t *testing.T, dir string) map[string]string {
 					continue
 				}
 				if service, ok := inputService(fn, m.Names[0].Name, services); ok {
-					out[service+":"+m.Names[0].Name] = path
+					out[iamPrefix(service)+":"+m.Names[0].Name] = path
 				}
 			}
 			return true
@@ -140,6 +140,15 @@ func calledActions(t *testing.T, dir string) map[string]string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// iamPrefix is the IAM action prefix of an SDK service package: its name,
+// except where IAM spells the service otherwise.
+func iamPrefix(service string) string {
+	if service == "arczonalshift" {
+		return "arc-zonal-shift"
+	}
+	return service
 }
 
 // inputService returns the service of a method whose second parameter is

@@ -31,6 +31,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instancetype"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instancetype/kubeletcel"
 	awsinterruption "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/interruption"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/interruption/instancestatus"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/launchtemplate"
 	awsoptions "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/options"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/placementgroup"
@@ -38,6 +39,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/securitygroup"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/subnet"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/version"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/zonalshift"
 )
 
 // Dependencies are what the AWS provider is built from besides the AWS
@@ -105,6 +107,9 @@ type Provider struct {
 	// CapacityReservations counts the reservations' free instances; nil
 	// without ReservedCapacity.
 	CapacityReservations *capacityreservation.Provider
+	// ZonalShifts reads the cluster's ARC zonal shifts into
+	// UnavailableOfferings; nil without --enable-zonal-shift.
+	ZonalShifts *zonalshift.Provider
 }
 
 // NewProvider builds the AWS provider over the clients: the cluster facts
@@ -152,6 +157,11 @@ func newParts(ctx context.Context, deps Dependencies, clients Clients, facts clu
 		log.FromContext(ctx).Error(err, "updating prices, using the embedded prices until the next refresh")
 	}
 	p := &Provider{Prices: prices, UnavailableOfferings: cache.NewUnavailableOfferings(clk)}
+	if opts.EnableZonalShift {
+		if p.ZonalShifts, err = zonalshift.NewProvider(ctx, clients.ARCZonalShift, clients.EKS, opts.ClusterName, p.UnavailableOfferings, clk); err != nil {
+			return nil, err
+		}
+	}
 	var counter interface{ AvailableInstanceCount(string) (int, bool) }
 	if deps.ReservedCapacity {
 		p.CapacityReservations = capacityreservation.NewProvider(ec2Client, clk)
@@ -211,6 +221,10 @@ func (p *Provider) addControllers(deps Dependencies, clients Clients, versions *
 	if expressions := p.InstanceTypes.KubeletExpressions(); expressions != nil {
 		providers.KubeletExpressions = expressions
 	}
+	if !opts.DisableDryRun {
+		// ValidationSucceeded waits for the launch calls' dry runs.
+		providers.DryRun = awsnodeclass.NewDryRun(deps.KubeClient, ec2Client, p.LaunchTemplates, p.InstanceTypes, opts.ClusterName, clk)
+	}
 	interruption, err := p.interruptionController(deps, opts.InterruptionQueue, clients.SQS)
 	if err != nil {
 		return err
@@ -252,9 +266,18 @@ func (p *Provider) addControllers(deps Dependencies, clients Clients, versions *
 		// (only with --interruption-queue).
 		p.Controllers = append(p.Controllers, interruption)
 	}
+	// Replaces instances EC2 reports impaired or with a scheduled event,
+	// through the interruption handler (queue or not).
+	p.Controllers = append(p.Controllers, instancestatus.NewController(ec2Client,
+		awsinterruption.NewHandler(deps.KubeClient, nil, nil, clk, deps.Recorder), clk))
 	// Relabels reserved NodeClaims and Nodes on-demand once their
 	// reservation ended.
 	p.Controllers = append(p.Controllers, capacitytype.NewController(deps.KubeClient, p.CloudProvider))
+	if p.ZonalShifts != nil {
+		// Re-reads the ARC zonal shifts every 30 seconds and tells the
+		// NodePools a shift that began or ended concerns.
+		p.Controllers = append(p.Controllers, zonalshift.NewController(deps.KubeClient, deps.Recorder, p.ZonalShifts))
+	}
 	if p.CapacityReservations != nil {
 		// Drains capacity blocks' nodes 40 minutes before the block ends.
 		p.Controllers = append(p.Controllers, capacityexpiration.NewController(deps.KubeClient, p.CapacityReservations, deps.Recorder, clk))

@@ -11,6 +11,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instance"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instanceprofile"
 	awsinterruption "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/interruption"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/zonalshift"
 )
 
 // Clients are the AWS API clients the provider calls: the SDK's in
@@ -28,6 +29,8 @@ type Clients struct {
 	EKS EKSAPI
 	// SQS is read only when Options.InterruptionQueue is set.
 	SQS SQSAPI
+	// ARCZonalShift is read only with Options.EnableZonalShift.
+	ARCZonalShift ARCZonalShiftAPI
 }
 
 // EC2API is every EC2 call the AWS provider's parts make.
@@ -41,9 +44,12 @@ type EC2API interface {
 	DescribeSecurityGroups(ctx context.Context, in *ec2.DescribeSecurityGroupsInput, opts ...func(*ec2.Options)) (*ec2.DescribeSecurityGroupsOutput, error)
 	DescribeCapacityReservations(ctx context.Context, in *ec2.DescribeCapacityReservationsInput, opts ...func(*ec2.Options)) (*ec2.DescribeCapacityReservationsOutput, error)
 	DescribePlacementGroups(ctx context.Context, in *ec2.DescribePlacementGroupsInput, opts ...func(*ec2.Options)) (*ec2.DescribePlacementGroupsOutput, error)
+	DescribeInstanceStatus(ctx context.Context, in *ec2.DescribeInstanceStatusInput, opts ...func(*ec2.Options)) (*ec2.DescribeInstanceStatusOutput, error)
 	CreateLaunchTemplate(ctx context.Context, in *ec2.CreateLaunchTemplateInput, opts ...func(*ec2.Options)) (*ec2.CreateLaunchTemplateOutput, error)
 	DescribeLaunchTemplates(ctx context.Context, in *ec2.DescribeLaunchTemplatesInput, opts ...func(*ec2.Options)) (*ec2.DescribeLaunchTemplatesOutput, error)
 	DeleteLaunchTemplate(ctx context.Context, in *ec2.DeleteLaunchTemplateInput, opts ...func(*ec2.Options)) (*ec2.DeleteLaunchTemplateOutput, error)
+	// RunInstances is only dry-run, by EC2NodeClass validation.
+	RunInstances(ctx context.Context, in *ec2.RunInstancesInput, opts ...func(*ec2.Options)) (*ec2.RunInstancesOutput, error)
 }
 
 // SSMAPI is the SSM call AMI aliases are resolved with.
@@ -66,6 +72,11 @@ type PricingAPI interface {
 // --cluster-endpoint is not set.
 type EKSAPI interface {
 	DescribeCluster(ctx context.Context, in *eks.DescribeClusterInput, opts ...func(*eks.Options)) (*eks.DescribeClusterOutput, error)
+}
+
+// ARCZonalShiftAPI is the ARC call zonal shifts are read with.
+type ARCZonalShiftAPI interface {
+	zonalshift.ARCAPI
 }
 
 // SQSAPI are the SQS calls interruption handling makes.

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"time"
 
@@ -23,9 +24,12 @@ type UnavailableOfferings struct {
 	offerings     map[offeringKey]time.Time
 	capacityTypes map[string]time.Time
 	subnets       map[string]time.Time
+	// zoneShifts are the zone IDs under an active ARC zonal shift, each
+	// with when its shift ends (package zonalshift sets them).
+	zoneShifts map[string]time.Time
 	// typeSeq counts the changes to each instance type's offering entries;
-	// globalSeq counts the changes to capacity-type and subnet entries,
-	// which concern every instance type.
+	// globalSeq counts the changes to capacity-type, subnet and zonal
+	// shift entries, which concern every instance type.
 	typeSeq   map[string]uint64
 	globalSeq uint64
 	// version counts every change, whatever it concerns.
@@ -51,6 +55,7 @@ func NewUnavailableOfferingsWithTTL(clk clock.PassiveClock, ttl time.Duration) *
 		offerings:     map[offeringKey]time.Time{},
 		capacityTypes: map[string]time.Time{},
 		subnets:       map[string]time.Time{},
+		zoneShifts:    map[string]time.Time{},
 		typeSeq:       map[string]uint64{},
 	}
 }
@@ -109,8 +114,45 @@ func (u *UnavailableOfferings) IsSubnetUnavailable(subnetID string) bool {
 	return ok
 }
 
+// SetZonalShifts replaces the zones under an active ARC zonal shift: zone
+// ID → when the shift ends. Every offering of a shifted zone is
+// unavailable until then (upstream's --enable-zonal-shift); an ended shift
+// expires like any entry.
+func (u *UnavailableOfferings) SetZonalShifts(shifts map[string]time.Time) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.evictExpired()
+	now, next := u.clock.Now(), map[string]time.Time{}
+	for zoneID, end := range shifts {
+		if now.Before(end) {
+			next[zoneID] = end
+		}
+	}
+	if maps.Equal(next, u.zoneShifts) {
+		return
+	}
+	u.zoneShifts = next
+	for _, end := range next {
+		if u.nextExpiry.IsZero() || end.Before(u.nextExpiry) {
+			u.nextExpiry = end
+		}
+	}
+	u.globalSeq++
+	u.version++
+}
+
+// IsZoneShifted reports whether the zone (by ID) is under an active ARC
+// zonal shift.
+func (u *UnavailableOfferings) IsZoneShifted(zoneID string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.evictExpired()
+	_, ok := u.zoneShifts[zoneID]
+	return ok
+}
+
 // SeqNum changes whenever the answer of IsUnavailable for some offering of
-// instanceType (or IsSubnetUnavailable) may have changed: an entry was
+// instanceType (or IsSubnetUnavailable, IsZoneShifted) may have changed: an entry was
 // marked, or expired. Callers caching offerings rebuild them when it moves.
 func (u *UnavailableOfferings) SeqNum(instanceType string) uint64 {
 	u.mu.Lock()
@@ -128,7 +170,8 @@ func (u *UnavailableOfferings) Version() uint64 {
 	return u.version
 }
 
-// Flush forgets every entry.
+// Flush forgets every entry except the zonal shifts, which are ARC's
+// state, not refusals.
 func (u *UnavailableOfferings) Flush() {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -141,6 +184,11 @@ func (u *UnavailableOfferings) Flush() {
 	u.globalSeq++
 	u.version++
 	u.nextExpiry = time.Time{}
+	for _, end := range u.zoneShifts {
+		if u.nextExpiry.IsZero() || end.Before(u.nextExpiry) {
+			u.nextExpiry = end
+		}
+	}
 }
 
 // expiry returns when an entry marked now expires, keeping nextExpiry the
@@ -177,7 +225,7 @@ func (u *UnavailableOfferings) evictExpired() {
 			u.version++
 		}
 	}
-	for _, m := range []map[string]time.Time{u.capacityTypes, u.subnets} {
+	for _, m := range []map[string]time.Time{u.capacityTypes, u.subnets, u.zoneShifts} {
 		for key, at := range m {
 			if !keep(at) {
 				delete(m, key)

@@ -119,14 +119,14 @@ func (r *resolver) build(name string) *cloudprovider.InstanceType {
 // offerings are the on-demand and spot offerings of the type in each zone,
 // then one reserved offering per capacity reservation. An offering is
 // available when the type is compatible with the class, it has a price,
-// and neither it, its capacity type nor every subnet of its zone was
-// recently refused.
+// its zone is under no ARC zonal shift, and neither it, its capacity type
+// nor every subnet of its zone was recently refused.
 func (p *Provider) offerings(info *ec2types.InstanceTypeInfo, nodeClass *awsv1.EC2NodeClass, zones []awsv1.ZoneInfo, reservations []awsv1.CapacityReservation) []*cloudprovider.Offering {
 	name := string(info.InstanceType)
 	compatible := compatible(info, nodeClass)
 	var out []*cloudprovider.Offering
 	for _, z := range zones {
-		zoneUsable := compatible && !p.allSubnetsUnavailable(z)
+		zoneUsable := compatible && !p.allSubnetsUnavailable(z) && !p.unavailable.IsZoneShifted(z.ZoneID)
 		for _, capacityType := range capacityTypes(info) {
 			var price float64
 			var priced bool
@@ -145,7 +145,9 @@ func (p *Provider) offerings(info *ec2types.InstanceTypeInfo, nodeClass *awsv1.E
 	}
 	onDemand, _ := p.prices.OnDemandPrice(name)
 	for _, r := range reservations {
-		inZone := slices.ContainsFunc(zones, func(z awsv1.ZoneInfo) bool { return z.Zone == r.AvailabilityZone })
+		inZone := slices.ContainsFunc(zones, func(z awsv1.ZoneInfo) bool {
+			return z.Zone == r.AvailabilityZone && !p.unavailable.IsZoneShifted(z.ZoneID)
+		})
 		out = append(out, &cloudprovider.Offering{
 			Zone:                r.AvailabilityZone,
 			CapacityType:        scheduling.CapacityTypeRsv,

@@ -67,16 +67,9 @@ type ReservationMarker interface {
 
 // Controller polls the interruption queue and acts on each message.
 type Controller struct {
-	kubeClient   client.Client
-	sqs          SQSAPI
-	queueName    string
-	offerings    OfferingMarker
-	reservations ReservationMarker
-	clock        clock.Clock
-	recorder     events.EventRecorder
-	// replaceFirst: a spot warning that leaves time for a launch marks the
-	// NodeClaim to be replaced first (ReplaceFirst).
-	replaceFirst bool
+	*Handler
+	sqs       SQSAPI
+	queueName string
 
 	mu       sync.Mutex
 	queueURL string
@@ -86,8 +79,7 @@ type Controller struct {
 // reservations may be nil (capacity reservations disabled).
 func NewController(kubeClient client.Client, api SQSAPI, queueName string, offerings OfferingMarker, reservations ReservationMarker,
 	clk clock.Clock, recorder events.EventRecorder) *Controller {
-	return &Controller{kubeClient: kubeClient, sqs: api, queueName: queueName, offerings: offerings, reservations: reservations,
-		clock: clk, recorder: recorder}
+	return &Controller{Handler: NewHandler(kubeClient, offerings, reservations, clk, recorder), sqs: api, queueName: queueName}
 }
 
 // ReplaceFirst makes a spot interruption warning whose first half holds
@@ -252,7 +244,7 @@ type cluster struct {
 	nodes      map[string]*corev1.Node
 }
 
-func (c *Controller) gather(ctx context.Context) (*cluster, error) {
+func (c *Handler) gather(ctx context.Context) (*cluster, error) {
 	owned := &cluster{nodeClaims: map[string]*karpv1.NodeClaim{}, nodes: map[string]*corev1.Node{}}
 	var nodeClaims karpv1.NodeClaimList
 	if err := c.kubeClient.List(ctx, &nodeClaims); err != nil {

@@ -29,6 +29,11 @@
 // is logged, counted as message_type="malformed" and deleted. A message
 // whose handling failed stays and reappears after its visibility timeout.
 //
+// The actions live in Handler, which the instance status poll
+// (subpackage instancestatus) shares: the statuses EC2 reports impaired or
+// with a scheduled event become messages of the kinds instance_status,
+// system_status and event_status and act as the queue's would.
+//
 // Messages are matched to NodeClaims and Nodes by the instance ID of their
 // providerID; instances karp did not launch are skipped. The package
 // decides nothing about scheduling and imports no other controller.

@@ -17,7 +17,7 @@ import (
 
 // handle acts on every instance of the message that has a NodeClaim;
 // instances of other clusters (or never launched by karp) are skipped.
-func (c *Controller) handle(ctx context.Context, msg Message, owned *cluster) error {
+func (c *Handler) handle(ctx context.Context, msg Message, owned *cluster) error {
 	if msg.Kind == KindNoOp {
 		return nil
 	}
@@ -43,7 +43,7 @@ func (c *Controller) handle(ctx context.Context, msg Message, owned *cluster) er
 
 // handleInstance publishes the message's event and takes its action on one
 // NodeClaim (and its Node, nil if not registered).
-func (c *Controller) handleInstance(ctx context.Context, msg Message, instanceID string, nodeClaim *karpv1.NodeClaim, node *corev1.Node) error {
+func (c *Handler) handleInstance(ctx context.Context, msg Message, instanceID string, nodeClaim *karpv1.NodeClaim, node *corev1.Node) error {
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("kind", msg.Kind, "instanceID", instanceID, "NodeClaim", klog.KObj(nodeClaim)))
 	notice, ok := notices[msg.Kind]
 	if !ok {
@@ -68,6 +68,10 @@ func (c *Controller) handleInstance(ctx context.Context, msg Message, instanceID
 				return c.replaceFirstBy(ctx, nodeClaim, node, reclaimAt, by)
 			}
 		}
+	case KindInstanceStatus, KindSystemStatus:
+		// A failed status check: terminate forcefully, the drain ending now
+		// (upstream's ForcefulTermination).
+		reclaimAt = c.clock.Now()
 	case KindCapacityReservationInterrupted:
 		if id := nodeClaim.Labels[awsv1.LabelCapacityReservationID]; id != "" && c.reservations != nil {
 			c.reservations.MarkUnavailable(id)
@@ -92,7 +96,7 @@ func (c *Controller) handleInstance(ctx context.Context, msg Message, instanceID
 }
 
 // publish records the event on the NodeClaim and its Node.
-func (c *Controller) publish(nodeClaim *karpv1.NodeClaim, node *corev1.Node, eventType, reason, message string) {
+func (c *Handler) publish(nodeClaim *karpv1.NodeClaim, node *corev1.Node, eventType, reason, message string) {
 	c.recorder.Eventf(nodeClaim, nil, eventType, reason, "Interrupt", message)
 	if node != nil {
 		c.recorder.Eventf(node, nil, eventType, reason, "Interrupt", message)
@@ -101,7 +105,7 @@ func (c *Controller) publish(nodeClaim *karpv1.NodeClaim, node *corev1.Node, eve
 
 // replaceFirstBy marks the NodeClaim to be replaced first and deleted by
 // the given time, its drain ending at reclaimAt.
-func (c *Controller) replaceFirstBy(ctx context.Context, nodeClaim *karpv1.NodeClaim, node *corev1.Node, reclaimAt, by time.Time) error {
+func (c *Handler) replaceFirstBy(ctx context.Context, nodeClaim *karpv1.NodeClaim, node *corev1.Node, reclaimAt, by time.Time) error {
 	marked, err := interruption.ReplaceFirst(ctx, c.kubeClient, nodeClaim, reclaimAt, by, string(KindSpotInterrupted))
 	if err != nil || !marked {
 		return err

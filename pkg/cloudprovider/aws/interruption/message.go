@@ -39,6 +39,18 @@ const (
 	// an interruptible capacity reservation. The reservation is treated as
 	// full and the NodeClaim deleted.
 	KindCapacityReservationInterrupted Kind = "capacity_reservation_interrupted"
+	// KindInstanceStatus: EC2's instance status check has failed for two
+	// minutes (the instance status poll, not the queue). The NodeClaim is
+	// deleted with a termination deadline of now: its drain does not wait
+	// for pods on a broken instance.
+	KindInstanceStatus Kind = "instance_status"
+	// KindSystemStatus: EC2's system status check (the host) has failed
+	// for two minutes (the instance status poll). As KindInstanceStatus.
+	KindSystemStatus Kind = "system_status"
+	// KindEventStatus: EC2 has scheduled an event (reboot, maintenance,
+	// retirement, stop) for the instance (the instance status poll). The
+	// NodeClaim is deleted, as for KindScheduledChange.
+	KindEventStatus Kind = "event_status"
 	// KindNoOp: a well-formed message karp does not act on (another
 	// source, another state, another AWS Health category). It is deleted.
 	KindNoOp Kind = "no_op"

@@ -14,6 +14,10 @@ const interruptionSubsystem = "interruption"
 // messageTypeLabel is the message kind (upstream's label name).
 const messageTypeLabel = "message_type"
 
+// categoryLabel is the status check category of an unhealthy instance
+// (upstream's label name): InstanceStatus, SystemStatus or EventStatus.
+const categoryLabel = "category"
+
 var (
 	// ReceivedMessagesTotal counts the messages received from the queue,
 	// by kind (KindMalformed for bodies that did not parse).
@@ -33,13 +37,20 @@ var (
 		Help:    "Amount of time an interruption message is on the queue before it is processed by karpenter.",
 		Buckets: []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300, 600},
 	})
+	// InstanceStatusUnhealthyTotal counts the instances of the cluster the
+	// instance status poll found unhealthy, once per instance and category
+	// while it stays unhealthy.
+	InstanceStatusUnhealthyTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Subsystem: interruptionSubsystem, Name: "instance_status_unhealthy_total",
+		Help: "Count of unique unhealthy instance statuses detected from EC2 DescribeInstanceStatus. Broken down by status check category.",
+	}, []string{categoryLabel})
 )
 
 // RegisterMetrics registers the interruption metrics with reg;
 // registering them again is not an error.
 func RegisterMetrics(reg prometheus.Registerer) error {
 	var errs []error
-	for _, c := range []prometheus.Collector{ReceivedMessagesTotal, DeletedMessagesTotal, MessageQueueDurationSeconds} {
+	for _, c := range []prometheus.Collector{ReceivedMessagesTotal, DeletedMessagesTotal, MessageQueueDurationSeconds, InstanceStatusUnhealthyTotal} {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError
 			if !errors.As(err, &already) {

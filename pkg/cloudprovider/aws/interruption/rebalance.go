@@ -32,7 +32,7 @@ const (
 // already marked, already being disrupted (DisruptionReason) or deleting,
 // not spot, or of a pool that did not opt in, is left as it is (only the
 // event is published, by the caller).
-func (c *Controller) rebalance(ctx context.Context, nodeClaim *karpv1.NodeClaim) error {
+func (c *Handler) rebalance(ctx context.Context, nodeClaim *karpv1.NodeClaim) error {
 	if skip := rebalanceSkip(nodeClaim); skip != "" {
 		log.FromContext(ctx).V(1).Info("not replacing on rebalance recommendation", "why", skip)
 		return nil
@@ -97,7 +97,7 @@ func rebalanceSkip(nodeClaim *karpv1.NodeClaim) string {
 
 // poolReplaces reports whether the NodePool opted in to replacement on
 // rebalance recommendations; a NodePool that is gone did not.
-func (c *Controller) poolReplaces(ctx context.Context, name string) (bool, error) {
+func (c *Handler) poolReplaces(ctx context.Context, name string) (bool, error) {
 	if name == "" {
 		return false, nil
 	}
@@ -115,7 +115,7 @@ func (c *Controller) poolReplaces(ctx context.Context, name string) (bool, error
 // unavailable for the unavailable-offerings cache's TTL, with the message
 // kind as the reason: a spot interruption warning or a rebalance
 // recommendation for a pool that opted in.
-func (c *Controller) markOffering(ctx context.Context, nodeClaim *karpv1.NodeClaim, kind Kind) {
+func (c *Handler) markOffering(ctx context.Context, nodeClaim *karpv1.NodeClaim, kind Kind) {
 	instanceType, zone := nodeClaim.Labels[corev1.LabelInstanceTypeStable], nodeClaim.Labels[corev1.LabelTopologyZone]
 	if instanceType != "" && zone != "" && c.offerings != nil {
 		c.offerings.MarkUnavailable(ctx, string(kind), instanceType, zone, karpv1.CapacityTypeSpot)

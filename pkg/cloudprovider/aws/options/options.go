@@ -91,8 +91,8 @@ func AddFlags(fs *flag.FlagSet) *Options {
 	fs.DurationVar(&o.AMIRefreshInterval, "ami-refresh-interval", o.envDuration("AMI_REFRESH_INTERVAL", DefaultRefreshInterval), "How long discovered AMIs are cached before the AMI selectors are queried again (at least 1m).")
 	fs.DurationVar(&o.SubnetRefreshInterval, "subnet-refresh-interval", o.envDuration("SUBNET_REFRESH_INTERVAL", DefaultRefreshInterval), "How long discovered subnets are cached before the subnet selectors are queried again (at least 1m).")
 	fs.BoolVar(&o.EKSControlPlane, "eks-control-plane", o.envBool("EKS_CONTROL_PLANE", false), "Read the Kubernetes version from eks:DescribeCluster instead of the API server's discovery endpoint (karp reads it from the discovery endpoint either way).")
-	fs.BoolVar(&o.DisableDryRun, "disable-dry-run", o.envBool("DISABLE_DRY_RUN", false), "Skip the authorization dry runs of the launch calls when validating an EC2NodeClass (karp does not dry-run them either way).")
-	fs.BoolVar(&o.EnableZonalShift, "enable-zonal-shift", o.envBool("ENABLE_ZONAL_SHIFT", false), "Honour the cluster's ARC zonal shifts: launch no instances in a zone shifted away from (not implemented in karp yet).")
+	fs.BoolVar(&o.DisableDryRun, "disable-dry-run", o.envBool("DISABLE_DRY_RUN", false), "Skip the authorization dry runs of the launch calls (CreateLaunchTemplate, CreateFleet, RunInstances) when validating an EC2NodeClass.")
+	fs.BoolVar(&o.EnableZonalShift, "enable-zonal-shift", o.envBool("ENABLE_ZONAL_SHIFT", false), "Honour the cluster's ARC zonal shifts: launch no instances in a zone shifted away from. The cluster must be registered with zonal shift (read with eks:DescribeCluster and arc-zonal-shift:GetManagedResource at start).")
 	o.FeatureGates = map[string]bool{FeatureNodeClassCEL: false}
 	fs.Var(gateFlag(o.FeatureGates), "aws-feature-gates", "The AWS provider's optional features: comma-separated Name=true|false pairs ("+FeatureNodeClassCEL+", alpha, default false); unknown names are ignored.")
 	if v, ok := os.LookupEnv("AWS_FEATURE_GATES"); ok {
@@ -248,12 +248,6 @@ func (o *Options) Inert() []string {
 	var out []string
 	if o.EKSControlPlane {
 		out = append(out, "--eks-control-plane=true: karp reads the Kubernetes version from the API server's discovery endpoint, not eks:DescribeCluster")
-	}
-	if !o.DisableDryRun {
-		out = append(out, "--disable-dry-run=false: karp's EC2NodeClass validation does not dry-run CreateFleet, RunInstances or CreateLaunchTemplate yet; a missing IAM permission shows at the first launch")
-	}
-	if o.EnableZonalShift {
-		out = append(out, "--enable-zonal-shift=true: karp does not read ARC zonal shifts yet; it launches in shifted zones")
 	}
 	if o.FeatureGates[FeatureNodeClassCEL] {
 		// The gate acts on kubelet.maxPods; upstream also takes expressions

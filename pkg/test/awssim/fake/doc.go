@@ -1,5 +1,5 @@
 // Package fake holds stateful in-process fakes of the AWS APIs the provider
-// calls (EC2, SSM, Pricing, IAM, EKS, SQS). They keep state (instances, fleets, launch
+// calls (EC2, SSM, Pricing, IAM, EKS, SQS, ARC zonal shift). They keep state (instances, fleets, launch
 // templates, tags, parameters, queued messages) so tests assert on the world, not on calls,
 // and they can be told to fail a named API call (throttling, insufficient
 // capacity) a given number of times. Every call is counted, so benchmarks
@@ -10,7 +10,9 @@
 // parameters, the node role, the EKS cluster): the wire simulator
 // (awssim.New), the process harness (awsprocess.Account) and the provider
 // harness (awstest.NewWorld) all build theirs with it, differing only in
-// its options. PublishAMI releases EKS-optimized AMIs as AWS does.
+// its options. PublishAMI releases EKS-optimized AMIs as AWS does. ARC
+// (NewARC) is outside the account: only tests of --enable-zonal-shift
+// build one, and the wire simulator does not serve it.
 //
 // The fakes are test infrastructure: product code never imports them (a
 // depguard rule in .golangci.yml). The in-package tests of the AWS

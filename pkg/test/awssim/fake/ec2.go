@@ -33,6 +33,9 @@ type EC2 struct {
 	// is returned.
 	IgnoreFilters bool
 
+	// denials are the actions Deny refused (ec2_dryrun.go).
+	denials denials
+
 	mu      sync.Mutex
 	catalog catalogState
 	network networkState
@@ -40,6 +43,9 @@ type EC2 struct {
 	launch  launchState
 	// placement holds the placement groups (ec2_placementgroups.go).
 	placement placementState
+	// status holds instances' status checks and scheduled events
+	// (ec2_instancestatus.go).
+	status statusState
 }
 
 // NewEC2 returns an empty fake; tests seed it through its Add*/Set* methods.
@@ -48,10 +54,14 @@ func NewEC2() *EC2 {
 }
 
 // enterCall begins a call of op that takes a DryRun flag: it counts the
-// call and returns the error a test queued for it; a dry run then answers
+// call and returns the error a test queued for it, or UnauthorizedOperation
+// when Deny refused op; a dry run then answers
 // DryRunOperation, as EC2 does when the caller may make the call.
 func (e *EC2) enterCall(op string, dryRun *bool) error {
 	if err := e.enter(op); err != nil {
+		return err
+	}
+	if err := e.unauthorized(op); err != nil {
 		return err
 	}
 	if aws.ToBool(dryRun) {

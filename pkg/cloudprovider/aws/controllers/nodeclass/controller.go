@@ -30,6 +30,8 @@ type Controller struct {
 	clock      clock.Clock
 	// steps run in upstream's order; later steps read what earlier ones set.
 	steps []step
+	// dryRun's verdicts are forgotten when their class is deleted.
+	dryRun *DryRun
 }
 
 var _ reconcile.ObjectReconciler[*awsv1.EC2NodeClass] = (*Controller)(nil)
@@ -59,6 +61,9 @@ type Providers struct {
 	// NodeClassCEL AWS gate is on; nil refuses CEL expressions in
 	// spec.kubelet (KubeletExpressionsDisabled).
 	KubeletExpressions expressionCompiler
+	// DryRun checks the launch calls are authorized before
+	// ValidationSucceeded is True; nil (--disable-dry-run) skips it.
+	DryRun *DryRun
 }
 
 // NewController builds the EC2NodeClass status controller.
@@ -67,6 +72,7 @@ func NewController(kubeClient client.Client, recorder events.EventRecorder, clk 
 	return &Controller{
 		kubeClient: kubeClient,
 		clock:      clk,
+		dryRun:     providers.DryRun,
 		steps: []step{
 			// status.amis and AMIsReady.
 			&amiStep{amis: providers.AMIs, version: providers.Version, report: r},
@@ -81,7 +87,7 @@ func NewController(kubeClient client.Client, recorder events.EventRecorder, clk 
 			// status.instanceProfile and InstanceProfileReady.
 			&instanceProfileStep{profiles: providers.InstanceProfiles, report: r},
 			// ValidationSucceeded, once the others are known.
-			&validationStep{report: r, expressions: providers.KubeletExpressions},
+			&validationStep{report: r, expressions: providers.KubeletExpressions, dryRun: providers.DryRun},
 		},
 	}
 }
@@ -101,12 +107,14 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 
 // +kubebuilder:rbac:groups=karpenter.k8s.aws,resources=ec2nodeclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=karpenter.k8s.aws,resources=ec2nodeclasses/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile resolves the NodeClass's status and patches it once.
 func (c *Controller) Reconcile(ctx context.Context, nodeClass *awsv1.EC2NodeClass) (reconcile.Result, error) {
 	if !nodeClass.DeletionTimestamp.IsZero() {
+		c.dryRun.forget(nodeClass.Name)
 		return reconcile.Result{}, nil
 	}
 	stored := nodeClass.DeepCopy()

@@ -37,6 +37,11 @@
 // ReservedCapacity feature gate is on (the operator passes a provider);
 // with it off CapacityReservationsReady is True with none, and says so when
 // terms are set. Validation checks
-// the kubelet settings against the AMI family; the launch-permission dry
-// runs upstream performs are not made.
+// the kubelet settings against the AMI family, then (unless
+// --disable-dry-run) that the controller may launch, as upstream: it
+// creates the launch template of one instance type and dry-runs CreateFleet
+// and RunInstances with it; a refused call is ValidationSucceeded False
+// with CreateLaunchTemplateAuthCheckFailed, CreateFleetAuthCheckFailed or
+// RunInstancesAuthCheckFailed. Verdicts are cached for 30 minutes per
+// NodeClass status, spec, annotations and tags.
 package nodeclass

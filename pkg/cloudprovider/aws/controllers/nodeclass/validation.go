@@ -31,6 +31,9 @@ type validationStep struct {
 	// expressions compiles spec.kubelet's CEL expressions; nil is the
 	// NodeClassCEL gate off.
 	expressions expressionCompiler
+	// dryRun checks the launch calls are authorized; nil is
+	// --disable-dry-run.
+	dryRun *DryRun
 }
 
 // expressionCompiler checks a kubelet CEL expression compiles.
@@ -38,7 +41,7 @@ type expressionCompiler interface {
 	Compile(expression string) error
 }
 
-func (s *validationStep) reconcile(_ context.Context, nodeClass *awsv1.EC2NodeClass) (reconcile.Result, error) {
+func (s *validationStep) reconcile(ctx context.Context, nodeClass *awsv1.EC2NodeClass) (reconcile.Result, error) {
 	conditions := s.report.conditions(nodeClass)
 	for _, dep := range dependencies {
 		if conditions.IsFalse(dep) {
@@ -56,6 +59,19 @@ func (s *validationStep) reconcile(_ context.Context, nodeClass *awsv1.EC2NodeCl
 		// Only a spec change can fix it, and a spec change reconciles.
 		s.report.notReady(nodeClass, awsv1.ConditionTypeValidationSucceeded, reason, message)
 		return reconcile.Result{}, nil
+	}
+	if s.dryRun != nil {
+		reason, message, err := s.dryRun.check(ctx, nodeClass)
+		if err != nil {
+			// Transient (throttled, an EC2 fault): the condition keeps
+			// what it said and the reconcile is retried with backoff.
+			return reconcile.Result{}, err
+		}
+		if reason != "" {
+			// As upstream: logged by the dry run, no event.
+			conditions.SetFalse(awsv1.ConditionTypeValidationSucceeded, reason, message)
+			return reconcile.Result{RequeueAfter: requeueValidation}, nil
+		}
 	}
 	conditions.SetTrue(awsv1.ConditionTypeValidationSucceeded)
 	return reconcile.Result{RequeueAfter: requeueValidation}, nil
