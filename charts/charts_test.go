@@ -546,7 +546,8 @@ func TestExplainRole(t *testing.T) {
 			granted[r] = true
 		}
 	}
-	for _, r := range []string{"nodepools", "nodeclaims", "nodes", "pods", "daemonsets", "poddisruptionbudgets", "namespaces", "limitranges"} {
+	for _, r := range []string{"nodepools", "nodeclaims", "nodes", "pods", "daemonsets", "poddisruptionbudgets", "namespaces", "limitranges",
+		"nodeoverlays", "capacitybuffers", "podtemplates"} {
 		if !granted[r] {
 			t.Errorf("the explain role cannot read %s", r)
 		}

@@ -21,6 +21,7 @@ type clusterSource struct {
 	dumps      stringList
 	catalog    string
 	output     string
+	gates      gatesFlag
 }
 
 func (s *clusterSource) register(fs *flag.FlagSet) {
@@ -28,6 +29,8 @@ func (s *clusterSource) register(fs *flag.FlagSet) {
 	fs.Var(&s.dumps, "f", "read the cluster from a dump instead (`kubectl get nodepools,nodeclaims,nodes,pods,pdb,daemonsets -A -o yaml`); repeatable, - for stdin")
 	fs.StringVar(&s.catalog, "catalog", "", "instance-type catalog file (default: the embedded EC2 catalog the kwok provider uses)")
 	fs.StringVar(&s.output, "o", explain.OutputText, "output: text or json")
+	fs.Var(&s.gates, "feature-gates", "the controller's feature gates (Name=true|false,...; unnamed gates take the controller's defaults); "+
+		"unset: apply the cluster's NodeOverlays and keep its CapacityBuffers' room, as a controller with those gates on")
 }
 
 func (s *clusterSource) validate() error {
@@ -65,7 +68,7 @@ func (s *clusterSource) engine(ctx context.Context, stderr io.Writer) (*explain.
 			return nil, fmt.Errorf("building client: %w", err)
 		}
 	}
-	return explain.New(ctx, reader, scheme, explain.Options{InstanceTypes: types})
+	return explain.New(ctx, reader, scheme, explain.Options{InstanceTypes: types, FeatureGates: s.gates.gates})
 }
 
 // parseInterspersed parses flags that may come before, between or after
@@ -91,7 +94,7 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	src.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: karp explain pod NAMESPACE/NAME | node NAME | nodepool NAME [--kubeconfig FILE | -f DUMP] [-o text|json]")
+		fmt.Fprintln(stderr, "Usage: karp explain pod NAMESPACE/NAME | node NAME | nodepool NAME [--kubeconfig FILE | -f DUMP] [--feature-gates GATES] [-o text|json]")
 		fmt.Fprintln(stderr, "\nSays why karp did or did not act: why a pod is pending (per NodePool, with the same reason codes as its")
 		fmt.Fprintln(stderr, "FailedScheduling event), why a node is or is not being disrupted (the DisruptionBlocked reason codes),")
 		fmt.Fprintln(stderr, "and a NodePool's limits, budgets and due replacements. It runs the controller's own decisions and never writes.\n\nFlags:")

@@ -14,9 +14,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/kwok"
 	"github.com/karp-autoscaler/karp/pkg/controllers"
 	"github.com/karp-autoscaler/karp/pkg/controllers/disruption"
+	"github.com/karp-autoscaler/karp/pkg/controllers/nodeoverlay"
 	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning"
 	"github.com/karp-autoscaler/karp/pkg/options"
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
@@ -35,6 +37,16 @@ type Options struct {
 	Settings *options.Options
 	// Clock is "now" (nil: the real clock).
 	Clock clock.Clock
+	// FeatureGates are the controller's feature gates. Nil: the cluster's
+	// NodeOverlays and CapacityBuffers are taken as asking for their
+	// gates (as `karp simulate` takes manifests); with gates, exactly as a
+	// controller run with them (NodeOverlay and CapacityBuffer default off).
+	FeatureGates *options.FeatureGates
+}
+
+// gateOn reports whether the controller explained serves a gate's objects.
+func (o Options) gateOn(name string) bool {
+	return o.FeatureGates == nil || o.FeatureGates.Enabled(name)
 }
 
 // Engine answers why-questions about one cluster as karp's controllers
@@ -47,7 +59,7 @@ type Engine struct {
 	clock   clock.Clock
 	cluster *state.Cluster
 
-	cloudProvider *kwok.CloudProvider
+	cloudProvider cloudprovider.CloudProvider
 	provisioner   *provisioning.Provisioner
 	disruption    *disruption.Controller
 
@@ -56,6 +68,10 @@ type Engine struct {
 	nodes      []corev1.Node
 	pods       []corev1.Pod
 	pdbs       []policyv1.PodDisruptionBudget
+	// overlays is the NodeOverlays' evaluation (nil: none read, or the
+	// gate is off); buffers the CapacityBuffers read.
+	overlays *nodeoverlay.Evaluation
+	buffers  []bufferRoom
 
 	plan    *provisioning.Plan
 	planned bool
@@ -79,14 +95,30 @@ func New(ctx context.Context, reader client.Reader, scheme *runtime.Scheme, opts
 	if err := e.read(ctx); err != nil {
 		return nil, err
 	}
-	cp, err := kwok.New(ro, kwok.WithInstanceTypes(opts.InstanceTypes))
+	base, err := kwok.New(ro, kwok.WithInstanceTypes(opts.InstanceTypes))
 	if err != nil {
 		return nil, err
+	}
+	var cp cloudprovider.CloudProvider = base
+	if opts.gateOn(options.FeatureNodeOverlay) {
+		if cp, err = e.applyOverlays(ctx, base); err != nil {
+			return nil, err
+		}
 	}
 	e.cloudProvider = cp
 	e.provisioner = provisioning.NewProvisioner(ro, cp, e.cluster, discard{}, clk, controllers.ProvisioningOptions(opts.Settings))
 	e.disruption = disruption.NewController(ro, cp, e.cluster, discard{}, clk,
 		controllers.DisruptionOptions(opts.Settings), controllers.SolverOptions(opts.Settings))
+	if opts.gateOn(options.FeatureCapacityBuffer) {
+		store, err := e.readBuffers(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if store != nil {
+			e.provisioner.WithBuffers(store)
+			e.disruption.WithBuffers(store)
+		}
+	}
 	return e, nil
 }
 
@@ -172,12 +204,9 @@ func (discard) Eventf(runtime.Object, runtime.Object, string, string, string, st
 // instanceTypes are the NodePool's instance types as the controllers see
 // them.
 func (e *Engine) instanceTypes(ctx context.Context, nodePool string) []*scheduling.InstanceType {
-	for i := range e.nodePools {
-		if e.nodePools[i].Name == nodePool {
-			types, err := e.cloudProvider.GetInstanceTypes(ctx, &e.nodePools[i])
-			if err == nil {
-				return types
-			}
+	if np := e.nodePool(nodePool); np != nil {
+		if types, err := e.cloudProvider.GetInstanceTypes(ctx, np); err == nil {
+			return types
 		}
 	}
 	return nil

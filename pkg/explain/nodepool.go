@@ -10,9 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
+	"github.com/karp-autoscaler/karp/pkg/state/buffers"
 )
 
 // NodePoolReport is `karp explain nodepool`'s answer.
@@ -39,6 +41,11 @@ type NodePoolReport struct {
 	// replacement.
 	Drifted  []string `json:"drifted,omitempty"`
 	Expiring []string `json:"expiring,omitempty"`
+	// Overlays are the NodeOverlays that set a price or capacity on its
+	// instance types, and those the controller refuses; Buffers the
+	// CapacityBuffers and the room its next launch keeps for each.
+	Overlays []OverlaySummary `json:"overlays,omitempty"`
+	Buffers  []BufferSummary  `json:"buffers,omitempty"`
 }
 
 // LimitSummary is one limit and its use.
@@ -103,12 +110,17 @@ func (e *Engine) NodePool(ctx context.Context, name string) (*NodePoolReport, er
 	if err != nil {
 		return nil, err
 	}
+	planned := map[types.NamespacedName]int{}
 	if plan != nil {
 		for _, nc := range plan.Result.NodeClaims {
 			if nc.NodePool.Name != name {
 				continue
 			}
 			for _, pod := range nc.Pods {
+				if key, ok := buffers.KeyOf(pod); ok {
+					planned[key]++
+					continue
+				}
 				r.Pending = append(r.Pending, pod.Namespace+"/"+pod.Name)
 			}
 		}
@@ -123,5 +135,7 @@ func (e *Engine) NodePool(ctx context.Context, name string) (*NodePoolReport, er
 			}
 		}
 	}
+	r.Overlays = e.overlaySummaries(ctx, name)
+	r.Buffers = e.bufferSummaries(planned)
 	return r, nil
 }

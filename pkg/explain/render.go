@@ -142,6 +142,20 @@ func writeNodePool(b *strings.Builder, r *NodePoolReport) {
 	if len(r.Expiring) > 0 {
 		line(b, "  expiring within a day: %s", strings.Join(r.Expiring, ", "))
 	}
+	for _, o := range r.Overlays {
+		if o.Applied {
+			line(b, "  NodeOverlay %s: sets the price or capacity of %d of its instance type(s)", o.Name, o.InstanceTypes)
+		} else {
+			line(b, "  NodeOverlay %s: %s", o.Name, o.Message)
+		}
+	}
+	for _, s := range r.Buffers {
+		if !s.Ready {
+			line(b, "  CapacityBuffer %s: no room kept: %s", s.Name, s.Message)
+			continue
+		}
+		line(b, "  CapacityBuffer %s: room for %d pod(s); the next launch keeps %d here", s.Name, s.Replicas, s.Planned)
+	}
 }
 
 func writeCommand(b *strings.Builder, indent string, c *CommandSummary) {

@@ -83,39 +83,17 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 // Reconcile evaluates every NodeOverlay against every NodePool's instance
 // types, publishes the result and writes the overlays' conditions.
 func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
-	// 1. Gather: the overlays, and each NodePool's instance types.
-	overlays := &karpv1alpha1.NodeOverlayList{}
-	if err := c.kubeClient.List(ctx, overlays); err != nil {
-		return reconcile.Result{}, fmt.Errorf("listing nodeoverlays: %w", err)
+	ev, err := Evaluate(ctx, c.kubeClient, c.cloudProvider, c.wellKnown)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
-	pools, typeErrs := c.poolTypes(ctx)
-	// 2. Decide: validate, order, find conflicts.
-	invalid := map[string]string{}
-	var decoded []overlay.Overlay
-	generations := make(map[string]int64, len(overlays.Items))
-	for i := range overlays.Items {
-		no := &overlays.Items[i]
-		generations[no.Name] = no.Generation
-		o, err := decode(no, c.wellKnown)
-		if err != nil {
-			invalid[no.Name] = err.Error()
-			continue
-		}
-		decoded = append(decoded, o)
-	}
-	overlay.Order(decoded)
-	ev := overlay.Evaluate(decoded, pools)
-	// 3. Act: publish, then write the conditions.
-	evaluated := make([]string, 0, len(pools))
-	for _, pt := range pools {
-		evaluated = append(evaluated, pt.NodePool.Name)
-	}
-	c.store.Update(ev.Applied, generations, evaluated)
-	log.FromContext(ctx).V(1).Info("evaluated nodeoverlays", "applied", len(ev.Applied), "invalid", len(invalid),
-		"conflicting", len(ev.Conflicts), "nodePools", len(evaluated))
-	errs := typeErrs
-	for i := range overlays.Items {
-		if err := c.patchStatus(ctx, &overlays.Items[i], invalid, ev.Conflicts); err != nil {
+	// Act: publish, then write the conditions.
+	c.store.Update(ev.Applied, ev.Generations, ev.NodePools)
+	log.FromContext(ctx).V(1).Info("evaluated nodeoverlays", "applied", len(ev.Applied), "invalid", len(ev.Invalid),
+		"conflicting", len(ev.Conflicts), "nodePools", len(ev.NodePools))
+	errs := ev.TypeErrors
+	for i := range ev.Overlays {
+		if err := c.patchStatus(ctx, &ev.Overlays[i], ev.Invalid, ev.Conflicts); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -125,6 +103,59 @@ func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		return reconcile.Result{}, errors.Join(errs...)
 	}
 	return reconcile.Result{RequeueAfter: resyncPeriod}, nil
+}
+
+// Evaluation is one evaluation of every NodeOverlay against every
+// NodePool's instance types: what Reconcile publishes and writes, and what
+// `karp explain` applies to the cluster it reads.
+type Evaluation struct {
+	overlay.Evaluation
+	// Overlays are the NodeOverlays read.
+	Overlays []karpv1alpha1.NodeOverlay
+	// Invalid names each overlay that fails runtime validation, with why.
+	Invalid map[string]string
+	// Generations are the overlays' generations the evaluation saw.
+	Generations map[string]int64
+	// NodePools are the NodePools evaluated (their instance types read).
+	NodePools []string
+	// TypeErrors are the NodePools whose instance types could not be
+	// read; they stay unevaluated.
+	TypeErrors []error
+}
+
+// Evaluate reads the NodeOverlays and each NodePool's instance types from
+// cloudProvider (the provider without the overlay decorator) and decides
+// which overlays apply. wellKnown are provider label keys overlays may
+// select on. The error is the overlays' listing; NodePools whose types
+// cannot be read are in TypeErrors.
+func Evaluate(ctx context.Context, reader client.Reader, cloudProvider cloudprovider.CloudProvider, wellKnown []sets.Set[string]) (*Evaluation, error) {
+	// Gather: the overlays, and each NodePool's instance types.
+	overlays := &karpv1alpha1.NodeOverlayList{}
+	if err := reader.List(ctx, overlays); err != nil {
+		return nil, fmt.Errorf("listing nodeoverlays: %w", err)
+	}
+	pools, typeErrs := poolTypes(ctx, reader, cloudProvider)
+	// Decide: validate, order, find conflicts.
+	ev := &Evaluation{Overlays: overlays.Items, Invalid: map[string]string{},
+		Generations: make(map[string]int64, len(overlays.Items)), TypeErrors: typeErrs}
+	var decoded []overlay.Overlay
+	for i := range overlays.Items {
+		no := &overlays.Items[i]
+		ev.Generations[no.Name] = no.Generation
+		o, err := decode(no, wellKnown)
+		if err != nil {
+			ev.Invalid[no.Name] = err.Error()
+			continue
+		}
+		decoded = append(decoded, o)
+	}
+	overlay.Order(decoded)
+	ev.Evaluation = overlay.Evaluate(decoded, pools)
+	ev.NodePools = make([]string, 0, len(pools))
+	for _, pt := range pools {
+		ev.NodePools = append(ev.NodePools, pt.NodePool.Name)
+	}
+	return ev, nil
 }
 
 // decode validates the overlay and decodes it for matching.
@@ -138,16 +169,16 @@ func decode(no *karpv1alpha1.NodeOverlay, wellKnown []sets.Set[string]) (overlay
 // poolTypes returns every NodePool not being deleted with its instance
 // types. A NodePool whose types cannot be read is left out (it stays
 // unevaluated) and its error returned.
-func (c *Controller) poolTypes(ctx context.Context) ([]overlay.PoolTypes, []error) {
+func poolTypes(ctx context.Context, reader client.Reader, cloudProvider cloudprovider.CloudProvider) ([]overlay.PoolTypes, []error) {
 	nodePools := &karpv1.NodePoolList{}
-	if err := c.kubeClient.List(ctx, nodePools); err != nil {
+	if err := reader.List(ctx, nodePools); err != nil {
 		return nil, []error{fmt.Errorf("listing nodepools: %w", err)}
 	}
 	var out []overlay.PoolTypes
 	var errs []error
 	for i := range nodePools.Items {
 		np := &nodePools.Items[i]
-		types, err := c.cloudProvider.GetInstanceTypes(ctx, np)
+		types, err := cloudProvider.GetInstanceTypes(ctx, np)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("listing instance types of nodepool %s: %w", np.Name, err))
 			continue
