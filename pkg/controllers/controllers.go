@@ -161,7 +161,8 @@ func NewControllers(deps Deps) []Controller {
 		// Registers the cluster state's node, pod, utilization and cost
 		// metrics.
 		statecontrollers.NewMetricsRegistrar(crmetrics.Registry, cluster),
-		// Registers the NodeClaim and NodePool status-condition metrics.
+		// Registers the NodeClaim, NodePool and Node status-condition and
+		// termination metrics.
 		status.NewRegistrar(crmetrics.Registry, deps.Clock, deps.CloudProvider, deps.Recorder),
 		// Deletes or replaces empty, drifted and underutilized nodes
 		// within budgets (singleton), and says why the others stay.

@@ -19,11 +19,10 @@ func TestInertSettingsAreNamed(t *testing.T) {
 		"cpu requests":            {args: []string{"--cpu-requests=2000"}, want: []string{"--cpu-requests"}},
 		"DRA requests honored":    {args: []string{"--ignore-dra-requests=false"}, want: []string{"--ignore-dra-requests=false"}},
 		"AWS settings under kwok": {args: []string{"--enable-zonal-shift=true", "--eks-control-plane=true"}},
-		// Zonal shift and launch dry runs act under aws; the EKS control
-		// plane lookup does not.
+		// Zonal shift, launch dry runs and the EKS control plane's version
+		// lookup all act under aws.
 		"AWS settings under aws": {
 			args: []string{"--cloud-provider=aws", "--cluster-name=test", "--enable-zonal-shift=true", "--disable-dry-run=true", "--eks-control-plane=true"},
-			want: []string{"--eks-control-plane=true"},
 		},
 		"AWS defaults under aws": {
 			args: []string{"--cloud-provider=aws", "--cluster-name=test"},

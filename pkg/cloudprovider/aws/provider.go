@@ -24,6 +24,7 @@ import (
 	awsnodeclass "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/nodeclass"
 	nodeclasshash "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/nodeclass/hash"
 	nodeclasstermination "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/nodeclass/termination"
+	instancetypecapacity "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/providers/instancetype/capacity"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/providers/refresh"
 	ssminvalidation "github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/controllers/providers/ssm"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instance"
@@ -40,6 +41,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/subnet"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/version"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/zonalshift"
+	metricsstatus "github.com/karp-autoscaler/karp/pkg/metrics/status"
 )
 
 // Dependencies are what the AWS provider is built from besides the AWS
@@ -133,6 +135,13 @@ func NewProvider(ctx context.Context, deps Dependencies, clients Clients) (*Prov
 		return nil, fmt.Errorf("building discovery client: %w", err)
 	}
 	versions := version.NewProvider(disco, deps.Clock)
+	if opts.EKSControlPlane {
+		// The version is EKS's, read at start as upstream does: a missing
+		// eks:DescribeCluster permission stops the process.
+		if _, err := versions.FromEKS(clients.EKS, opts.ClusterName).Get(ctx); err != nil {
+			return nil, err
+		}
+	}
 	p, err := newParts(ctx, deps, clients, facts)
 	if err != nil {
 		return nil, err
@@ -190,7 +199,7 @@ func newParts(ctx context.Context, deps Dependencies, clients Clients, facts clu
 		ClusterDNSIP:    facts.dnsIP,
 	})
 	p.Instances = instance.NewProvider(ec2Client, ticker(clk), opts.ClusterName, p.UnavailableOfferings)
-	if err := instance.Register(deps.Registerer); err != nil {
+	if err := errors.Join(instance.Register(deps.Registerer), launchtemplate.Register(deps.Registerer)); err != nil {
 		return nil, fmt.Errorf("registering AWS instance metrics: %w", err)
 	}
 	p.Subnets = subnet.NewProvider(ec2Client, clk, opts.SubnetRefreshInterval)
@@ -252,10 +261,15 @@ func (p *Provider) addControllers(deps Dependencies, clients Clients, versions *
 		// Keeps each EC2NodeClass's drift hash annotations current and
 		// re-stamps NodeClaims of an older hash version.
 		nodeclasshash.NewController(deps.KubeClient),
+		// Reports each EC2NodeClass's conditions and termination as upstream's
+		// operator_ec2nodeclass_* (and deprecated operator_*) metrics.
+		metricsstatus.NewRegistrar(deps.Registerer, clk, deps.Recorder, metricsstatus.EC2NodeClasses()),
 		// Drops cached AMI aliases whose image was deprecated.
 		ssminvalidation.NewController(amis),
 		// Re-reads instance types and offerings every 12 hours.
 		refresh.NewInstanceTypeController(p.InstanceTypes),
+		// Learns instance types' memory capacity from registered Nodes.
+		instancetypecapacity.NewController(deps.KubeClient, p.InstanceTypes),
 		// Re-reads on-demand and spot prices every 12 hours.
 		refresh.NewPricingController(p.Prices),
 		// Deletes launch templates no launch used for a minute.

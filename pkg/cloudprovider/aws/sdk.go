@@ -25,7 +25,8 @@ type Clients struct {
 	SSM     SSMAPI
 	IAM     IAMAPI
 	Pricing PricingAPI
-	// EKS is read only when Options.ClusterEndpoint is empty.
+	// EKS is read when Options.ClusterEndpoint is empty, with
+	// Options.EnableZonalShift and with Options.EKSControlPlane.
 	EKS EKSAPI
 	// SQS is read only when Options.InterruptionQueue is set.
 	SQS SQSAPI
@@ -69,7 +70,8 @@ type PricingAPI interface {
 }
 
 // EKSAPI is the EKS call the API server endpoint is discovered with when
-// --cluster-endpoint is not set.
+// --cluster-endpoint is not set, and the Kubernetes version read with
+// under --eks-control-plane.
 type EKSAPI interface {
 	DescribeCluster(ctx context.Context, in *eks.DescribeClusterInput, opts ...func(*eks.Options)) (*eks.DescribeClusterOutput, error)
 }

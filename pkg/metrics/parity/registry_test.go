@@ -17,8 +17,10 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instance"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instancetype"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/interruption"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/launchtemplate"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/fake"
 	"github.com/karp-autoscaler/karp/pkg/controllers"
+	metricsstatus "github.com/karp-autoscaler/karp/pkg/metrics/status"
 	"github.com/karp-autoscaler/karp/pkg/operator"
 	"github.com/karp-autoscaler/karp/pkg/options"
 )
@@ -80,12 +82,15 @@ func karpMetrics(t *testing.T) map[string][]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := op.Register(t.Context(), controllers.NewControllers(op.Deps(ec2Provider{fake.New()}))...); err != nil {
+	// The AWS provider's EC2NodeClass status metrics, registered as its
+	// controller list does (building the provider needs AWS clients).
+	ec2NodeClasses := metricsstatus.NewRegistrar(crmetrics.Registry, op.Clock, op.Recorder, metricsstatus.EC2NodeClasses())
+	if err := op.Register(t.Context(), append(controllers.NewControllers(op.Deps(ec2Provider{fake.New()})), ec2NodeClasses)...); err != nil {
 		t.Fatal(err)
 	}
-	// The AWS provider's metrics, as its constructor registers them
-	// (building the provider needs AWS clients).
-	for _, err := range []error{instance.Register(rec), interruption.RegisterMetrics(rec), rec.Register(instancetype.NewCollector(nil))} {
+	// The AWS provider's metrics, as its constructor registers them.
+	for _, err := range []error{instance.Register(rec), launchtemplate.Register(rec), interruption.RegisterMetrics(rec),
+		rec.Register(instancetype.NewCollector(nil))} {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -80,6 +80,7 @@ func (b *batcher[T, R]) Add(ctx context.Context, key string, item T) (R, error) 
 // run waits out the bucket's window, then executes it and hands out the
 // results.
 func (b *batcher[T, R]) run(ctx context.Context, key string, bk *bucket[T, R]) {
+	opened := b.clock.Now()
 	maxTimer := b.clock.NewTimer(b.max)
 	defer maxTimer.Stop()
 	idleTimer := b.clock.NewTimer(b.idle)
@@ -98,6 +99,7 @@ wait:
 			idleTimer = b.clock.NewTimer(b.idle)
 		}
 	}
+	BatchTime.WithLabelValues(b.name).Observe(b.clock.Since(opened).Seconds())
 	b.mu.Lock()
 	if b.buckets[key] == bk {
 		delete(b.buckets, key)

@@ -56,9 +56,11 @@ const (
 
 // Instance is an EC2 instance karp launched.
 type Instance struct {
-	ID           string
-	Type         string
-	Zone         string
+	ID   string
+	Type string
+	Zone string
+	// ZoneID is the zone's ID (use1-az1), when EC2 told.
+	ZoneID       string
 	CapacityType string
 	// ReservationID is the capacity reservation a reserved instance runs in.
 	ReservationID    string
@@ -187,6 +189,7 @@ func (p *Provider) Delete(ctx context.Context, id string) error {
 		return nil
 	}
 	if _, err := p.terminate.Add(ctx, "terminate", id); err != nil {
+		TerminationFailuresTotal.WithLabelValues(inst.Zone, inst.ZoneID).Inc()
 		return fmt.Errorf("terminating instance %s: %w", id, err)
 	}
 	return nil
@@ -348,6 +351,7 @@ func fromEC2(in *ec2types.Instance) *Instance {
 	}
 	if in.Placement != nil {
 		inst.Zone = aws.ToString(in.Placement.AvailabilityZone)
+		inst.ZoneID = aws.ToString(in.Placement.AvailabilityZoneId)
 		inst.Tenancy = string(in.Placement.Tenancy)
 		inst.PlacementGroupID = aws.ToString(in.Placement.GroupId)
 		inst.PlacementPartition = aws.ToInt32(in.Placement.PartitionNumber)

@@ -80,6 +80,12 @@ type Provider struct {
 	offered     map[string]map[string]bool
 	dataVersion uint64
 	resolved    map[uint64]*resolvedEntry
+
+	// discovered are the memory capacities registered Nodes reported
+	// (RecordMemoryCapacity); discoveredVersion moves when one changes.
+	discoveredMu      sync.Mutex
+	discovered        map[discoveredKey]discoveredMemory
+	discoveredVersion uint64
 }
 
 // resolvedEntry is one class shape's instance types and what they were
@@ -90,13 +96,17 @@ type resolvedEntry struct {
 	dataVersion        uint64
 	unavailableVersion uint64
 	priceVersion       uint64
+	discoveredVersion  uint64
 	expires            time.Time
 }
 
 // NewProvider returns a provider with no EC2 data; call Update before List.
 // reservations may be nil (reserved offerings then hold one instance each).
 func NewProvider(ec2Client ec2API, prices pricer, unavailable *cache.UnavailableOfferings, reservations reservationCounter, opts Options, clk clock.PassiveClock) *Provider {
-	return &Provider{ec2: ec2Client, prices: prices, unavailable: unavailable, reservations: reservations, opts: opts, clock: clk, resolved: map[uint64]*resolvedEntry{}}
+	return &Provider{
+		ec2: ec2Client, prices: prices, unavailable: unavailable, reservations: reservations, opts: opts, clock: clk,
+		resolved: map[uint64]*resolvedEntry{}, discovered: map[discoveredKey]discoveredMemory{},
+	}
 }
 
 // Update refreshes instance types and their zonal offerings from EC2 in
@@ -188,11 +198,12 @@ func (p *Provider) List(ctx context.Context, nodeClass *awsv1.EC2NodeClass) ([]*
 	if err != nil {
 		return nil, fmt.Errorf("listing instance types: %w", err)
 	}
-	unavailableVersion, priceVersion := p.unavailable.Version(), p.prices.Version()
+	unavailableVersion, priceVersion, discoveredVersion := p.unavailable.Version(), p.prices.Version(), p.currentDiscoveredVersion()
 
 	p.mu.RLock()
 	e := p.resolved[key]
-	fresh := e != nil && e.dataVersion == p.dataVersion && e.priceVersion == priceVersion && p.clock.Now().Before(e.expires)
+	fresh := e != nil && e.dataVersion == p.dataVersion && e.priceVersion == priceVersion && e.discoveredVersion == discoveredVersion &&
+		p.clock.Now().Before(e.expires)
 	if fresh && e.unavailableVersion == unavailableVersion {
 		p.mu.RUnlock()
 		return p.withReservationCounts(e.types), nil
@@ -210,7 +221,10 @@ func (p *Provider) List(ctx context.Context, nodeClass *awsv1.EC2NodeClass) ([]*
 	if err != nil {
 		return nil, err
 	}
-	next := &resolvedEntry{dataVersion: dataVersion, unavailableVersion: unavailableVersion, priceVersion: priceVersion, expires: p.clock.Now().Add(ResolvedTTL)}
+	next := &resolvedEntry{
+		dataVersion: dataVersion, unavailableVersion: unavailableVersion, priceVersion: priceVersion,
+		discoveredVersion: r.discoveredVersion, expires: p.clock.Now().Add(ResolvedTTL),
+	}
 	if fresh {
 		// Only unavailable offerings changed: rebuild the types whose marks
 		// moved and share the others.
@@ -301,12 +315,14 @@ func (p *Provider) Flush() {
 }
 
 // shapeKey hashes what of a class changes its instance types: the AMI
-// family, kubelet settings, volumes, instance store policy, network
-// interfaces, zones, capacity reservations, placement group, CPU options
-// (nested virtualization) and connection tracking (Nitro only).
+// family and resolved AMIs (memory learnt from Nodes is per AMI set),
+// kubelet settings, volumes, instance store policy, network interfaces,
+// zones, capacity reservations, placement group, CPU options (nested
+// virtualization) and connection tracking (Nitro only).
 func shapeKey(nodeClass *awsv1.EC2NodeClass) (uint64, error) {
 	shape := struct {
 		Family               string
+		AMIs                 uint64
 		Kubelet              *awsv1.KubeletConfiguration
 		BlockDevices         []*awsv1.BlockDeviceMapping
 		InstanceStorePolicy  *awsv1.InstanceStorePolicy
@@ -317,7 +333,7 @@ func shapeKey(nodeClass *awsv1.EC2NodeClass) (uint64, error) {
 		CPUOptions           *awsv1.CPUOptions
 		ConnectionTracking   *awsv1.ConnectionTracking
 	}{
-		nodeClass.AMIFamily(), nodeClass.Spec.Kubelet, nodeClass.Spec.BlockDeviceMappings, nodeClass.Spec.InstanceStorePolicy,
+		nodeClass.AMIFamily(), amisHash(nodeClass.Status.AMIs), nodeClass.Spec.Kubelet, nodeClass.Spec.BlockDeviceMappings, nodeClass.Spec.InstanceStorePolicy,
 		nodeClass.Spec.NetworkInterfaces, nodeClass.ZoneInfo(), nodeClass.Status.CapacityReservations, nodeClass.Status.PlacementGroup,
 		nodeClass.Spec.CPUOptions, nodeClass.Spec.ConnectionTracking,
 	}

@@ -6,6 +6,7 @@ import (
 
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
@@ -27,6 +28,10 @@ type resolver struct {
 	static       *staticTables
 	infos        map[string]*ec2types.InstanceTypeInfo
 	offered      map[string]map[string]bool
+	// discovered are the memory capacities Nodes booted from the class's
+	// AMIs reported, by type, as of discoveredVersion.
+	discovered        map[string]resource.Quantity
+	discoveredVersion uint64
 }
 
 func (p *Provider) newResolver(nodeClass *awsv1.EC2NodeClass, infos map[string]*ec2types.InstanceTypeInfo, offered map[string]map[string]bool) (*resolver, error) {
@@ -54,6 +59,7 @@ func (p *Provider) newResolver(nodeClass *awsv1.EC2NodeClass, infos map[string]*
 		infos:        infos,
 		offered:      offered,
 	}
+	r.discovered, r.discoveredVersion = p.discoveredFor(nodeClass.Status.AMIs)
 	for _, cr := range nodeClass.Status.CapacityReservations {
 		r.reservations[cr.InstanceType] = append(r.reservations[cr.InstanceType], cr)
 	}
@@ -103,6 +109,11 @@ func (r *resolver) build(name string) *cloudprovider.InstanceType {
 		return nil
 	}
 	capacity := sizing.capacity(info, r.static)
+	if memory, ok := r.discovered[name]; ok {
+		// What Nodes of this type and AMIs report replaces the estimate;
+		// allocatable follows from it.
+		capacity[corev1.ResourceMemory] = memory
+	}
 	it := &cloudprovider.InstanceType{
 		Name:         name,
 		Requirements: requirements(info, r.nodeClass.AMIFamily(), r.p.opts.Region, zoneIDs, r.reservations[name], r.static),

@@ -143,7 +143,7 @@ func (p *Provider) EnsureAll(ctx context.Context, req Request) ([]*LaunchTemplat
 				data.NetworkInterfaces = efaInterfaces(data.NetworkInterfaces[0], int32(g.efa))
 			}
 			name := Name(data, req.Tags)
-			if err := p.ensure(ctx, name, data, req.Tags); err != nil {
+			if err := p.ensure(ctx, name, nodeClass.Name, data, req.Tags); err != nil {
 				return nil, err
 			}
 			i = len(out)
@@ -395,7 +395,7 @@ func ec2Tags(tags map[string]string) []ec2types.Tag {
 
 // ensure makes sure the named launch template exists: known and used
 // recently, else described, else created.
-func (p *Provider) ensure(ctx context.Context, name string, data *ec2types.RequestLaunchTemplateData, tags map[string]string) error {
+func (p *Provider) ensure(ctx context.Context, name, nodeClassName string, data *ec2types.RequestLaunchTemplateData, tags map[string]string) error {
 	for {
 		p.mu.Lock()
 		if e, ok := p.known[name]; ok {
@@ -408,7 +408,7 @@ func (p *Provider) ensure(ctx context.Context, name string, data *ec2types.Reque
 			done := make(chan struct{})
 			p.making[name] = done
 			p.mu.Unlock()
-			err := p.make(ctx, name, data, tags)
+			err := p.make(ctx, name, nodeClassName, data, tags)
 			p.mu.Lock()
 			delete(p.making, name)
 			close(done)
@@ -425,8 +425,9 @@ func (p *Provider) ensure(ctx context.Context, name string, data *ec2types.Reque
 	}
 }
 
-// make describes the named launch template, creating it if missing.
-func (p *Provider) make(ctx context.Context, name string, data *ec2types.RequestLaunchTemplateData, tags map[string]string) error {
+// make describes the named launch template, creating it if missing
+// (and recording the size of the user data it creates it with).
+func (p *Provider) make(ctx context.Context, name, nodeClassName string, data *ec2types.RequestLaunchTemplateData, tags map[string]string) error {
 	out, err := p.ec2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{LaunchTemplateNames: []string{name}})
 	if err == nil {
 		if lt, ok := named(out.LaunchTemplates, name); ok {
@@ -436,6 +437,9 @@ func (p *Provider) make(ctx context.Context, name string, data *ec2types.Request
 	}
 	if err != nil && errorCode(err) != codeNameNotFound {
 		return fmt.Errorf("describing launch template %s: %w", name, err)
+	}
+	if raw, err := base64.StdEncoding.DecodeString(aws.ToString(data.UserData)); err == nil {
+		UserDataBytes.WithLabelValues(nodeClassName).Set(float64(len(raw)))
 	}
 	created, err := p.ec2.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{
 		LaunchTemplateName: aws.String(name),
@@ -557,6 +561,7 @@ func (p *Provider) DeleteAll(ctx context.Context, nodeClassName string) error {
 		}
 		log.FromContext(ctx).Info("deleted launch template of deleted ec2nodeclass", "launchTemplate", name, "EC2NodeClass", nodeClassName)
 	}
+	UserDataBytes.DeleteLabelValues(nodeClassName)
 	return errors.Join(errs...)
 }
 

@@ -60,10 +60,12 @@ type Options struct {
 	// reads from SSM are reused before SSM is asked again. karp's own
 	// setting: upstream always keeps them a day, which is the default.
 	SSMAliasCacheTTL time.Duration
-	// EKSControlPlane, DisableDryRun, EnableZonalShift and FeatureGates
-	// are upstream's settings, accepted so its chart and environment work
-	// unchanged; Inert names those that change nothing in karp yet.
-	EKSControlPlane  bool
+	// EKSControlPlane reads the Kubernetes version (which EKS-optimized AMI
+	// an alias resolves to) from eks:DescribeCluster instead of the API
+	// server's discovery endpoint, as upstream.
+	EKSControlPlane bool
+	// DisableDryRun, EnableZonalShift and FeatureGates are upstream's
+	// settings; Inert names those that change nothing in karp yet.
 	DisableDryRun    bool
 	EnableZonalShift bool
 	// FeatureGates are --aws-feature-gates (AWS_FEATURE_GATES): the AWS
@@ -90,7 +92,7 @@ func AddFlags(fs *flag.FlagSet) *Options {
 	fs.StringVar(&o.InterruptionQueue, "interruption-queue", env("INTERRUPTION_QUEUE", ""), "Interruption queue is the name of the SQS queue used for processing interruption events from EC2. Interruption handling is disabled if not specified.")
 	fs.DurationVar(&o.AMIRefreshInterval, "ami-refresh-interval", o.envDuration("AMI_REFRESH_INTERVAL", DefaultRefreshInterval), "How long discovered AMIs are cached before the AMI selectors are queried again (at least 1m).")
 	fs.DurationVar(&o.SubnetRefreshInterval, "subnet-refresh-interval", o.envDuration("SUBNET_REFRESH_INTERVAL", DefaultRefreshInterval), "How long discovered subnets are cached before the subnet selectors are queried again (at least 1m).")
-	fs.BoolVar(&o.EKSControlPlane, "eks-control-plane", o.envBool("EKS_CONTROL_PLANE", false), "Read the Kubernetes version from eks:DescribeCluster instead of the API server's discovery endpoint (karp reads it from the discovery endpoint either way).")
+	fs.BoolVar(&o.EKSControlPlane, "eks-control-plane", o.envBool("EKS_CONTROL_PLANE", false), "Read the Kubernetes version from eks:DescribeCluster instead of the API server's discovery endpoint.")
 	fs.BoolVar(&o.DisableDryRun, "disable-dry-run", o.envBool("DISABLE_DRY_RUN", false), "Skip the authorization dry runs of the launch calls (CreateLaunchTemplate, CreateFleet, RunInstances) when validating an EC2NodeClass.")
 	fs.BoolVar(&o.EnableZonalShift, "enable-zonal-shift", o.envBool("ENABLE_ZONAL_SHIFT", false), "Honour the cluster's ARC zonal shifts: launch no instances in a zone shifted away from. The cluster must be registered with zonal shift (read with eks:DescribeCluster and arc-zonal-shift:GetManagedResource at start).")
 	o.FeatureGates = map[string]bool{FeatureNodeClassCEL: false}
@@ -246,9 +248,6 @@ func (g gateFlag) Set(value string) error {
 // silently ignoring it.
 func (o *Options) Inert() []string {
 	var out []string
-	if o.EKSControlPlane {
-		out = append(out, "--eks-control-plane=true: karp reads the Kubernetes version from the API server's discovery endpoint, not eks:DescribeCluster")
-	}
 	if o.FeatureGates[FeatureNodeClassCEL] {
 		// The gate acts on kubelet.maxPods; upstream also takes expressions
 		// in kubeReserved and systemReserved, which karp refuses for now.

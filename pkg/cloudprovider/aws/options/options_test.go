@@ -148,14 +148,17 @@ func TestUpstreamSettingsAreReadAndNamedWhenInert(t *testing.T) {
 	}
 	inert := strings.Join(o.Inert(), "\n")
 	// NodeClassCEL acts on kubelet.maxPods only: the reserved maps are named.
-	for _, want := range []string{"--eks-control-plane=true", "NodeClassCEL=true", "kubelet.maxPods only", "kubelet.kubeReserved"} {
+	for _, want := range []string{"NodeClassCEL=true", "kubelet.maxPods only", "kubelet.kubeReserved"} {
 		if !strings.Contains(inert, want) {
 			t.Errorf("Inert() does not name %s:\n%s", want, inert)
 		}
 	}
-	// --enable-zonal-shift acts (package zonalshift): it is not named.
-	if strings.Contains(inert, "zonal-shift") {
-		t.Errorf("Inert() names --enable-zonal-shift, which karp honours:\n%s", inert)
+	// --enable-zonal-shift (package zonalshift) and --eks-control-plane
+	// (package version) act: they are not named.
+	for _, acting := range []string{"zonal-shift", "eks-control-plane"} {
+		if strings.Contains(inert, acting) {
+			t.Errorf("Inert() names --%s, which karp honours:\n%s", acting, inert)
+		}
 	}
 
 	quiet, err := parse(t, "--cluster-name=test-cluster", "--eks-control-plane=false", "--enable-zonal-shift=false",
