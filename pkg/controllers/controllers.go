@@ -107,6 +107,10 @@ func NewControllers(deps Deps) []Controller {
 	if capacityBuffers != nil {
 		disruptionController.WithBuffers(capacityBuffers)
 	}
+	statusRegistrar := status.NewRegistrar(crmetrics.Registry, deps.Clock, deps.CloudProvider, deps.Recorder)
+	if capacityBuffers != nil {
+		statusRegistrar.WithCapacityBuffers()
+	}
 	list := []Controller{
 		// Launches, registers and initializes NodeClaims; deletes the ones
 		// that cannot launch or never register.
@@ -161,9 +165,10 @@ func NewControllers(deps Deps) []Controller {
 		// Registers the cluster state's node, pod, utilization and cost
 		// metrics.
 		statecontrollers.NewMetricsRegistrar(crmetrics.Registry, cluster),
-		// Registers the NodeClaim, NodePool and Node status-condition and
+		// Registers the NodeClaim, NodePool and Node (and, with the
+		// CapacityBuffer gate, CapacityBuffer) status-condition and
 		// termination metrics.
-		status.NewRegistrar(crmetrics.Registry, deps.Clock, deps.CloudProvider, deps.Recorder),
+		statusRegistrar,
 		// Deletes or replaces empty, drifted and underutilized nodes
 		// within budgets (singleton), and says why the others stay.
 		disruptionController,

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	autoscalingv1beta1 "github.com/karp-autoscaler/karp/pkg/apis/autoscaling/v1beta1"
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 )
@@ -105,6 +106,21 @@ func EC2NodeClasses() Kind {
 		func(l *awsv1.EC2NodeClassList) []*awsv1.EC2NodeClass { return pointers(l.Items) },
 		func(nc *awsv1.EC2NodeClass) []metav1.Condition { return nc.Status.Conditions })
 	k.deprecated = true
+	return k
+}
+
+// CapacityBuffers reports CapacityBuffers (namespaced), with the
+// deprecated series and upstream's buckets, as upstream registers them
+// with the CapacityBuffer gate on.
+func CapacityBuffers() Kind {
+	k := kind("capacitybuffer", schema.GroupKind{Group: autoscalingv1beta1.Group, Kind: "CapacityBuffer"},
+		func() *autoscalingv1beta1.CapacityBuffer { return &autoscalingv1beta1.CapacityBuffer{} },
+		func() *autoscalingv1beta1.CapacityBufferList { return &autoscalingv1beta1.CapacityBufferList{} },
+		func(l *autoscalingv1beta1.CapacityBufferList) []*autoscalingv1beta1.CapacityBuffer {
+			return pointers(l.Items)
+		},
+		func(cb *autoscalingv1beta1.CapacityBuffer) []metav1.Condition { return cb.Status.Conditions })
+	k.deprecated, k.buckets = true, upstreamBuckets
 	return k
 }
 

@@ -10,8 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	autoscalingv1beta1 "github.com/karp-autoscaler/karp/pkg/apis/autoscaling/v1beta1"
 	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/controllers/metrics/status"
@@ -185,5 +187,36 @@ operator_termination_current_time_seconds{group="karpenter.sh",kind="NodeClaim",
 	nc.Finalizers = nil
 	if err := h.Env.Client.Update(ctx, nc); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// CapacityBuffers are reported under operator_capacitybuffer_* with the
+// namespace, and under the deprecated names as group autoscaling.x-k8s.io,
+// as upstream registers them with the CapacityBuffer gate on.
+func TestCapacityBufferConditionsAreReported(t *testing.T) {
+	since := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(since.Add(3 * time.Minute))
+	cb := &autoscalingv1beta1.CapacityBuffer{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "warm"},
+		Spec: autoscalingv1beta1.CapacityBufferSpec{PodTemplateRef: &autoscalingv1beta1.LocalObjectRef{Name: "shape"}, Replicas: ptr.To[int32](2)}}
+	h.Create(t, cb)
+	t.Cleanup(func() { _ = h.Env.Client.Delete(t.Context(), cb) })
+	cb.Status.Conditions = []metav1.Condition{{Type: autoscalingv1beta1.ConditionTypeReadyForProvisioning, Status: metav1.ConditionFalse,
+		Reason: "PodTemplateNotFound", Message: "no template", LastTransitionTime: metav1.NewTime(since)}}
+	h.UpdateStatus(t, cb)
+
+	// Beside the core kinds: they share the deprecated series.
+	nodeClaims, nodePools, nodes := kwokKinds()
+	reg := registry(t, clk, nodeClaims, nodePools, nodes, metricsstatus.CapacityBuffers())
+	want := `
+# HELP operator_capacitybuffer_status_condition_current_status_seconds The current amount of time in seconds that a status condition has been in a specific state. Alarm := P99(Updated=Unknown) > 5 minutes
+# TYPE operator_capacitybuffer_status_condition_current_status_seconds gauge
+operator_capacitybuffer_status_condition_current_status_seconds{name="warm",namespace="default",reason="PodTemplateNotFound",status="False",type="ReadyForProvisioning"} 180
+# HELP operator_status_condition_count The number of a condition for a given object, type and status. e.g. Alarm := Available=False > 0
+# TYPE operator_status_condition_count gauge
+operator_status_condition_count{group="autoscaling.x-k8s.io",kind="CapacityBuffer",name="warm",namespace="default",reason="PodTemplateNotFound",status="False",type="ReadyForProvisioning"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
+		"operator_capacitybuffer_status_condition_current_status_seconds", "operator_status_condition_count"); err != nil {
+		t.Error(err)
 	}
 }

@@ -23,12 +23,21 @@ type Registrar struct {
 	clock         clock.PassiveClock
 	cloudProvider cloudprovider.CloudProvider
 	recorder      events.EventRecorder
+	// capacityBuffers also reports CapacityBuffers (the gate is on).
+	capacityBuffers bool
 }
 
 // NewRegistrar returns the registrar for reg; recorder receives the
 // condition transition events.
 func NewRegistrar(reg prometheus.Registerer, clk clock.PassiveClock, cloudProvider cloudprovider.CloudProvider, recorder events.EventRecorder) *Registrar {
 	return &Registrar{reg: reg, clock: clk, cloudProvider: cloudProvider, recorder: recorder}
+}
+
+// WithCapacityBuffers also reports CapacityBuffers' conditions, as
+// upstream does with the CapacityBuffer feature gate on.
+func (r *Registrar) WithCapacityBuffers() *Registrar {
+	r.capacityBuffers = true
+	return r
 }
 
 // Name names the registrar in the controller list.
@@ -43,7 +52,11 @@ func (r *Registrar) Register(ctx context.Context, mgr manager.Manager) error {
 	if err != nil {
 		return err
 	}
-	return metricsstatus.NewRegistrar(r.reg, r.clock, r.recorder, Kinds(nodeClassLabels)...).Register(ctx, mgr)
+	kinds := Kinds(nodeClassLabels)
+	if r.capacityBuffers {
+		kinds = append(kinds, metricsstatus.CapacityBuffers())
+	}
+	return metricsstatus.NewRegistrar(r.reg, r.clock, r.recorder, kinds...).Register(ctx, mgr)
 }
 
 // Kinds are the core kinds reported, given the provider's NodeClass label
