@@ -35,11 +35,11 @@ func awsDomainRule(expr string) string {
 // awsLabelPatches add upstream AWS provider's restriction of its label
 // domain to the core NodePool and NodeClaim CRDs, as its chart does.
 func awsLabelPatches(requirementsPath, labelsPath string) []patch {
-	out := []patch{{requirementsPath + ".[].key", map[string]interface{}{validationsKey: []interface{}{
+	out := []patch{{path: requirementsPath + ".[].key", set: map[string]interface{}{validationsKey: []interface{}{
 		map[string]interface{}{"message": awsDomainMessage, "rule": awsDomainRule("self")},
 	}}}}
 	if labelsPath != "" {
-		out = append(out, patch{labelsPath, map[string]interface{}{validationsKey: []interface{}{
+		out = append(out, patch{path: labelsPath, set: map[string]interface{}{validationsKey: []interface{}{
 			map[string]interface{}{"message": awsDomainMessage, "rule": "self.all(x, " + awsDomainRule("x") + ")"},
 		}}})
 	}

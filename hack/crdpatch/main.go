@@ -33,6 +33,9 @@ const (
 type patch struct {
 	path string
 	set  map[string]interface{}
+	// rules replaces the rule of the CEL validation with the message (the
+	// key); the validation must exist.
+	rules map[string]string
 }
 
 func taintPatches(prefix string) []patch {
@@ -40,9 +43,9 @@ func taintPatches(prefix string) []patch {
 	for _, field := range []string{"taints", "startupTaints"} {
 		base := prefix + "." + field + ".[]"
 		out = append(out,
-			patch{base + ".key", map[string]interface{}{"minLength": 1, "maxLength": 316, "pattern": qualifiedNamePattern}},
-			patch{base + ".value", map[string]interface{}{"maxLength": 63, "pattern": labelValuePattern}},
-			patch{base + ".effect", map[string]interface{}{"enum": []interface{}{"NoSchedule", "PreferNoSchedule", "NoExecute"}}},
+			patch{path: base + ".key", set: map[string]interface{}{"minLength": 1, "maxLength": 316, "pattern": qualifiedNamePattern}},
+			patch{path: base + ".value", set: map[string]interface{}{"maxLength": 63, "pattern": labelValuePattern}},
+			patch{path: base + ".effect", set: map[string]interface{}{"enum": []interface{}{"NoSchedule", "PreferNoSchedule", "NoExecute"}}},
 		)
 	}
 	return out
@@ -56,16 +59,23 @@ const validationsKey = "x-kubernetes-validations"
 var patches = map[string][]patch{
 	"karpenter.sh_nodepools.yaml": append(append(
 		taintPatches("spec.template.spec"),
-		patch{"spec.template.metadata.labels.{}", map[string]interface{}{"maxLength": 63, "pattern": labelValuePattern}}),
+		patch{path: "spec.template.metadata.labels.{}", set: map[string]interface{}{"maxLength": 63, "pattern": labelValuePattern}}),
 		awsLabelPatches("spec.template.spec.requirements", "spec.template.metadata.labels")...,
 	),
-	"karpenter.sh_nodeclaims.yaml": append(taintPatches("spec"), awsLabelPatches("spec.requirements", "")...),
+	"karpenter.sh_nodeclaims.yaml": append(append(taintPatches("spec"), awsLabelPatches("spec.requirements", "")...),
+		// A reserved launch's NodeClaim names its reservation with the
+		// requirement karpenter.sh/reservation-id, which the marker shared
+		// with NodePools restricts: NodeClaims (karp writes them) may
+		// carry it, NodePools still may not (docs/controller.md).
+		patch{path: "spec.requirements.[].key", rules: map[string]string{
+			`label domain "karpenter.sh" is restricted`: `self in ['karpenter.sh/capacity-type', 'karpenter.sh/nodepool', 'karpenter.sh/reservation-id'] || !self.matches('^([^/]*[.])?karpenter[.]sh/')`,
+		}}),
 	// spec.kubelet is an open map of kubelet configuration fields, as
 	// upstream's map[string]JSON makes it; karp's Go type is a struct with
 	// custom JSON (see awsv1.KubeletConfiguration), which controller-gen
 	// cannot describe.
 	"karpenter.k8s.aws_ec2nodeclasses.yaml": {
-		{"spec.kubelet", map[string]interface{}{"additionalProperties": map[string]interface{}{"x-kubernetes-preserve-unknown-fields": true}}},
+		{path: "spec.kubelet", set: map[string]interface{}{"additionalProperties": map[string]interface{}{"x-kubernetes-preserve-unknown-fields": true}}},
 	},
 }
 
@@ -119,6 +129,9 @@ func patchFile(path string, ps []patch) error {
 				}
 				node[k] = val
 			}
+			if err := replaceRules(node, p); err != nil {
+				return err
+			}
 		}
 	}
 	out, err := yaml.Marshal(crd)
@@ -126,6 +139,24 @@ func patchFile(path string, ps []patch) error {
 		return fmt.Errorf("encoding: %w", err)
 	}
 	return os.WriteFile(path, append([]byte("---\n"), out...), 0o644)
+}
+
+// replaceRules sets the rule of each CEL validation p.rules names by
+// message, and fails when the node has no validation with that message.
+func replaceRules(node map[string]interface{}, p patch) error {
+	for message, rule := range p.rules {
+		found := false
+		validations, _ := node[validationsKey].([]interface{})
+		for _, v := range validations {
+			if m, ok := v.(map[string]interface{}); ok && m["message"] == message {
+				m["rule"], found = rule, true
+			}
+		}
+		if !found {
+			return fmt.Errorf("schema path %s: no validation with message %q", p.path, message)
+		}
+	}
+	return nil
 }
 
 // schemaAt walks a JSON schema along a patch path.

@@ -62,6 +62,10 @@ var upstreamKeyRules = map[string]keyRule{
 	"team.karpenter.sh/name":                 refusedEverywhere,
 	"karpenter.k8s.aws/custom":               refusedEverywhere,
 	"karpenter.sh/nodepool":                  {claimReq: true},
+	// karp's difference: a reserved launch's NodeClaim requires its
+	// reservation under this key (upstream uses the provider's label);
+	// NodePools still may not name it.
+	"karpenter.sh/reservation-id": {claimReq: true},
 }
 
 // TestLabelKeyRulesMatchUpstream creates a NodePool with each key as a

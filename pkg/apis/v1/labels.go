@@ -12,6 +12,12 @@ import (
 const (
 	// NodePoolLabelKey names the NodePool a NodeClaim or Node belongs to.
 	NodePoolLabelKey = Group + "/nodepool"
+	// ReservationIDLabelKey names the capacity reservation of a reserved
+	// launch, in its NodeClaim's requirements and on the Node. NodeClaims
+	// may require it, NodePools may not (karp's key; upstream uses the
+	// provider's label, such as karpenter.k8s.aws/capacity-reservation-id,
+	// which karp also sets).
+	ReservationIDLabelKey = Group + "/reservation-id"
 	// CapacityTypeLabelKey is the purchase option of the instance.
 	CapacityTypeLabelKey = Group + "/capacity-type"
 	// NodeRegisteredLabelKey is set to "true" once the Node registered.

@@ -24,7 +24,7 @@ func (in *NodePool) RuntimeValidate(extraWellKnown ...sets.Set[string]) error {
 		validateRequirements(spec.Requirements, extraWellKnown),
 	}
 	for i, r := range spec.Requirements {
-		if r.Key == NodePoolLabelKey {
+		if r.Key == NodePoolLabelKey || r.Key == ReservationIDLabelKey {
 			errs = append(errs, fmt.Errorf("requirements[%d]: label %s is restricted", i, r.Key))
 		}
 	}
@@ -32,7 +32,8 @@ func (in *NodePool) RuntimeValidate(extraWellKnown ...sets.Set[string]) error {
 }
 
 // RuntimeValidate checks a NodeClaim's taints and requirements like
-// NodePool.RuntimeValidate; NodeClaims may require karpenter.sh/nodepool.
+// NodePool.RuntimeValidate; NodeClaims may require karpenter.sh/nodepool
+// and karpenter.sh/reservation-id.
 func (in *NodeClaim) RuntimeValidate(extraWellKnown ...sets.Set[string]) error {
 	return errors.Join(
 		validateTaints(in.Spec.Taints, in.Spec.StartupTaints),
@@ -107,8 +108,9 @@ func validateRequirement(r NodeSelectorRequirementWithMinValues, extraWellKnown 
 	if stable, ok := NormalizedLabels[key]; ok {
 		key = stable
 	}
-	// karpenter.sh/nodepool is checked by the caller: NodeClaims may use it.
-	if key != NodePoolLabelKey {
+	// karpenter.sh/nodepool and karpenter.sh/reservation-id are checked by
+	// the caller: NodeClaims may use them.
+	if key != NodePoolLabelKey && key != ReservationIDLabelKey {
 		if err := IsRestrictedLabel(key, extraWellKnown...); err != nil {
 			errs = append(errs, err)
 		}

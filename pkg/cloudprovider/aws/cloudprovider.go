@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -317,6 +318,10 @@ func hydrate(base *karpv1.NodeClaim, inst *instance.Instance, it *cloudprovider.
 	if inst.ReservationID != "" {
 		labels[scheduling.LabelReservationID] = inst.ReservationID
 		labels[awsv1.LabelCapacityReservationID] = inst.ReservationID
+		if inst.ReservationType != "" {
+			labels[awsv1.LabelCapacityReservationType] = inst.ReservationType
+			labels[awsv1.LabelCapacityReservationInterruptible] = strconv.FormatBool(inst.ReservationInterruptible)
+		}
 	} else {
 		// Requirement labels of the type may list reservations; an
 		// instance outside one carries none.

@@ -108,6 +108,9 @@ func (p *Provider) Create(ctx context.Context, req LaunchRequest) (*Instance, er
 	if err != nil {
 		return nil, err
 	}
+	if inst.ReservationID != "" {
+		inst.ReservationType, inst.ReservationInterruptible = req.ReservationType, req.ReservationInterruptible
+	}
 	if inst.Tenancy == "" {
 		// CreateFleet's answer does not say; the launch templates set it.
 		inst.Tenancy = req.Tenancy

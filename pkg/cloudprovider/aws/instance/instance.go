@@ -63,13 +63,17 @@ type Instance struct {
 	ZoneID       string
 	CapacityType string
 	// ReservationID is the capacity reservation a reserved instance runs in.
-	ReservationID    string
-	ImageID          string
-	SubnetID         string
-	State            string
-	LaunchTime       time.Time
-	SecurityGroupIDs []string
-	Tags             map[string]string
+	ReservationID string
+	// ReservationType (default or capacity-block) and
+	// ReservationInterruptible describe that reservation.
+	ReservationType          string
+	ReservationInterruptible bool
+	ImageID                  string
+	SubnetID                 string
+	State                    string
+	LaunchTime               time.Time
+	SecurityGroupIDs         []string
+	Tags                     map[string]string
 	// Tenancy is default or dedicated.
 	Tenancy string
 	// PlacementGroupID and PlacementPartition are the placement group the
@@ -373,6 +377,13 @@ func fromEC2(in *ec2types.Instance) *Instance {
 		// landed in an open reservation stays on-demand (upstream's rule).
 		inst.CapacityType = "reserved"
 		inst.ReservationID = aws.ToString(in.CapacityReservationId)
+		inst.ReservationType = string(ec2types.CapacityReservationTypeDefault)
+		switch in.InstanceLifecycle {
+		case ec2types.InstanceLifecycleTypeCapacityBlock:
+			inst.ReservationType = string(ec2types.CapacityReservationTypeCapacityBlock)
+		case ec2types.InstanceLifecycleTypeInterruptibleCapacityReservation:
+			inst.ReservationInterruptible = true
+		}
 	}
 	for _, g := range in.SecurityGroups {
 		inst.SecurityGroupIDs = append(inst.SecurityGroupIDs, aws.ToString(g.GroupId))

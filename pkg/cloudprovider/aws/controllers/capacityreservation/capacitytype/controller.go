@@ -25,9 +25,10 @@ import (
 const Period = time.Minute
 
 // ReservationLabels are the labels a demoted NodeClaim or Node loses:
-// upstream's reserved-capacity labels (the reservation ID and type) and
+// upstream's reserved-capacity labels (the reservation ID, type and whether it is interruptible) and
 // karp's own reservation ID label.
-var ReservationLabels = []string{awsv1.LabelCapacityReservationID, awsv1.LabelCapacityReservationType, scheduling.LabelReservationID}
+var ReservationLabels = []string{awsv1.LabelCapacityReservationID, awsv1.LabelCapacityReservationType,
+	awsv1.LabelCapacityReservationInterruptible, scheduling.LabelReservationID}
 
 // instanceLister lists the cluster's instances as NodeClaims (the cloud
 // provider's List): each carries its providerID and the capacity type the
