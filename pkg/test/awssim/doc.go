@@ -15,12 +15,13 @@
 //
 // The wire layer, by service (signing name, protocol, handler):
 //
-//	ec2      EC2 query (Action=..., XML)      NewEC2Handler
-//	iam      AWS query (Action=..., XML)      NewIAMHandler
-//	ssm      awsJson 1.1, AmazonSSM           NewJSONHandler
-//	sqs      awsJson 1.0, AmazonSQS           NewJSONHandler (query-compatible error codes)
-//	pricing  awsJson 1.1, AWSPriceListService NewJSONHandler
-//	eks      restJson1, GET /clusters/{name}  NewEKSHandler
+//	ec2              EC2 query (Action=..., XML)                           NewEC2Handler
+//	iam              AWS query (Action=..., XML)                           NewIAMHandler
+//	ssm              awsJson 1.1, AmazonSSM                                NewJSONHandler
+//	sqs              awsJson 1.0, AmazonSQS                                NewJSONHandler (query-compatible error codes)
+//	pricing          awsJson 1.1, AWSPriceListService                      NewJSONHandler
+//	eks              restJson1, GET /clusters/{name}                       NewEKSHandler
+//	arc-zonal-shift  restJson1, GET /managedresources/{resourceIdentifier} NewARCZonalShiftHandler
 //
 // Faults are injected at two levels. The fakes fail a named call with any
 // error (fake.Faults.FailNext). The Router fails what the fakes cannot:
@@ -32,7 +33,7 @@
 //
 // Sim is an account (fake.NewAccount, the one seeding every simulated
 // account shares) as the getting-started guide leaves it, with an SQS
-// interruption queue, spot reclaims and a simulated kubelet that registers
+// interruption queue, its EKS cluster registered with ARC zonal shift, spot reclaims and a simulated kubelet that registers
 // a Node for each launched instance; Serve puts it on the wire.
 //
 // Invariants: a request never panics the server; every error a client sees

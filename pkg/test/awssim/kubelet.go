@@ -194,6 +194,15 @@ func (s *Sim) launchOf(inst ec2types.Instance) (*launch, error) {
 	}
 	l := &launch{instance: inst, info: info, userData: aws.ToString(data.UserData), region: s.opts.Region,
 		k8sVersion: s.opts.KubernetesVersion, network: s.network}
+	for _, ni := range data.NetworkInterfaces {
+		// The EFA device plugin advertises each EFA device the instance
+		// was launched with: an efa interface (ENA and EFA) or an
+		// efa-only one.
+		switch aws.ToString(ni.InterfaceType) {
+		case string(ec2types.NetworkInterfaceTypeEfa), string(ec2types.NetworkInterfaceTypeEfaOnly):
+			l.efa++
+		}
+	}
 	for _, bdm := range data.BlockDeviceMappings {
 		if bdm.Ebs == nil || bdm.Ebs.VolumeSize == nil {
 			continue

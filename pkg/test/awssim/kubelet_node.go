@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
 )
 
@@ -39,6 +40,8 @@ type launch struct {
 	k8sVersion string
 	// network is the second octet of the simulated VPC's 10.x.0.0/16.
 	network byte
+	// efa is how many EFA devices the launch template attached.
+	efa int64
 }
 
 // nodeName is the instance's private DNS name, ip-<address>.<region>.compute.internal.
@@ -128,7 +131,9 @@ func (l launch) arm64() bool {
 
 // capacity is what the kubelet reports: the vCPUs, the memory the OS sees,
 // the root volume, max pods (the user data's, else the VPC CNI's ENI limit)
-// and the type's GPUs and Neuron devices.
+// the type's GPUs and Neuron devices, and the EFA devices attached at
+// launch (vpc.amazonaws.com/efa, as the EFA device plugin advertises them:
+// none on an EFA-capable type launched with a plain interface).
 func (l launch) capacity(boot bootConfig) corev1.ResourceList {
 	info := l.info
 	mib := aws.ToInt64(info.MemoryInfo.SizeInMiB)
@@ -165,6 +170,9 @@ func (l launch) capacity(boot bootConfig) corev1.ResourceList {
 		if devices > 0 {
 			rl["aws.amazon.com/neuron"] = *resource.NewQuantity(devices, resource.DecimalSI)
 		}
+	}
+	if l.efa > 0 {
+		rl[awsv1.ResourceEFA] = *resource.NewQuantity(l.efa, resource.DecimalSI)
 	}
 	return rl
 }

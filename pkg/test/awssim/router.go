@@ -27,7 +27,7 @@ type Router struct {
 type operationKey struct{ service, operation string }
 
 // NewRouter returns a Router serving handlers keyed by SigV4 service name
-// (ec2, iam, ssm, sqs, pricing, eks).
+// (ec2, iam, ssm, sqs, pricing, eks, arc-zonal-shift).
 func NewRouter(handlers map[string]http.Handler) *Router {
 	copied := make(map[string]http.Handler, len(handlers))
 	for name, h := range handlers {

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"k8s.io/utils/clock"
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
@@ -75,9 +76,13 @@ type Sim struct {
 	Pricing *fake.Pricing
 	EKS     *fake.EKS
 	SQS     *fake.SQS
+	// ARC holds the zonal shifts; the EKS cluster is a managed resource
+	// (ClusterARN), with no shift until a test starts one.
+	ARC *fake.ARC
 
-	opts  Options
-	zones []fake.OfferingZone
+	opts       Options
+	zones      []fake.OfferingZone
+	clusterARN string
 	// network is the second octet of the VPC's 10.x.0.0/16, random per
 	// account so the Node names of two Sims on one cluster differ.
 	network byte
@@ -133,8 +138,43 @@ func New(ctx context.Context, opts Options) (*Sim, error) {
 	if err := s.seedQueue(ctx); err != nil {
 		return nil, err
 	}
+	if err := s.seedZonalShift(ctx); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
+
+// seedZonalShift registers the EKS cluster with ARC zonal shift, as an
+// account that turned it on for the cluster (what --enable-zonal-shift
+// needs) has it.
+func (s *Sim) seedZonalShift(ctx context.Context) error {
+	out, err := s.EKS.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: aws.String(s.opts.ClusterName)})
+	if err != nil {
+		return fmt.Errorf("awssim: reading the cluster's ARN: %w", err)
+	}
+	s.clusterARN = aws.ToString(out.Cluster.Arn)
+	s.ARC = fake.NewARC(s.opts.Clock)
+	s.ARC.AddManagedResource(s.clusterARN)
+	return nil
+}
+
+// ClusterARN is the EKS cluster's ARN, the resource ARC shifts.
+func (s *Sim) ClusterARN() string { return s.clusterARN }
+
+// StartZonalShift shifts the cluster away from a zone (by name) for d, as
+// `aws arc-zonal-shift start-zonal-shift` does, and returns the shift's
+// ID for CancelZonalShift.
+func (s *Sim) StartZonalShift(zone string, d time.Duration) (string, error) {
+	for _, z := range s.zones {
+		if z.Name == zone {
+			return s.ARC.StartZonalShift(s.clusterARN, z.ID, d), nil
+		}
+	}
+	return "", fmt.Errorf("awssim: no zone %s in %s", zone, s.opts.Region)
+}
+
+// CancelZonalShift ends a zonal shift at once.
+func (s *Sim) CancelZonalShift(id string) { s.ARC.CancelZonalShift(id) }
 
 // accountOptions are the account of a Sim, as the getting-started guide
 // leaves it: the catalog with spot and on-demand prices that fleets fill

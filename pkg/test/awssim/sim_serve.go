@@ -19,6 +19,8 @@ func (s *Sim) Serve() (string, error) {
 		"sqs":     NewJSONHandler("AmazonSQS", "1.0", s.SQS),
 		"pricing": NewJSONHandler("AWSPriceListService", "1.1", s.Pricing),
 		"eks":     NewEKSHandler(s.EKS),
+		// ARC zonal shift's SigV4 signing name.
+		"arc-zonal-shift": NewARCZonalShiftHandler(s.ARC),
 	})
 	url, stop, err := Listen(s.router)
 	if err != nil {

@@ -576,6 +576,12 @@ func (s *launchState) launchInstance(in *ec2.CreateFleetInput, o fleetOverride) 
 	groups := slices.Clone(data.SecurityGroupIds)
 	for _, ni := range data.NetworkInterfaces {
 		groups = append(groups, ni.Groups...)
+		// The interfaces the template lays out, with their type (efa,
+		// efa-only, interface) and slot, as DescribeInstances lists them.
+		inst.NetworkInterfaces = append(inst.NetworkInterfaces, ec2types.InstanceNetworkInterface{
+			InterfaceType: ni.InterfaceType, SubnetId: cmpOr(ni.SubnetId, o.override.SubnetId),
+			Attachment: &ec2types.InstanceNetworkInterfaceAttachment{NetworkCardIndex: ni.NetworkCardIndex, DeviceIndex: ni.DeviceIndex},
+		})
 	}
 	for _, g := range groups {
 		inst.SecurityGroups = append(inst.SecurityGroups, ec2types.GroupIdentifier{GroupId: aws.String(g)})
