@@ -27,7 +27,7 @@ type class struct {
 	counts    []*group // groups whose selector matches this class
 	owns      []*group // required anti-affinity groups this class owns
 	inverse   []*group // owned anti-affinity groups whose selector matches this class
-	size      float64  // dominant share, for sorting
+	size      float64  // summed share, for sorting (sizeShare)
 	// defaultSpread is set when the spread constraints are the scheduler's
 	// defaults (Input.DefaultSpread), not the pod's own.
 	defaultSpread bool
@@ -82,6 +82,7 @@ type podInfo struct {
 	relaxed bool     // placed only once a preference was relaxed
 	at      *target  // where it is now (merges and moves change it)
 	index   int
+	seq     int // position in the solver's placements (Result.Order)
 	status  *scheduling.Status
 }
 
@@ -159,7 +160,7 @@ func (s *solver) classify(pod *corev1.Pod) *class {
 	}
 	c := &class{id: len(s.classes), namespace: pod.Namespace, labels: labels.Set(pod.Labels), pod: pod,
 		requests: req, ports: ports, tolerates: pod.Spec.Tolerations, defaultSpread: pod != own}
-	c.size = s.dominantShare(req)
+	c.size = s.sizeShare(req)
 	s.classByKey[key] = c
 	s.classes = append(s.classes, c)
 	s.buildVariants(c, vols)
@@ -184,23 +185,27 @@ func (s *solver) podVector(pod *corev1.Pod) scheduling.Vector {
 	return v
 }
 
-// dominantShare is the pod's largest request relative to the largest
-// allocatable of that resource among all instance types.
-func (s *solver) dominantShare(req scheduling.Vector) float64 {
+// sizeShare is the sum over resources (but pods) of the pod's request
+// relative to the largest allocatable of that resource among all instance
+// types. Summing rather than taking the largest share interleaves
+// cpu-heavy and memory-heavy pods in the placement order: by the largest
+// share alone every memory-heavy pod comes first on a price list with
+// twice as many GiB as cores, and they pile onto the same NodeClaims,
+// whose cpu then idles (BenchmarkSolveDiverse).
+func (s *solver) sizeShare(req scheduling.Vector) float64 {
 	share := 0.0
 	for i, x := range req {
 		if i == scheduling.SlotPods || s.maxAlloc[i] <= 0 {
 			continue
 		}
-		if f := float64(x) / float64(s.maxAlloc[i]); f > share {
-			share = f
-		}
+		share += float64(x) / float64(s.maxAlloc[i])
 	}
 	return share
 }
 
-// sortPods orders pods largest first (first-fit-decreasing by dominant
-// resource), then cpu, memory, creation time, namespace/name and UID.
+// sortPods orders pods largest first (first-fit-decreasing by summed
+// share, sizeShare), then cpu, memory, creation time, namespace/name and
+// UID.
 func sortPods(pods []*podInfo) {
 	sort.SliceStable(pods, func(a, b int) bool {
 		pa, pb := pods[a], pods[b]

@@ -18,18 +18,19 @@ import (
 // NodeClaim finds a place, the NodeClaim is dropped (its whole price
 // saved), otherwise its pods stay where they were.
 //
-// Only pods without topology ties move: no spread or pod (anti-)affinity
-// of their own, counted by no topology group, blocked by no anti-affinity
-// term. Moving such a pod changes no topology count, so the constraints of
-// every other pod hold as they did. Node requirements, taints, resources
-// with the receiving node's daemon overhead, host ports, limits (the
-// receiving instance type is unchanged) and minValues are checked as at
-// placement.
+// Only pods whose topology constraints the move keeps move (move.go): a
+// pod free of topology ties always can; one that topology groups count or
+// that has spread or pod (anti-)affinity terms only between NodeClaims in
+// the same zone-like domains, and where every hostname check replayed in
+// Result.Order still passes. Node requirements, taints, resources with the
+// receiving node's daemon overhead, host ports, limits (the receiving
+// instance type is unchanged) and minValues are checked as at placement.
 const emptyProbe = 16 // NodeClaims with enough free cpu tried per pod
 
 // move is a pod moved onto a NodeClaim, with what undoes it.
 type move struct {
 	pod      *podInfo
+	from     *target
 	to       *target
 	oldEntry *entry
 	ports    int // len(to.ports) before
@@ -41,7 +42,7 @@ func (s *solver) emptyClaims(live []*target) {
 	sort.SliceStable(s.claimsByFree, func(i, j int) bool { return freeLess(s.claimsByFree[i], s.claimsByFree[j]) })
 	var moves []move
 	for _, t := range cheapestFirst(live) {
-		if !movable(t) {
+		if !s.movable(t) {
 			continue
 		}
 		moves = moves[:0]
@@ -79,10 +80,10 @@ func cheapestFirst(claims []*target) []*target {
 	return order
 }
 
-// movable reports whether every pod of t is free of topology ties.
-func movable(t *target) bool {
+// movable reports whether every pod of t may move (move.go).
+func (s *solver) movable(t *target) bool {
 	for _, pi := range t.pods {
-		if !podMovable(pi) {
+		if !s.canLeave(pi) {
 			return false
 		}
 	}
@@ -106,8 +107,12 @@ func (s *solver) moveOut(pi *podInfo, from *target) (move, bool) {
 			continue
 		}
 		tried++
+		if !s.canJoin(pi, from, t) {
+			continue
+		}
 		if e := s.takes(pi.variant, t); e != nil {
-			m := move{pod: pi, to: t, oldEntry: t.entry, ports: len(t.ports)}
+			m := move{pod: pi, from: from, to: t, oldEntry: t.entry, ports: len(t.ports)}
+			s.moveCounts(pi, from, t)
 			pos := s.freePos(t)
 			t.entry = e
 			t.used.Add(req)
@@ -150,6 +155,7 @@ func (s *solver) takes(v *variant, t *target) *entry {
 // undoMove takes a moved pod back off its new NodeClaim.
 func (s *solver) undoMove(m move) {
 	t := m.to
+	s.moveCounts(m.pod, t, m.from)
 	pos := s.freePos(t)
 	t.entry = m.oldEntry
 	t.used.Sub(m.pod.class.requests)

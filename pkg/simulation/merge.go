@@ -79,6 +79,8 @@ func (s *solver) compact() {
 		live = s.mergeClaims(live)
 		s.emptyClaims(live)
 		s.shrinkClaims(live)
+		s.swapClaims(live)
+		s.shrinkClaims(live) // swaps leave room that lets more pods move
 	}
 	s.refit(live)
 }

@@ -117,7 +117,9 @@ func TestSolveEmptiesNodesIntoRoomLeftByMerges(t *testing.T) {
 // TestSolveRandomClustersLinearPrices runs the random clusters of
 // TestSolveRandomClusters on size-proportional prices, where merging and
 // emptying NodeClaims happen often: every placement must still satisfy
-// every hard constraint, and compaction must never cost more or add nodes.
+// every hard constraint, compaction must never leave more pods pending,
+// and unless it let more pods be placed it must never cost more or add
+// nodes.
 func TestSolveRandomClustersLinearPrices(t *testing.T) {
 	fewer := 0
 	for seed := int64(1); seed <= 300; seed++ {
@@ -128,10 +130,14 @@ func TestSolveRandomClustersLinearPrices(t *testing.T) {
 		t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
 			checkInvariants(t, in, res)
 			checkNoneFeasibleLeftOut(t, in, res)
-			if len(res.PodErrors) != len(plain.PodErrors) {
+			if len(res.PodErrors) > len(plain.PodErrors) {
 				t.Errorf("%d pods unplaced, %d without compaction", len(res.PodErrors), len(plain.PodErrors))
 			}
-			if len(res.NodeClaims) > len(plain.NodeClaims) || res.Cost() > plain.Cost()*(1+1e-6) {
+			// Room under a limit that compaction gives back goes to pending
+			// pods (compactAndRetry), which may take new NodeClaims: only a
+			// solve that places no more pods must cost no more.
+			if len(res.PodErrors) == len(plain.PodErrors) &&
+				(len(res.NodeClaims) > len(plain.NodeClaims) || res.Cost() > plain.Cost()*(1+1e-6)) {
 				t.Errorf("compaction made it worse: %d nodes $%.4f, without %d nodes $%.4f",
 					len(res.NodeClaims), res.Cost(), len(plain.NodeClaims), plain.Cost())
 			}

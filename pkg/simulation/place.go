@@ -166,7 +166,9 @@ const (
 // NodeClaim whose current shape still has room (the tightest of the first
 // few, searching from the least free cpu that can hold the pod), else the
 // one whose next cheapest shape costs least more (searching from the most
-// free cpu).
+// free cpu, or for a memory-heavy pod from the least: NodeClaims short of
+// cpu are the ones likely to have memory to spare, while growing one with
+// idle cpu for memory leaves that cpu idle on a larger type).
 func (s *solver) tryClaims(v *variant) *option {
 	if hc := s.hostCandidates(v); hc != nil {
 		return s.bestOf(v, hc)
@@ -194,7 +196,12 @@ func (s *solver) tryClaims(v *variant) *option {
 	if found > 0 {
 		return &best
 	}
-	for i := len(s.claimsByFree) - 1; i >= 0 && found < growProbe; i-- {
+	memHeavy := s.memHeavy(req)
+	for j := 0; j < len(s.claimsByFree) && found < growProbe; j++ {
+		i := len(s.claimsByFree) - 1 - j
+		if memHeavy {
+			i = j
+		}
 		if o, ok := s.grown(v, s.claimsByFree[i]); ok {
 			found++
 			if found == 1 || better(&o, &best) {
@@ -443,5 +450,13 @@ func (s *solver) record(p *podInfo, t *target) {
 	for _, g := range p.class.owns {
 		g.recordOwner(s, t)
 	}
+	p.seq = len(s.placements)
 	s.placements = append(s.placements, placed{pod: p, t: t})
+}
+
+// memHeavy reports whether req takes a larger share of the largest
+// allocatable memory than of cpu.
+func (s *solver) memHeavy(req scheduling.Vector) bool {
+	c, m := s.maxAlloc[scheduling.SlotCPU], s.maxAlloc[scheduling.SlotMemory]
+	return c > 0 && m > 0 && float64(req[scheduling.SlotMemory])/float64(m) > float64(req[scheduling.SlotCPU])/float64(c)
 }

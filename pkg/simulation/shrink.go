@@ -19,7 +19,7 @@ import (
 // which the placement order alone does not find.
 //
 // shrinkClaims takes the NodeClaims cheapest first, moves each movable pod
-// (free of topology ties, as for emptyClaims) to the tightest other
+// (as for emptyClaims, move.go) to the tightest other
 // NodeClaim of its NodePool that holds it without changing type or price
 // (moveOut), and keeps the moves only when the pods left then fit a
 // cheaper instance type of the NodeClaim's own entry; otherwise every move
@@ -40,7 +40,7 @@ func (s *solver) shrinkClaims(live []*target) {
 		left := t.used.Clone()
 		var kept []*podInfo
 		for _, pi := range t.pods {
-			if podMovable(pi) {
+			if s.canLeave(pi) {
 				if m, found := s.moveOut(pi, t); found {
 					moves = append(moves, m)
 					left.Sub(pi.class.requests)
@@ -82,13 +82,6 @@ func (s *solver) reinsert(t *target) {
 	s.claimsByFree = append(s.claimsByFree, nil)
 	copy(s.claimsByFree[pos+1:], s.claimsByFree[pos:])
 	s.claimsByFree[pos] = t
-}
-
-// podMovable reports whether pi has no topology tie: no spread or pod
-// (anti-)affinity of its own, counted by no group, blocked by no term.
-func podMovable(pi *podInfo) bool {
-	c := pi.class
-	return len(pi.variant.constraints) == 0 && len(c.counts) == 0 && len(c.owns) == 0 && len(c.inverse) == 0
 }
 
 // cheaperFit is the cheapest type of t's entry, priced below t's current

@@ -33,6 +33,9 @@ type solver struct {
 	// newClaimFit memo), so tests can compare the solve with and without
 	// them.
 	noLimitBound bool
+	// noSwap turns off swapClaims, so tests can compare the solve with
+	// and without it.
+	noSwap bool
 
 	// Interning: pods, requirement sets and topology values get small ids
 	// so the hot loops index slices instead of hashing.
@@ -52,6 +55,8 @@ type solver struct {
 	typeRequirements map[[3]int]*scheduling.Requirement
 	eligibleGroups   []*group               // groups with eligibility lists to extend as NodeClaims open
 	newFitMemos      map[[2]int]*newFitMemo // by entry id and variant id
+	rules            []hostRule             // by group id, for moves (move.go)
+	moveInfos        []moveInfo             // by variant id, for moves (move.go)
 	zeroVector       scheduling.Vector      // an all-zero vector, never written
 
 	// Results: where pods go, as the solve proceeds.
@@ -119,7 +124,7 @@ func solve(ctx context.Context, in Input, compact bool) *Result {
 }
 
 // fewerPending reports whether a leaves fewer pods pending than b, or as
-// many at a lower price.
+// many at a lower price, or at the same price on fewer NodeClaims.
 // Real pods count first: a solve that leaves a real pod pending to place
 // headroom pods is never preferred.
 func fewerPending(a, b *Result, headroom map[types.UID]bool) bool {
@@ -127,8 +132,16 @@ func fewerPending(a, b *Result, headroom map[types.UID]bool) bool {
 	if ra != rb {
 		return ra < rb
 	}
-	return len(a.PodErrors) < len(b.PodErrors) ||
-		len(a.PodErrors) == len(b.PodErrors) && totalPrice(a) < totalPrice(b)
+	if len(a.PodErrors) != len(b.PodErrors) {
+		return len(a.PodErrors) < len(b.PodErrors)
+	}
+	// Prices within priceTolerance are equal: float rounding must not
+	// pick the result with more NodeClaims.
+	pa, pb := totalPrice(a), totalPrice(b)
+	if noDearer(pa, pb) && noDearer(pb, pa) {
+		return len(a.NodeClaims) < len(b.NodeClaims)
+	}
+	return pa < pb
 }
 
 // realPending counts the pods res leaves pending that are not headroom.
