@@ -4,6 +4,11 @@ SHELL := /usr/bin/env bash
 GO ?= go
 BIN := $(CURDIR)/bin
 export KARP_BIN_DIR := $(BIN)
+# -trimpath keeps the checkout's path out of the build cache's keys: a
+# second clone (CI's clean clone, a git worktree) reuses what another
+# compiled, tests and lint included, instead of compiling the module and its
+# dependencies again (about nine CPU minutes for golangci-lint alone).
+export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
 
 .DEFAULT_GOAL := help
 

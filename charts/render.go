@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"path/filepath"
 	"runtime"
@@ -28,8 +29,23 @@ const (
 
 // Dir is the directory of the named chart in this repository.
 func Dir(chart string) string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), chart)
+	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
+		return filepath.Join(filepath.Dir(file), chart)
+	}
+	// Built with -trimpath (make sets it), the source path is relative to
+	// the module: the charts are under the module root, the first parent
+	// of the working directory (a test's package directory) with go.mod.
+	if dir, err := os.Getwd(); err == nil {
+		for d := dir; ; d = filepath.Dir(d) {
+			if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+				return filepath.Join(d, "charts", chart)
+			}
+			if filepath.Dir(d) == d {
+				break
+			}
+		}
+	}
+	return filepath.Join("charts", chart)
 }
 
 // Release names one rendering of a chart.
