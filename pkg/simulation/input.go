@@ -151,6 +151,10 @@ type Result struct {
 	// Order lists every placement in the order it was decided; replaying it
 	// reproduces the topology counts each decision saw.
 	Order []Placement
+	// PendingByZone counts the Pending-phase pods of Input.Pods (headroom
+	// excluded) by the zone they can go to as the solve began: a zone
+	// name, ZoneFlexible or ZoneNone (see EffectiveZone).
+	PendingByZone map[string]int
 }
 
 // NodeClaim is a node to launch.

@@ -167,7 +167,9 @@ func solveOrdered(ctx context.Context, in Input, compact bool, order func(*solve
 func solveWith(ctx context.Context, in Input, compact bool, st strategy) (*Result, map[string]bool) {
 	s := newSolver(&in)
 	s.setBinding(st.binding)
-	pods, rejected := splitDRA(s.pendingPods())
+	all := s.pendingPods()
+	zones := s.pendingByZone(all)
+	pods, rejected := splitDRA(all)
 	st.order(s, pods)
 	s.queue(pods)
 	failed := s.runRealFirst(ctx, pods)
@@ -175,6 +177,7 @@ func solveWith(ctx context.Context, in Input, compact bool, st strategy) (*Resul
 		failed = s.compactAndRetry(ctx, failed)
 	}
 	res := s.finish(append(failed, rejected...))
+	res.PendingByZone = zones
 	return res, s.boundPools()
 }
 

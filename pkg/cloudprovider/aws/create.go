@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"regexp"
+	"strconv"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +17,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/capacityreservation"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instance"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/launchtemplate"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/placementgroup"
 )
 
 // Create launches the NodeClaim's instance through CreateFleet over its
@@ -109,6 +111,12 @@ func (c *CloudProvider) launch(ctx context.Context, nodeClass *awsv1.EC2NodeClas
 		ReservationID: reservationID,
 		Tags:          tags,
 		Tenancy:       string(launchtemplate.Tenancy(nodeClaim)),
+	}
+	if g := nodeClass.Status.PlacementGroup; g != nil {
+		req.PlacementGroupID = g.ID
+		if n := placementgroup.Partition(g, cloudprovider.NodeClaimRequirements(nodeClaim)); n > 0 {
+			req.PlacementPartition = strconv.Itoa(int(n))
+		}
 	}
 	if r, ok := capacityreservation.Find(nodeClass.Status.CapacityReservations, reservationID); ok {
 		// Capacity blocks and interruptible reservations have fleets of their own.

@@ -36,6 +36,11 @@ var (
 	}, []string{controllerLabel})
 	unschedulablePods = unschedulablePodsVec.WithLabelValues(provisionerName)
 
+	pendingByZoneVec = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: metrics.Namespace, Subsystem: schedulerSubsystem, Name: "pending_pods_by_effective_zone_count",
+		Help: "Pending pods dimensioned by effective zone constraint, or the intersection of pod-level zone signals, volume topology (PVC zones), and topology constraints. Values: specific zone name (e.g., 'us-west-2a'), 'flexible' (multiple zones), or 'none' (no valid intersection).",
+	}, []string{controllerLabel, "zone"})
+
 	ignoredPods = prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: metrics.Namespace, Subsystem: schedulerSubsystem, Name: "ignored_pods_count",
 		Help: "The number of pending pods the last provisioning pass ignored (invalid node constraints, or asking for no karp node).",
@@ -47,7 +52,7 @@ var (
 // registered by pkg/metrics.
 func Register(reg prometheus.Registerer) error {
 	var errs []error
-	for _, c := range []prometheus.Collector{schedulingDurationVec, queueDepthVec, unfinishedWorkVec, unschedulablePodsVec, ignoredPods} {
+	for _, c := range []prometheus.Collector{schedulingDurationVec, queueDepthVec, unfinishedWorkVec, unschedulablePodsVec, pendingByZoneVec, ignoredPods} {
 		errs = append(errs, reg.Register(c))
 	}
 	return errors.Join(errs...)
@@ -72,4 +77,13 @@ func (m *MetricsRegistrar) Name() string { return "provisioner.metrics" }
 // Register registers the metrics.
 func (m *MetricsRegistrar) Register(context.Context, manager.Manager) error {
 	return metrics.IgnoreAlreadyRegistered(Register(m.reg))
+}
+
+// setPendingByZone replaces the provisioner's pending-by-zone series with
+// the last solve's counts, so a zone no pod waits for any more leaves.
+func setPendingByZone(counts map[string]int) {
+	pendingByZoneVec.DeletePartialMatch(prometheus.Labels{controllerLabel: provisionerName})
+	for zone, n := range counts {
+		pendingByZoneVec.WithLabelValues(provisionerName, zone).Set(float64(n))
+	}
 }

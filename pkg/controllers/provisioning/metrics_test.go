@@ -2,15 +2,19 @@ package provisioning_test
 
 import (
 	"errors"
+	"maps"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider/fake"
 	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning"
 	statecontrollers "github.com/karp-autoscaler/karp/pkg/controllers/state"
 	"github.com/karp-autoscaler/karp/pkg/state"
+	"github.com/karp-autoscaler/karp/pkg/test"
 )
 
 func TestMetricsRegistrarToleratesASecondOperator(t *testing.T) {
@@ -44,4 +48,50 @@ func TestMetricsRegistrarToleratesASecondOperator(t *testing.T) {
 			t.Errorf("%s not gathered (got %v)", want, names)
 		}
 	}
+}
+
+func TestPendingPodsByEffectiveZone(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	if err := provisioning.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t)
+	h.readyNodePool(test.MakeNodePool("default").Obj())
+	pinned := map[string]string{corev1.LabelTopologyZone: fake.Zones[1]}
+	h.pendingPods(
+		test.MakePod("anywhere-0").Requests("cpu", "1").Obj(),
+		test.MakePod("anywhere-1").Requests("cpu", "1").Obj(),
+		test.MakePod("pinned").Requests("cpu", "1").NodeSelector(pinned).Obj(),
+	)
+
+	h.schedule()
+
+	if got, want := zoneGauge(t, reg), map[string]float64{"flexible": 2, fake.Zones[1]: 1}; !maps.Equal(got, want) {
+		t.Errorf("karpenter_scheduler_pending_pods_by_effective_zone_count = %v, want %v", got, want)
+	}
+}
+
+// zoneGauge reads the provisioner's pending-by-zone series by zone.
+func zoneGauge(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "karpenter_scheduler_pending_pods_by_effective_zone_count" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["controller"] == "provisioner" {
+				out[labels["zone"]] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	return out
 }

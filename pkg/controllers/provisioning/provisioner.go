@@ -260,6 +260,7 @@ func (p *Provisioner) Plan(ctx context.Context) (*Plan, error) {
 	id := newSchedulingID()
 	if len(pods) == 0 && len(virtual) == 0 && !anyReschedulable(nodes) {
 		setQueueDepth(id, 0)
+		setPendingByZone(nil)
 		return nil, nil
 	}
 	setQueueDepth(id, len(pods))
@@ -278,6 +279,7 @@ func (p *Provisioner) Plan(ctx context.Context) (*Plan, error) {
 	res, deferred := p.solve(ctx, in)
 	stopTracking()
 	schedulingDuration.Observe(p.clock.Since(start).Seconds())
+	setPendingByZone(res.PendingByZone)
 	// What the solve left: the pods it had no time for.
 	setQueueDepth(id, deferred)
 	return &Plan{Input: in, Result: res, Ignored: ignored, Skipped: p.skipped, Deferred: deferred,

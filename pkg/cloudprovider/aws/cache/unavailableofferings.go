@@ -39,7 +39,10 @@ type UnavailableOfferings struct {
 	nextExpiry time.Time
 }
 
-type offeringKey struct{ instanceType, zone, capacityType string }
+// offeringKey names a refused offering; placementGroup and partition are
+// set when the refusal was a launch into a placement group (and one of
+// its partitions), which says nothing of the offering outside the group.
+type offeringKey struct{ instanceType, zone, capacityType, placementGroup, partition string }
 
 // NewUnavailableOfferings returns an empty cache with upstream's TTL.
 func NewUnavailableOfferings(clk clock.PassiveClock) *UnavailableOfferings {
@@ -64,10 +67,26 @@ func NewUnavailableOfferingsWithTTL(clk clock.PassiveClock, ttl time.Duration) *
 // EC2 error code (e.g. InsufficientInstanceCapacity) and is logged.
 func (u *UnavailableOfferings) MarkUnavailable(ctx context.Context, reason, instanceType, zone, capacityType string) {
 	log.FromContext(ctx).V(1).Info("marking offering unavailable", "reason", reason, "instanceType", instanceType, "zone", zone, "capacityType", capacityType, "ttl", u.ttl)
+	u.mark(offeringKey{instanceType: instanceType, zone: zone, capacityType: capacityType})
+}
+
+// MarkUnavailableInPlacementGroup makes one offering unavailable for the
+// TTL inside a placement group only (upstream's scoping): EC2 refused a
+// launch into the group, or into its partition when partition is set,
+// which says nothing of the same offering outside the group. Offerings
+// read through IsUnavailableIn with the group see the group-wide entries;
+// an entry for one partition is kept apart from them, as upstream keys it.
+func (u *UnavailableOfferings) MarkUnavailableInPlacementGroup(ctx context.Context, reason, instanceType, zone, capacityType, groupID, partition string) {
+	log.FromContext(ctx).V(1).Info("marking offering unavailable in placement group", "reason", reason, "instanceType", instanceType,
+		"zone", zone, "capacityType", capacityType, "placementGroupID", groupID, "placementGroupPartition", partition, "ttl", u.ttl)
+	u.mark(offeringKey{instanceType: instanceType, zone: zone, capacityType: capacityType, placementGroup: groupID, partition: partition})
+}
+
+func (u *UnavailableOfferings) mark(key offeringKey) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	u.offerings[offeringKey{instanceType, zone, capacityType}] = u.expiry()
-	u.typeSeq[instanceType]++
+	u.offerings[key] = u.expiry()
+	u.typeSeq[key.instanceType]++
 	u.version++
 }
 
@@ -97,10 +116,22 @@ func (u *UnavailableOfferings) MarkSubnetUnavailable(ctx context.Context, reason
 // IsUnavailable reports whether the offering, or its whole capacity type,
 // is marked and not expired.
 func (u *UnavailableOfferings) IsUnavailable(instanceType, zone, capacityType string) bool {
+	return u.IsUnavailableIn(instanceType, zone, capacityType, "")
+}
+
+// IsUnavailableIn is IsUnavailable for a class that launches into
+// placement group groupID ("" for none): the offering is also unavailable
+// when EC2 recently refused it inside that group.
+func (u *UnavailableOfferings) IsUnavailableIn(instanceType, zone, capacityType, groupID string) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.evictExpired()
-	_, offering := u.offerings[offeringKey{instanceType, zone, capacityType}]
+	key := offeringKey{instanceType: instanceType, zone: zone, capacityType: capacityType}
+	_, offering := u.offerings[key]
+	if !offering && groupID != "" {
+		key.placementGroup = groupID
+		_, offering = u.offerings[key]
+	}
 	_, wholeType := u.capacityTypes[capacityType]
 	return offering || wholeType
 }

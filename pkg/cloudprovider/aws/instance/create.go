@@ -68,6 +68,12 @@ type LaunchRequest struct {
 	// ZoneIDs maps the zones of the overrides to their zone IDs, for the
 	// launch-failure metric.
 	ZoneIDs map[string]string
+	// PlacementGroupID and PlacementPartition are the placement group the
+	// launch templates launch into and the partition they target ("" for
+	// none): capacity EC2 refuses there is marked unavailable in that
+	// group (and partition) only.
+	PlacementGroupID   string
+	PlacementPartition string
 }
 
 type fleetItem struct {
@@ -78,6 +84,8 @@ type fleetItem struct {
 	// on-demand for reserved launches).
 	capacityType  string
 	reservationID string
+	// placementGroup and partition scope the offerings EC2 refuses.
+	placementGroup, partition string
 }
 
 // Create launches the NodeClaim's instance, unless one tagged with the
@@ -104,7 +112,8 @@ func (p *Provider) Create(ctx context.Context, req LaunchRequest) (*Instance, er
 	// 2. Launch through a fleet shared with alike requests.
 	in := fleetInput(req)
 	inst, err := p.fleets.Add(ctx, requestKey(in), fleetItem{input: in, uid: req.NodeClaimUID, zoneIDs: req.ZoneIDs,
-		capacityType: req.CapacityType, reservationID: req.ReservationID})
+		capacityType: req.CapacityType, reservationID: req.ReservationID,
+		placementGroup: req.PlacementGroupID, partition: req.PlacementPartition})
 	if err != nil {
 		return nil, err
 	}
@@ -324,7 +333,7 @@ func (p *Provider) createFleet(ctx context.Context, items []fleetItem) []batchRe
 			LaunchFailuresTotal.WithLabelValues(zone, items[0].zoneIDs[zone], capacityType, aws.ToString(e.ErrorCode)).Inc()
 		}
 	}
-	refused := p.markUnavailable(ctx, resp, capacityType, zones)
+	refused := p.markUnavailable(ctx, resp, &in, items[0], zones)
 	launched := p.fleetInstances(resp, &in, capacityType, zones)
 	for _, inst := range launched {
 		inst.ReservationID = items[0].reservationID
@@ -414,8 +423,15 @@ func (p *Provider) fleetInstances(resp *ec2.CreateFleetOutput, in *ec2.CreateFle
 }
 
 // markUnavailable puts every pool the fleet refused for lack of capacity
-// into the unavailable-offerings cache and returns their keys.
-func (p *Provider) markUnavailable(ctx context.Context, resp *ec2.CreateFleetOutput, capacityType string, subnetZones map[string]string) []cloudprovider.OfferingKey {
+// into the unavailable-offerings cache and returns their keys. A launch
+// into a placement group marks the pools inside that group (and the
+// partition it targeted) only, as upstream: a full group says nothing of
+// the same type and zone outside it. A spread group's per-zone instance
+// limit takes every type the request offered in that zone out of the
+// group, since the limit is the group's, not the type's.
+func (p *Provider) markUnavailable(ctx context.Context, resp *ec2.CreateFleetOutput, in *ec2.CreateFleetInput, item fleetItem,
+	subnetZones map[string]string) []cloudprovider.OfferingKey {
+	capacityType := item.capacityType
 	var refused []cloudprovider.OfferingKey
 	markedType := false
 	for _, e := range resp.Errors {
@@ -434,11 +450,13 @@ func (p *Provider) markUnavailable(ctx context.Context, resp *ec2.CreateFleetOut
 		}
 		o := e.LaunchTemplateAndOverrides.Overrides
 		zone := overrideZone(o, subnetZones)
+		spreadLimit := isSpreadPlacementGroupLimit(e)
 		if capacityType == karpv1.CapacityTypeReserved {
 			// A full reservation is the reservation's business, not the
-			// offering cache's (upstream's rule); the caller marks it.
+			// offering cache's (upstream's rule); the caller marks it. A
+			// spread group's limit says nothing of the reservation.
 			key := cloudprovider.OfferingKey{InstanceType: string(o.InstanceType), Zone: zone, CapacityType: capacityType}
-			if !slices.Contains(refused, key) {
+			if !spreadLimit && !slices.Contains(refused, key) {
 				refused = append(refused, key)
 			}
 			continue
@@ -451,11 +469,43 @@ func (p *Provider) markUnavailable(ctx context.Context, resp *ec2.CreateFleetOut
 			continue
 		}
 		refused = append(refused, key)
-		if p.unavailable != nil {
+		if p.unavailable == nil {
+			continue
+		}
+		groups, inGroup := p.unavailable.(placementGroupMarker)
+		switch {
+		case item.placementGroup == "" || !inGroup:
 			p.unavailable.MarkUnavailable(ctx, code, key.InstanceType, key.Zone, key.CapacityType)
+		case spreadLimit:
+			for _, t := range overrideTypes(in, zone) {
+				groups.MarkUnavailableInPlacementGroup(ctx, code, t, zone, capacityType, item.placementGroup, "")
+			}
+		default:
+			groups.MarkUnavailableInPlacementGroup(ctx, code, key.InstanceType, key.Zone, key.CapacityType, item.placementGroup, item.partition)
 		}
 	}
 	return refused
+}
+
+// isSpreadPlacementGroupLimit reports whether EC2 refused the pool because
+// a spread placement group holds as many instances in the zone as it may
+// (seven per zone); EC2 says so in the message only.
+func isSpreadPlacementGroupLimit(e ec2types.CreateFleetError) bool {
+	return strings.Contains(aws.ToString(e.ErrorMessage), "limit of instances in this spread placement group")
+}
+
+// overrideTypes lists the instance types the request offered in zone
+// (fleetInput names every override's zone).
+func overrideTypes(in *ec2.CreateFleetInput, zone string) []string {
+	var out []string
+	for _, cfg := range in.LaunchTemplateConfigs {
+		for _, o := range cfg.Overrides {
+			if aws.ToString(o.AvailabilityZone) == zone && !slices.Contains(out, string(o.InstanceType)) {
+				out = append(out, string(o.InstanceType))
+			}
+		}
+	}
+	return out
 }
 
 // noInstanceError explains why a caller got no instance: insufficient

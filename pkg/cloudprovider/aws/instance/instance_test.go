@@ -3,6 +3,7 @@ package instance
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -27,6 +28,12 @@ func (m *marks) MarkUnavailable(_ context.Context, reason, instanceType, zone, c
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.keys = append(m.keys, fmt.Sprintf("%s/%s/%s:%s", instanceType, zone, capacityType, reason))
+}
+
+func (m *marks) MarkUnavailableInPlacementGroup(_ context.Context, reason, instanceType, zone, capacityType, groupID, partition string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.keys = append(m.keys, fmt.Sprintf("%s/%s/%s@%s/%s:%s", instanceType, zone, capacityType, groupID, partition, reason))
 }
 
 func (m *marks) MarkCapacityTypeUnavailable(_ context.Context, reason, capacityType string) {
@@ -147,6 +154,64 @@ func TestCreateMarksRefusedOfferingsAndFallsBack(t *testing.T) {
 	_, err = p.Create(t.Context(), request("none-left", "on-demand"))
 	if !cloudprovider.IsInsufficientCapacityError(err) {
 		t.Fatalf("with every pool exhausted Create returned %v, want an InsufficientCapacityError", err)
+	}
+}
+
+// A launch into a placement group marks what EC2 refused inside the group
+// (and the partition it targeted) only; a spread group's per-zone limit
+// takes every type the request offered in that zone out of the group.
+func TestCreateScopesRefusalsToThePlacementGroup(t *testing.T) {
+	e := newFakeEC2(t)
+	m := &marks{}
+	p := NewProvider(e, clock.RealClock{}, "test-cluster", m)
+	e.SetCapacity(fake.CapacityPool{InstanceType: "c5.large", Zone: "zone-a", CapacityType: "on-demand"}, 0, "")
+	req := request("partitioned", "on-demand")
+	req.PlacementGroupID, req.PlacementPartition = "pg-1", "2"
+	if _, err := p.Create(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"c5.large/zone-a/on-demand@pg-1/2:InsufficientInstanceCapacity"}; !slices.Equal(m.keys, want) {
+		t.Errorf("marked %v, want %v", m.keys, want)
+	}
+
+	e.SetCapacity(fake.CapacityPool{InstanceType: "c5.large", Zone: "zone-a", CapacityType: "on-demand"}, -1, "")
+	e.AddPlacementGroups(fake.NewPlacementGroup("pg-s", "spread", ec2types.PlacementStrategySpread, 0))
+	if _, err := e.CreateLaunchTemplate(t.Context(), &ec2.CreateLaunchTemplateInput{
+		LaunchTemplateName: aws.String("karpenter.k8s.aws/spread"),
+		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: aws.String("ami-1"),
+			Placement: &ec2types.LaunchTemplatePlacementRequest{GroupId: aws.String("pg-s")}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	spread := func(name string) LaunchRequest {
+		r := request(name, "on-demand")
+		r.LaunchTemplates[0].Name = "karpenter.k8s.aws/spread"
+		r.PlacementGroupID = "pg-s"
+		return r
+	}
+	for i := range 7 { // the cheapest pool, c5.large in zone-a, until the group is full there
+		inst, err := p.Create(t.Context(), spread(fmt.Sprintf("spread-%d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if inst.Zone != "zone-a" {
+			t.Fatalf("spread member %d launched in %s, want zone-a", i, inst.Zone)
+		}
+	}
+	m.keys = nil
+	inst, err := p.Create(t.Context(), spread("spread-full"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inst.Zone != "zone-b" {
+		t.Errorf("the eighth member launched in %s, want zone-b", inst.Zone)
+	}
+	want := []string{
+		"c5.large/zone-a/on-demand@pg-s/:InsufficientInstanceCapacity",
+		"m5.large/zone-a/on-demand@pg-s/:InsufficientInstanceCapacity",
+	}
+	if got := slices.Sorted(slices.Values(m.keys)); !slices.Equal(got, want) {
+		t.Errorf("marked %v, want every type of zone-a in the spread group: %v", got, want)
 	}
 }
 

@@ -43,6 +43,12 @@ type capacityTypeMarker interface {
 	MarkCapacityTypeUnavailable(ctx context.Context, reason, capacityType string)
 }
 
+// placementGroupMarker is the optional part of UnavailableOfferings that
+// marks an offering refused inside a placement group (and partition) only.
+type placementGroupMarker interface {
+	MarkUnavailableInPlacementGroup(ctx context.Context, reason, instanceType, zone, capacityType, groupID, partition string)
+}
+
 // subnetMarker is the optional part of UnavailableOfferings that takes a
 // subnet out of launches (no free addresses left).
 type subnetMarker interface {

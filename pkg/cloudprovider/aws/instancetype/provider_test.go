@@ -401,3 +401,40 @@ func TestConcurrentUse(t *testing.T) {
 		}
 	}
 }
+
+// An offering refused inside a placement group is unavailable to the
+// classes launching into that group only; one refused in a partition is
+// kept apart from the group's offerings (upstream's keys).
+func TestOfferingsRefusedInAPlacementGroup(t *testing.T) {
+	e := newEnv(t, nil)
+	plain := nodeClass()
+	inGroup := func(name, id string) *awsv1.EC2NodeClass {
+		nc := nodeClass()
+		nc.Name = name
+		nc.Status.PlacementGroup = &awsv1.PlacementGroup{ID: id, Name: name, Strategy: awsv1.PlacementGroupStrategyCluster}
+		return nc
+	}
+	grouped, other := inGroup("grouped", "pg-1"), inGroup("other", "pg-2")
+	available := func(nc *awsv1.EC2NodeClass) bool {
+		t.Helper()
+		types, err := e.provider.List(t.Context(), nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return offeringsOf(find(t, types, "m5.large"))["us-west-2a/on-demand"].available
+	}
+	e.unavailable.MarkUnavailableInPlacementGroup(t.Context(), "InsufficientInstanceCapacity", "m5.large", "us-west-2a", "on-demand", "pg-1", "2")
+	if !available(grouped) {
+		t.Error("a refusal in partition 2 took the offering from the whole group")
+	}
+	e.unavailable.MarkUnavailableInPlacementGroup(t.Context(), "InsufficientInstanceCapacity", "m5.large", "us-west-2a", "on-demand", "pg-1", "")
+	for nc, want := range map[*awsv1.EC2NodeClass]bool{grouped: false, plain: true, other: true} {
+		if got := available(nc); got != want {
+			t.Errorf("%s: m5.large us-west-2a on-demand available = %v, want %v", nc.Name, got, want)
+		}
+	}
+	e.unavailable.MarkUnavailable(t.Context(), "InsufficientInstanceCapacity", "m5.large", "us-west-2a", "on-demand")
+	if available(other) {
+		t.Error("a refusal outside any group left the offering available to a class in a group")
+	}
+}

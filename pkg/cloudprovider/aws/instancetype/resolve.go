@@ -130,11 +130,16 @@ func (r *resolver) build(name string) *cloudprovider.InstanceType {
 // offerings are the on-demand and spot offerings of the type in each zone,
 // then one reserved offering per capacity reservation. An offering is
 // available when the type is compatible with the class, it has a price,
-// its zone is under no ARC zonal shift, and neither it, its capacity type
-// nor every subnet of its zone was recently refused.
+// its zone is under no ARC zonal shift, and neither it (in general or
+// inside the class's placement group), its capacity type nor every subnet
+// of its zone was recently refused.
 func (p *Provider) offerings(info *ec2types.InstanceTypeInfo, nodeClass *awsv1.EC2NodeClass, zones []awsv1.ZoneInfo, reservations []awsv1.CapacityReservation) []*cloudprovider.Offering {
 	name := string(info.InstanceType)
 	compatible := compatible(info, nodeClass)
+	group := ""
+	if g := nodeClass.Status.PlacementGroup; g != nil {
+		group = g.ID
+	}
 	var out []*cloudprovider.Offering
 	for _, z := range zones {
 		zoneUsable := compatible && !p.allSubnetsUnavailable(z) && !p.unavailable.IsZoneShifted(z.ZoneID)
@@ -150,7 +155,7 @@ func (p *Provider) offerings(info *ec2types.InstanceTypeInfo, nodeClass *awsv1.E
 				Zone:         z.Zone,
 				CapacityType: capacityType,
 				Price:        price,
-				Available:    zoneUsable && priced && !p.unavailable.IsUnavailable(name, z.Zone, capacityType),
+				Available:    zoneUsable && priced && !p.unavailable.IsUnavailableIn(name, z.Zone, capacityType, group),
 			})
 		}
 	}

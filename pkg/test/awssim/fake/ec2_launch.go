@@ -366,11 +366,10 @@ func (e *EC2) CreateFleet(_ context.Context, in *ec2.CreateFleetInput, _ ...func
 			return false
 		}
 	}
-	out, err := e.launch.fleet(e.withSubnetZones(in), offered, e.reservationCapacity)
+	out, err := e.launch.fleet(e.withSubnetZones(in), offered, e.reservationCapacity, e)
 	if err != nil {
 		return nil, err
 	}
-	e.placeInstances(out)
 	if token := aws.ToString(in.ClientToken); token != "" {
 		e.launch.fleets[token] = out
 	}
@@ -386,7 +385,15 @@ type fleetOverride struct {
 	price    float64
 }
 
-func (s *launchState) fleet(in *ec2.CreateFleetInput, offered func(instanceType, zone string) bool, reserve reserver) (*ec2.CreateFleetOutput, error) {
+// placer puts a launched instance into its template's placement group and
+// says when a spread group refuses one more instance in a zone
+// (ec2_placementgroups.go).
+type placer interface {
+	place(inst *instance, want *ec2types.LaunchTemplatePlacementRequest)
+	spreadFull(want *ec2types.LaunchTemplatePlacementRequest, zone string) bool
+}
+
+func (s *launchState) fleet(in *ec2.CreateFleetInput, offered func(instanceType, zone string) bool, reserve reserver, groups placer) (*ec2.CreateFleetOutput, error) {
 	capacityType := string(in.TargetCapacitySpecification.DefaultTargetCapacityType)
 	overrides, err := s.overrides(in, capacityType)
 	if err != nil {
@@ -396,12 +403,15 @@ func (s *launchState) fleet(in *ec2.CreateFleetInput, offered func(instanceType,
 	reported := map[CapacityPool]bool{}
 	launched := map[int]*ec2types.CreateFleetInstance{}
 	for range aws.ToInt32(in.TargetCapacitySpecification.TotalTargetCapacity) {
-		i := s.pick(overrides, offered, reserve, reported, out)
+		i := s.pick(overrides, offered, reserve, groups, reported, out)
 		if i < 0 {
 			break
 		}
 		o := overrides[i]
 		inst := s.launchInstance(in, o)
+		if o.template.data.Placement != nil {
+			groups.place(inst, o.template.data.Placement)
+		}
 		if n, ok := s.capacity[o.pool]; ok {
 			s.capacity[o.pool] = n - 1
 		}
@@ -478,9 +488,10 @@ func (s *launchState) price(pool CapacityPool) float64 {
 
 // pick returns the cheapest override whose pool can launch one more
 // instance, recording an error for every pool it passes over; -1 if none.
-func (s *launchState) pick(overrides []fleetOverride, offered func(string, string) bool, reserve reserver, reported map[CapacityPool]bool, out *ec2.CreateFleetOutput) int {
+func (s *launchState) pick(overrides []fleetOverride, offered func(string, string) bool, reserve reserver, groups placer,
+	reported map[CapacityPool]bool, out *ec2.CreateFleetOutput) int {
 	for i, o := range overrides {
-		code := ""
+		code, message := "", ""
 		switch {
 		case offered != nil && !offered(o.pool.InstanceType, o.pool.Zone):
 			code = "Unsupported"
@@ -488,15 +499,20 @@ func (s *launchState) pick(overrides []fleetOverride, offered func(string, strin
 			code = "ReservationCapacityExceeded"
 		case s.capacity[o.pool] <= 0 && s.hasCap(o.pool):
 			code = s.poolErrors[o.pool]
+		case o.template.data.Placement != nil && groups.spreadFull(o.template.data.Placement, o.pool.Zone):
+			code, message = CodeInsufficientInstanceCapacity, spreadLimitMessage
 		}
 		if code == "" {
 			return i
+		}
+		if message == "" {
+			message = poolErrorMessage(code, o.pool)
 		}
 		if !reported[o.pool] {
 			reported[o.pool] = true
 			out.Errors = append(out.Errors, ec2types.CreateFleetError{
 				ErrorCode:                  aws.String(code),
-				ErrorMessage:               aws.String(poolErrorMessage(code, o.pool)),
+				ErrorMessage:               aws.String(message),
 				Lifecycle:                  lifecycleOf(o.pool.CapacityType),
 				LaunchTemplateAndOverrides: o.response(),
 			})

@@ -125,41 +125,64 @@ func placementGroupFields(g ec2types.PlacementGroup) filterFields {
 	}
 }
 
-// placeInstances puts the instances a fleet launched into the placement
-// group their launch template names (by ID or name; launchInstance already
-// took its tenancy), with, in a partition group, the partition the template names or
-// else the next one in turn, as EC2 spreads instances over partitions.
-// The caller holds e.mu.
-func (e *EC2) placeInstances(out *ec2.CreateFleetOutput) {
-	for _, fi := range out.Instances {
-		lto := fi.LaunchTemplateAndOverrides
-		if lto == nil || lto.LaunchTemplateSpecification == nil {
-			continue
-		}
-		lt := e.launch.templates[aws.ToString(lto.LaunchTemplateSpecification.LaunchTemplateName)]
-		if lt == nil || lt.data == nil || lt.data.Placement == nil {
-			continue
-		}
-		want := lt.data.Placement
-		for _, id := range fi.InstanceIds {
-			inst := e.launch.instances[id]
-			if inst == nil || inst.Placement == nil {
-				continue
-			}
-			e.placeInGroup(inst, want)
-		}
+// spreadLimit is how many running instances a spread placement group holds
+// in one zone; spreadLimitMessage is EC2's error message past it (with
+// the code InsufficientInstanceCapacity).
+const (
+	spreadLimit        = 7
+	spreadLimitMessage = "You've reached the limit of instances in this spread placement group. A spread placement group can have up to seven instances per Availability Zone."
+)
+
+// place puts an instance just launched into the placement group its launch
+// template names (by ID or name; launchInstance already took its tenancy),
+// with, in a partition group, the partition the template names or else the
+// next one in turn, as EC2 spreads instances over partitions. The caller
+// holds e.mu.
+func (e *EC2) place(inst *instance, want *ec2types.LaunchTemplatePlacementRequest) {
+	if inst.Placement != nil {
+		e.placeInGroup(inst, want)
 	}
 }
 
-func (e *EC2) placeInGroup(inst *instance, want *ec2types.LaunchTemplatePlacementRequest) {
+// spreadFull reports whether the spread group want names already holds
+// spreadLimit instances that are not terminated in zone. The caller holds
+// e.mu.
+func (e *EC2) spreadFull(want *ec2types.LaunchTemplatePlacementRequest, zone string) bool {
+	g, ok := e.groupOf(want)
+	if !ok || g.Strategy != ec2types.PlacementStrategySpread {
+		return false
+	}
+	n := 0
+	for _, inst := range e.launch.instances {
+		p := inst.Placement
+		if p == nil || deref(p.GroupId) != deref(g.GroupId) || deref(p.AvailabilityZone) != zone {
+			continue
+		}
+		if st := inst.State; st != nil && (st.Name == ec2types.InstanceStateNameShuttingDown || st.Name == ec2types.InstanceStateNameTerminated) {
+			continue
+		}
+		n++
+	}
+	return n >= spreadLimit
+}
+
+// groupOf is the group a launch template's placement names, by ID or name.
+func (e *EC2) groupOf(want *ec2types.LaunchTemplatePlacementRequest) (ec2types.PlacementGroup, bool) {
 	i := slices.IndexFunc(e.placement.groups, func(g ec2types.PlacementGroup) bool {
 		return aws.ToString(want.GroupId) != "" && deref(g.GroupId) == aws.ToString(want.GroupId) ||
 			aws.ToString(want.GroupName) != "" && deref(g.GroupName) == aws.ToString(want.GroupName)
 	})
 	if i < 0 {
+		return ec2types.PlacementGroup{}, false
+	}
+	return e.placement.groups[i], true
+}
+
+func (e *EC2) placeInGroup(inst *instance, want *ec2types.LaunchTemplatePlacementRequest) {
+	g, ok := e.groupOf(want)
+	if !ok {
 		return
 	}
-	g := e.placement.groups[i]
 	inst.Placement.GroupId = g.GroupId
 	inst.Placement.GroupName = g.GroupName
 	if g.Strategy != ec2types.PlacementStrategyPartition {

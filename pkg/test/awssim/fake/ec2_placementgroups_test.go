@@ -3,6 +3,7 @@ package fake
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -109,5 +110,44 @@ func TestFleetRecordsPlacement(t *testing.T) {
 		if p := inst.Placement; aws.ToInt32(p.PartitionNumber) != 2 || p.Tenancy != ec2types.TenancyDefault {
 			t.Errorf("pinned placement %+v, want partition 2, default tenancy", p)
 		}
+	}
+}
+
+// A spread group holds seven instances a zone; past that EC2 refuses the
+// zone's pools with InsufficientInstanceCapacity and a message naming the
+// spread group's limit, and a terminated member frees a place.
+func TestSpreadGroupLimitPerZone(t *testing.T) {
+	e := newLaunchFake(t)
+	e.AddPlacementGroups(NewPlacementGroup("pg-s", "spread", ec2types.PlacementStrategySpread, 0))
+	if _, err := e.CreateLaunchTemplate(t.Context(), &ec2.CreateLaunchTemplateInput{
+		LaunchTemplateName: aws.String("lt-spread"),
+		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: aws.String("ami-1"),
+			Placement: &ec2types.LaunchTemplatePlacementRequest{GroupId: aws.String("pg-s")}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	launch := func(n int32) *ec2.CreateFleetOutput {
+		in := fleetInput(ec2types.DefaultTargetCapacityTypeOnDemand, n, "m5.large")
+		in.LaunchTemplateConfigs[0].LaunchTemplateSpecification.LaunchTemplateName = aws.String("lt-spread")
+		in.LaunchTemplateConfigs[0].Overrides = in.LaunchTemplateConfigs[0].Overrides[:1] // zone-a only
+		out, err := e.CreateFleet(t.Context(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	out := launch(9)
+	if got := launchedPools(out)["m5.large/zone-a"]; got != 7 {
+		t.Errorf("launched %d into the spread group in zone-a, want 7", got)
+	}
+	if len(out.Errors) != 1 || aws.ToString(out.Errors[0].ErrorCode) != CodeInsufficientInstanceCapacity ||
+		!strings.Contains(aws.ToString(out.Errors[0].ErrorMessage), "limit of instances in this spread placement group") {
+		t.Fatalf("errors %+v, want one InsufficientInstanceCapacity naming the spread group's limit", out.Errors)
+	}
+	if _, err := e.TerminateInstances(t.Context(), &ec2.TerminateInstancesInput{InstanceIds: out.Instances[0].InstanceIds[:1]}); err != nil {
+		t.Fatal(err)
+	}
+	if got := launchedPools(launch(2))["m5.large/zone-a"]; got != 1 {
+		t.Errorf("after one member terminated, launched %d, want 1", got)
 	}
 }
