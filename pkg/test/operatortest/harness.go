@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
@@ -37,6 +38,7 @@ import (
 	karpv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/v1alpha1"
 	karpevents "github.com/karp-autoscaler/karp/pkg/events"
 	"github.com/karp-autoscaler/karp/pkg/index"
+	"github.com/karp-autoscaler/karp/pkg/test"
 	"github.com/karp-autoscaler/karp/pkg/test/environment"
 )
 
@@ -184,6 +186,35 @@ func (h *Harness) Create(t testing.TB, objs ...client.Object) {
 			t.Fatalf("creating %s: %v", obj.GetName(), err)
 		}
 	}
+}
+
+// Registered creates nc with status.providerID set to providerID, and a
+// Node of the same name with that providerID: a NodeClaim whose instance
+// launched and registered.
+func (h *Harness) Registered(t testing.TB, nc *karpv1.NodeClaim, providerID string) {
+	t.Helper()
+	h.Create(t, nc)
+	h.Get(t, nc)
+	nc.Status.ProviderID = providerID
+	h.UpdateStatus(t, nc)
+	h.Create(t, test.MakeNode(nc.Name).ProviderID(providerID).Obj())
+}
+
+// NodeClaim returns the named NodeClaim as the API server has it, failing
+// the test when it is gone.
+func (h *Harness) NodeClaim(t testing.TB, name string) *karpv1.NodeClaim {
+	t.Helper()
+	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if !h.Get(t, nc) {
+		t.Fatalf("NodeClaim %s is gone", name)
+	}
+	return nc
+}
+
+// Deleting reports whether the named NodeClaim has been asked to go.
+func (h *Harness) Deleting(t testing.TB, name string) bool {
+	t.Helper()
+	return !h.NodeClaim(t, name).DeletionTimestamp.IsZero()
 }
 
 // UpdateStatus writes obj's status, failing the test on error.

@@ -33,7 +33,7 @@ func TestSpotInterruptionWarning(t *testing.T) {
 
 	// The NodeClaim is deleted with the reclaim time as its deadline; the
 	// other is untouched.
-	got := nodeClaim(t, "interrupted")
+	got := h.NodeClaim(t, "interrupted")
 	if got.DeletionTimestamp.IsZero() {
 		t.Fatal("interrupted NodeClaim not deleted")
 	}
@@ -41,7 +41,7 @@ func TestSpotInterruptionWarning(t *testing.T) {
 	if ts := got.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey]; ts != wantDeadline {
 		t.Errorf("termination deadline = %q, want the reclaim time %q", ts, wantDeadline)
 	}
-	if deleting(t, "calm") {
+	if h.Deleting(t, "calm") {
 		t.Error("a NodeClaim without a message was deleted")
 	}
 	// The spot offering is avoided for a while, not the on-demand one.
@@ -95,7 +95,7 @@ func TestMessageKinds(t *testing.T) {
 			if _, err := w.reconcile(t); err != nil {
 				t.Fatal(err)
 			}
-			got := nodeClaim(t, name)
+			got := h.NodeClaim(t, name)
 			if deleted := !got.DeletionTimestamp.IsZero(); deleted != tc.wantDeleted {
 				t.Errorf("NodeClaim deleted = %v, want %v", deleted, tc.wantDeleted)
 			}
@@ -146,7 +146,7 @@ func TestMalformedForeignAndUnknownInstanceMessagesAreDeleted(t *testing.T) {
 	if res, err := w.reconcile(t); err != nil || res.RequeueAfter <= 0 {
 		t.Fatalf("reconcile = %+v, %v; want a requeue and no error", res, err)
 	}
-	if deleting(t, "n") {
+	if h.Deleting(t, "n") {
 		t.Error("NodeClaim deleted by a message about another instance")
 	}
 	if got := w.sqs.Messages(queueName); got != (fake.QueueCounts{Deleted: 5}) {
@@ -183,11 +183,11 @@ func TestABatchIsHandledTogether(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 9 {
-		if name := fmt.Sprintf("n%d", i); !deleting(t, name) {
+		if name := fmt.Sprintf("n%d", i); !h.Deleting(t, name) {
 			t.Errorf("%s not deleted", name)
 		}
 	}
-	if deleting(t, "n9") {
+	if h.Deleting(t, "n9") {
 		t.Error("n9 had no message but was deleted")
 	}
 	if got := w.sqs.Messages(queueName); got != (fake.QueueCounts{Deleted: 10}) {
@@ -213,7 +213,7 @@ func TestQueueMissingThenCreated(t *testing.T) {
 	if _, err := w.reconcile(t); err != nil {
 		t.Fatal(err)
 	}
-	if !deleting(t, "n") {
+	if !h.Deleting(t, "n") {
 		t.Error("message not handled once the queue exists")
 	}
 
@@ -248,7 +248,7 @@ func TestFailuresLeaveMessagesForLater(t *testing.T) {
 	if _, err := w.reconcile(t); err == nil {
 		t.Fatal("a throttled receive returned no error")
 	}
-	if deleting(t, "n") {
+	if h.Deleting(t, "n") {
 		t.Fatal("handled without receiving")
 	}
 	if got := w.sqs.Messages(queueName); got != (fake.QueueCounts{Visible: 1}) {
@@ -261,7 +261,7 @@ func TestFailuresLeaveMessagesForLater(t *testing.T) {
 	if _, err := w.reconcile(t); err == nil {
 		t.Fatal("a failed delete returned no error")
 	}
-	if !deleting(t, "n") {
+	if !h.Deleting(t, "n") {
 		t.Error("NodeClaim not deleted")
 	}
 	if got := w.sqs.Messages(queueName); got != (fake.QueueCounts{InFlight: 1}) {
@@ -290,7 +290,7 @@ func TestCapacityReservationInterruptionEmptiesTheReservation(t *testing.T) {
 	}
 	c := interruption.NewController(h.Client, w.sqs, queueName, w.offerings, reservations, h.Clock, h.Recorder)
 	launched(t, "reserved", karpv1.CapacityTypeReserved)
-	nc := nodeClaim(t, "reserved")
+	nc := h.NodeClaim(t, "reserved")
 	nc.Labels[awsv1.LabelCapacityReservationID] = "cr-0abc"
 	if err := h.Env.Client.Update(t.Context(), nc); err != nil {
 		t.Fatal(err)
@@ -304,7 +304,7 @@ func TestCapacityReservationInterruptionEmptiesTheReservation(t *testing.T) {
 	if n, _ := reservations.AvailableInstanceCount("cr-0abc"); n != 0 {
 		t.Errorf("reservation has %d instances available after the interruption warning, want 0", n)
 	}
-	if !deleting(t, "reserved") {
+	if !h.Deleting(t, "reserved") {
 		t.Error("the interrupted NodeClaim was not deleted")
 	}
 }
@@ -312,7 +312,7 @@ func TestCapacityReservationInterruptionEmptiesTheReservation(t *testing.T) {
 func TestSpotWarningBringsADrainingNodeClaimsDeadlineForward(t *testing.T) {
 	w := setup(t, true)
 	launched(t, "draining", karpv1.CapacityTypeSpot)
-	nc := nodeClaim(t, "draining")
+	nc := h.NodeClaim(t, "draining")
 	nc.Annotations = map[string]string{karpv1.NodeClaimTerminationTimestampAnnotationKey: h.Clock.Now().Add(time.Hour).UTC().Format(time.RFC3339)}
 	if err := h.Env.Client.Update(t.Context(), nc); err != nil {
 		t.Fatal(err)
@@ -327,7 +327,7 @@ func TestSpotWarningBringsADrainingNodeClaimsDeadlineForward(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := warnedAt.Add(interruption.SpotNoticePeriod).UTC().Format(time.RFC3339)
-	if got := nodeClaim(t, "draining").Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey]; got != want {
+	if got := h.NodeClaim(t, "draining").Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey]; got != want {
 		t.Errorf("deadline of the draining NodeClaim = %q, want the reclaim time %q", got, want)
 	}
 	if delta := readCounters().since(before); len(delta.disrupted) != 0 || delta.deleted != 1 {

@@ -40,7 +40,7 @@ func (w *world) rebalance(t *testing.T, names ...string) {
 
 func rebalanceCondition(t *testing.T, name string) *metav1.Condition {
 	t.Helper()
-	return nodeClaim(t, name).StatusConditions().Get(karpv1.ConditionTypeRebalanceRecommended)
+	return h.NodeClaim(t, name).StatusConditions().Get(karpv1.ConditionTypeRebalanceRecommended)
 }
 
 // A recommendation for a spot node of an opted-in pool marks its spot
@@ -60,7 +60,7 @@ func TestRebalanceRecommendationMarksOptedInSpotNodeClaim(t *testing.T) {
 	if cond == nil || cond.Status != metav1.ConditionTrue || !cond.LastTransitionTime.Time.Equal(h.Clock.Now().Truncate(time.Second)) {
 		t.Fatalf("RebalanceRecommended = %+v, want True since now", cond)
 	}
-	if deleting(t, "risky") {
+	if h.Deleting(t, "risky") {
 		t.Fatal("the NodeClaim was deleted; it must keep serving until its replacement is ready")
 	}
 	if c := rebalanceCondition(t, "calm"); c != nil {
@@ -85,16 +85,16 @@ func TestRebalanceRecommendationMarksOptedInSpotNodeClaim(t *testing.T) {
 
 	// Again, later (EC2 may send it again): nothing changes.
 	h.Clock.Step(time.Minute)
-	marked, version, marks := nodeClaim(t, "risky"), w.offerings.Version(), w.offerings.SeqNum(instanceType)
+	marked, version, marks := h.NodeClaim(t, "risky"), w.offerings.Version(), w.offerings.SeqNum(instanceType)
 	w.rebalance(t, "risky")
-	again := nodeClaim(t, "risky")
+	again := h.NodeClaim(t, "risky")
 	if again.ResourceVersion != marked.ResourceVersion {
 		t.Errorf("the NodeClaim was written again: conditions %+v", again.Status.Conditions)
 	}
 	if v, s := w.offerings.Version(), w.offerings.SeqNum(instanceType); v != version || s != marks {
 		t.Errorf("the offering was marked again (version %d -> %d)", version, v)
 	}
-	if deleting(t, "risky") {
+	if h.Deleting(t, "risky") {
 		t.Error("a repeated recommendation deleted the NodeClaim")
 	}
 	if got := w.sqs.Messages(queueName); got != (fake.QueueCounts{Deleted: 2}) {
@@ -143,18 +143,18 @@ func TestRebalanceRecommendationEventOnly(t *testing.T) {
 			node := strings.ReplaceAll(name, " ", "-") // events of earlier subtests stay
 			launched(t, node, tc.capacity)
 			if tc.disrupting {
-				nc := nodeClaim(t, node)
+				nc := h.NodeClaim(t, node)
 				nc.StatusConditions().SetTrueWithReason(karpv1.ConditionTypeDisruptionReason, string(karpv1.DisruptionReasonDrifted), "")
 				h.UpdateStatus(t, nc)
 			}
 			if tc.deleting {
-				if err := h.Env.Client.Delete(t.Context(), nodeClaim(t, node)); err != nil {
+				if err := h.Env.Client.Delete(t.Context(), h.NodeClaim(t, node)); err != nil {
 					t.Fatal(err)
 				}
 			}
-			stored, version := nodeClaim(t, node), w.offerings.Version()
+			stored, version := h.NodeClaim(t, node), w.offerings.Version()
 			w.rebalance(t, node)
-			got := nodeClaim(t, node)
+			got := h.NodeClaim(t, node)
 			if c := got.StatusConditions().Get(karpv1.ConditionTypeRebalanceRecommended); c != nil {
 				t.Errorf("RebalanceRecommended set: %+v", c)
 			}
@@ -164,7 +164,7 @@ func TestRebalanceRecommendationEventOnly(t *testing.T) {
 			if w.offerings.Version() != version {
 				t.Error("an offering was marked unavailable")
 			}
-			if !tc.deleting && deleting(t, node) {
+			if !tc.deleting && h.Deleting(t, node) {
 				t.Error("the NodeClaim was deleted")
 			}
 			h.WaitForEvent(t, "NodeClaim", node, interruption.ReasonSpotRebalanceRecommendation)

@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -126,25 +125,7 @@ func launched(t *testing.T, name, capacityType string) {
 		corev1.LabelTopologyZone:       zone,
 		karpv1.CapacityTypeLabelKey:    capacityType,
 	}).Obj()
-	h.Create(t, nc)
-	h.Get(t, nc)
-	nc.Status.ProviderID = providerID
-	h.UpdateStatus(t, nc)
-	h.Create(t, test.MakeNode(name).ProviderID(providerID).Obj())
-}
-
-func nodeClaim(t *testing.T, name string) *karpv1.NodeClaim {
-	t.Helper()
-	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if !h.Get(t, nc) {
-		t.Fatalf("NodeClaim %s is gone", name)
-	}
-	return nc
-}
-
-func deleting(t *testing.T, name string) bool {
-	t.Helper()
-	return !nodeClaim(t, name).DeletionTimestamp.IsZero()
+	h.Registered(t, nc, providerID)
 }
 
 // counters are the interruption metrics at one moment; tests compare

@@ -3,7 +3,6 @@ package fake
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -97,17 +96,11 @@ func (e *EC2) DescribeInstanceStatus(_ context.Context, in *ec2.DescribeInstance
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.launch.init()
-	for _, id := range in.InstanceIds {
-		if _, ok := e.launch.instances[id]; !ok {
-			return nil, launchErr(codeInstanceIDNotFound, "The instance ID '%s' does not exist", id)
-		}
+	if err := e.launch.known(in.InstanceIds); err != nil {
+		return nil, err
 	}
 	var all []ec2types.InstanceStatus
-	for _, id := range e.launch.order {
-		view := e.launch.instanceView(e.launch.instances[id])
-		if len(in.InstanceIds) > 0 && !slices.Contains(in.InstanceIds, id) {
-			continue
-		}
+	for _, view := range e.launch.views(in.InstanceIds) {
 		if !aws.ToBool(in.IncludeAllInstances) && view.State.Name != ec2types.InstanceStateNameRunning {
 			continue
 		}

@@ -31,13 +31,13 @@ func TestFailedStatusChecksReplaceTheNodeClaim(t *testing.T) {
 	w.reconcile(t)
 
 	for name, want := range map[string]bool{"instance-check": true, "system-check": true, "healthy": false, "recent": false} {
-		if got := deleting(t, name); got != want {
+		if got := h.Deleting(t, name); got != want {
 			t.Errorf("NodeClaim %s deleting = %v, want %v", name, got, want)
 		}
 	}
 	now := h.Clock.Now().UTC().Format(time.RFC3339)
 	for _, name := range []string{"instance-check", "system-check"} {
-		if got := nodeClaim(t, name).Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey]; got != now {
+		if got := h.NodeClaim(t, name).Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey]; got != now {
 			t.Errorf("NodeClaim %s termination deadline %q, want now (%s)", name, got, now)
 		}
 		h.WaitForEvent(t, "NodeClaim", name, interruption.ReasonInstanceUnhealthy)
@@ -57,8 +57,8 @@ func TestFailedStatusChecksReplaceTheNodeClaim(t *testing.T) {
 	h.Clock.Step(2 * time.Minute)
 	before = readCounters()
 	w.reconcile(t)
-	if !deleting(t, "recent") || deleting(t, "healthy") {
-		t.Errorf("recent deleting = %v, healthy deleting = %v; want true, false", deleting(t, "recent"), deleting(t, "healthy"))
+	if !h.Deleting(t, "recent") || h.Deleting(t, "healthy") {
+		t.Errorf("recent deleting = %v, healthy deleting = %v; want true, false", h.Deleting(t, "recent"), h.Deleting(t, "healthy"))
 	}
 	want = counters{
 		unhealthy: map[instancestatus.Category]float64{instancestatus.CategoryInstanceStatus: 1},
@@ -82,10 +82,10 @@ func TestScheduledEventReplacesTheNodeClaimGracefully(t *testing.T) {
 
 	w.reconcile(t)
 
-	if !deleting(t, "retiring") || deleting(t, "healthy") {
-		t.Fatalf("retiring deleting = %v, healthy deleting = %v; want true, false", deleting(t, "retiring"), deleting(t, "healthy"))
+	if !h.Deleting(t, "retiring") || h.Deleting(t, "healthy") {
+		t.Fatalf("retiring deleting = %v, healthy deleting = %v; want true, false", h.Deleting(t, "retiring"), h.Deleting(t, "healthy"))
 	}
-	if got, ok := nodeClaim(t, "retiring").Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey]; ok {
+	if got, ok := h.NodeClaim(t, "retiring").Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey]; ok {
 		t.Errorf("a scheduled event set the termination deadline %q; want a graceful drain", got)
 	}
 	h.WaitForEvent(t, "NodeClaim", "retiring", interruption.ReasonInstanceUnhealthy)
@@ -115,8 +115,8 @@ func TestEveryPageIsReadAndOtherInstancesAreIgnored(t *testing.T) {
 
 	w.reconcile(t)
 
-	if !deleting(t, "first") || !deleting(t, "last") {
-		t.Errorf("first deleting = %v, last deleting = %v; want both (the last is on the third page)", deleting(t, "first"), deleting(t, "last"))
+	if !h.Deleting(t, "first") || !h.Deleting(t, "last") {
+		t.Errorf("first deleting = %v, last deleting = %v; want both (the last is on the third page)", h.Deleting(t, "first"), h.Deleting(t, "last"))
 	}
 	// The impaired-instance query takes three pages; the system check and
 	// event queries one each.
@@ -146,7 +146,7 @@ func TestFailedCalls(t *testing.T) {
 	if _, err := w.controller.Reconcile(t.Context()); err == nil {
 		t.Error("throttled: no error, want one (backoff)")
 	}
-	if deleting(t, "node") {
+	if h.Deleting(t, "node") {
 		t.Error("a failed poll deleted a NodeClaim")
 	}
 }

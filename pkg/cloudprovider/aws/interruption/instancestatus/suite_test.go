@@ -10,7 +10,6 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
@@ -95,26 +94,8 @@ func owned(t *testing.T, name, instanceID string) {
 		corev1.LabelTopologyZone:    zone,
 		karpv1.CapacityTypeLabelKey: karpv1.CapacityTypeOnDemand,
 	}).Obj()
-	h.Create(t, nc)
-	h.Get(t, nc)
-	nc.Status.ProviderID = providerID
-	h.UpdateStatus(t, nc)
-	h.Create(t, test.MakeNode(name).ProviderID(providerID).Obj())
+	h.Registered(t, nc, providerID)
 	h.Synced(t)
-}
-
-func nodeClaim(t *testing.T, name string) *karpv1.NodeClaim {
-	t.Helper()
-	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if !h.Get(t, nc) {
-		t.Fatalf("NodeClaim %s is gone", name)
-	}
-	return nc
-}
-
-func deleting(t *testing.T, name string) bool {
-	t.Helper()
-	return !nodeClaim(t, name).DeletionTimestamp.IsZero()
 }
 
 // counters are the process-wide counters a poll moves; tests compare
