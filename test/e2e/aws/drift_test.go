@@ -22,6 +22,7 @@ import (
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/test"
 	"github.com/karp-autoscaler/karp/test/e2e/framework"
+	"github.com/karp-autoscaler/karp/test/e2e/framework/awsenv"
 )
 
 // TestSSMAMIReleaseRollsEveryNode is the upgrade of seed 003: AWS
@@ -33,32 +34,32 @@ import (
 // gone.
 func TestSSMAMIReleaseRollsEveryNode(t *testing.T) {
 	const name = "e2e-ami"
-	e := startAWS(t)
-	e.setUp(t, name, awsPool(name, name).Budgets(karpv1.Budget{Nodes: "1"}).
+	e := awsenv.Start(t)
+	e.SetUp(t, e.NodeClass(name), awsenv.NodePool(name).Budgets(karpv1.Budget{Nodes: "1"}).
 		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand))
 	app := map[string]string{"app": name}
-	framework.Create(t, e.cl, framework.SpreadOverHosts(framework.Deployment(name, name, name, 3, "500m")))
-	framework.Create(t, e.cl, &policyv1.PodDisruptionBudget{
+	framework.Create(t, e.Client, framework.SpreadOverHosts(framework.Deployment(name, name, name, 3, "500m")))
+	framework.Create(t, e.Client, &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: name},
 		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(2)), Selector: &metav1.LabelSelector{MatchLabels: app}},
 	})
 	pinned := doNotDisruptPod(name, app)
-	framework.Create(t, e.cl, pinned)
-	waitAvailable(t, e.cl, name, 4)
-	if err := e.cl.Get(t.Context(), client.ObjectKeyFromObject(pinned), pinned); err != nil {
+	framework.Create(t, e.Client, pinned)
+	e.WaitAvailable(t, name, 4)
+	if err := e.Client.Get(t.Context(), client.ObjectKeyFromObject(pinned), pinned); err != nil {
 		t.Fatal(err)
 	}
 	original := map[string]bool{}
-	for _, nc := range framework.PoolNodeClaims(t.Context(), e.cl, name) {
+	for _, nc := range framework.PoolNodeClaims(t.Context(), e.Client, name) {
 		original[nc.Name] = true
 	}
 	if len(original) != 4 {
 		t.Fatalf("%d NodeClaims, want 4 (three spread pods and the do-not-disrupt pod)", len(original))
 	}
 
-	disrupting := framework.WatchBudgetedDisrupting(t, e.f, name, original)
-	watcher := watchSafety(t, e.cl, name, app, 2, pinned)
-	released := e.sim.PublishAMI("al2023@latest")
+	disrupting := framework.WatchBudgetedDisrupting(t, e.Framework, name, original)
+	watcher := watchSafety(t, e.Client, name, app, 2, pinned)
+	released := e.Sim.PublishAMI("al2023@latest")
 	newImages := map[string]bool{}
 	for _, id := range released {
 		newImages[id] = true
@@ -72,7 +73,7 @@ func TestSSMAMIReleaseRollsEveryNode(t *testing.T) {
 		t.Fatalf("while nodes were replaced: %s", strings.Join(v, "; "))
 	}
 	// 2. Once the pod is gone, its node goes too.
-	if err := e.cl.Delete(t.Context(), pinned); err != nil {
+	if err := e.Client.Delete(t.Context(), pinned); err != nil {
 		t.Fatal(err)
 	}
 	watcher.stop()
@@ -88,14 +89,14 @@ func TestSSMAMIReleaseRollsEveryNode(t *testing.T) {
 // rolled reports whether, of the original NodeClaims, exactly left remain,
 // the app's pods are Available and every other node's instance runs one of
 // the new images.
-func rolled(ctx context.Context, e *awsEnv, pool string, original, newImages map[string]bool, left, pods int) (bool, string) {
+func rolled(ctx context.Context, e *awsenv.Env, pool string, original, newImages map[string]bool, left, pods int) (bool, string) {
 	remaining, fresh := 0, 0
-	for _, nc := range framework.PoolNodeClaims(ctx, e.cl, pool) {
+	for _, nc := range framework.PoolNodeClaims(ctx, e.Client, pool) {
 		if original[nc.Name] {
 			remaining++
 			continue
 		}
-		inst, ok := e.instanceOf(nc.Status.ProviderID)
+		inst, ok := e.InstanceOf(nc.Status.ProviderID)
 		if !ok {
 			return false, fmt.Sprintf("NodeClaim %s not launched yet", nc.Name)
 		}
@@ -104,7 +105,7 @@ func rolled(ctx context.Context, e *awsEnv, pool string, original, newImages map
 		}
 		fresh++
 	}
-	available := len(framework.AvailablePods(ctx, e.cl, pool, map[string]string{"app": pool}))
+	available := len(framework.AvailablePods(ctx, e.Client, pool, map[string]string{"app": pool}))
 	return remaining == left && available == pods,
 		fmt.Sprintf("%d original NodeClaims left (want %d), %d replacements on the new image, %d of %d app pods available", remaining, left, fresh, available, pods)
 }
@@ -182,22 +183,22 @@ func (w *safetyWatcher) violations() []string {
 // the new security group.
 func TestSelectorChangesDriftNodes(t *testing.T) {
 	const name = "e2e-selectors"
-	e := startAWS(t)
-	e.setUp(t, name, awsPool(name, name).Budgets(karpv1.Budget{Nodes: "1"}).
+	e := awsenv.Start(t)
+	e.SetUp(t, e.NodeClass(name), awsenv.NodePool(name).Budgets(karpv1.Budget{Nodes: "1"}).
 		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand))
-	framework.Create(t, e.cl, framework.SpreadOverHosts(framework.Deployment(name, name, name, 2, "500m")))
-	waitAvailable(t, e.cl, name, 2)
+	framework.Create(t, e.Client, framework.SpreadOverHosts(framework.Deployment(name, name, name, 2, "500m")))
+	e.WaitAvailable(t, name, 2)
 	alternate := map[string]string{"karp.sh/tier": "alternate"}
 
 	nc := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	framework.Mutate(t, e.cl, nc, func() { nc.Spec.SubnetSelectorTerms = []awsv1.SubnetSelectorTerm{{Tags: alternate}} })
+	framework.Mutate(t, e.Client, nc, func() { nc.Spec.SubnetSelectorTerms = []awsv1.SubnetSelectorTerm{{Tags: alternate}} })
 	framework.Eventually(t, driftTimeout, func(ctx context.Context) (bool, string) {
 		return allInstances(ctx, e, name, 2, "in an alternate subnet", func(inst instanceView) bool {
 			return strings.HasPrefix(inst.subnet, "subnet-alternate")
 		})
 	})
 
-	framework.Mutate(t, e.cl, nc, func() {
+	framework.Mutate(t, e.Client, nc, func() {
 		nc.Spec.SecurityGroupSelectorTerms = []awsv1.SecurityGroupSelectorTerm{{Tags: alternate}}
 	})
 	framework.Eventually(t, driftTimeout, func(ctx context.Context) (bool, string) {
@@ -214,10 +215,10 @@ type instanceView struct {
 
 // allInstances reports whether the pool's NodeClaims all run instances
 // that satisfy ok and the pods are Available.
-func allInstances(ctx context.Context, e *awsEnv, pool string, pods int, what string, ok func(instanceView) bool) (bool, string) {
-	claims := framework.PoolNodeClaims(ctx, e.cl, pool)
+func allInstances(ctx context.Context, e *awsenv.Env, pool string, pods int, what string, ok func(instanceView) bool) (bool, string) {
+	claims := framework.PoolNodeClaims(ctx, e.Client, pool)
 	for _, nc := range claims {
-		inst, found := e.instanceOf(nc.Status.ProviderID)
+		inst, found := e.InstanceOf(nc.Status.ProviderID)
 		if !found {
 			return false, fmt.Sprintf("NodeClaim %s not launched yet", nc.Name)
 		}
@@ -229,6 +230,6 @@ func allInstances(ctx context.Context, e *awsEnv, pool string, pods int, what st
 			return false, fmt.Sprintf("NodeClaim %s: instance %s in %s with groups %v, want one %s", nc.Name, aws.ToString(inst.InstanceId), view.subnet, view.groups, what)
 		}
 	}
-	available := len(framework.AvailablePods(ctx, e.cl, pool, nil))
+	available := len(framework.AvailablePods(ctx, e.Client, pool, nil))
 	return len(claims) > 0 && available == pods, fmt.Sprintf("%d NodeClaims, %d of %d pods available", len(claims), available, pods)
 }

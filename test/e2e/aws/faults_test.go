@@ -13,6 +13,7 @@ import (
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	"github.com/karp-autoscaler/karp/pkg/test/awssim"
 	"github.com/karp-autoscaler/karp/test/e2e/framework"
+	"github.com/karp-autoscaler/karp/test/e2e/framework/awsenv"
 )
 
 // services are every AWS service karp calls.
@@ -38,49 +39,49 @@ var throttled = map[string][]string{
 // resolves the new release.
 func TestFaultsLeaveTheControllerRunning(t *testing.T) {
 	const name = "e2e-faults"
-	e := newAWS(t)
+	e := awsenv.New(t)
 	// 1. Every service throttles the controller's first two calls at
 	// start-up (the SDK retries them).
 	for _, service := range services {
-		e.sim.Router().Throttle(service, awssim.AnyOperation, 2)
+		e.Sim.Router().Throttle(service, awssim.AnyOperation, 2)
 	}
-	e.start(t)
-	e.setUp(t, name, awsPool(name, name))
+	e.StartKarp(t)
+	e.SetUp(t, e.NodeClass(name), awsenv.NodePool(name))
 
 	// 2. Malformed and foreign messages.
 	for _, body := range []string{"not json at all", `{"version":"0","source":"aws.s3","detail-type":"Object Created","detail":{}}`, `{}`,
 		`{"version":"0","source":"aws.ec2","detail-type":"EC2 Spot Instance Interruption Warning","detail":{"instance-id":"i-doesnotexist"}}`} {
-		if err := e.sim.SendMessage(t.Context(), body); err != nil {
+		if err := e.Sim.SendMessage(t.Context(), body); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// 3. Calls throttled past the SDK's retries while pods arrive.
 	for service, ops := range throttled {
 		for _, op := range ops {
-			e.sim.Router().Throttle(service, op, 3)
+			e.Sim.Router().Throttle(service, op, 3)
 		}
 	}
-	framework.Create(t, e.cl, framework.SpreadOverHosts(framework.Deployment(name, name, name, 2, "500m")))
-	waitAvailable(t, e.cl, name, 2)
-	framework.Eventually(t, scaleTimeout, func(context.Context) (bool, string) {
-		counts := e.sim.SQS.Messages(e.sim.QueueName())
+	framework.Create(t, e.Client, framework.SpreadOverHosts(framework.Deployment(name, name, name, 2, "500m")))
+	e.WaitAvailable(t, name, 2)
+	framework.Eventually(t, awsenv.ScaleTimeout, func(context.Context) (bool, string) {
+		counts := e.Sim.SQS.Messages(e.Sim.QueueName())
 		return counts.Visible == 0 && counts.InFlight == 0 && counts.Deleted >= 4, fmt.Sprintf("interruption queue: %+v", counts)
 	})
 	for service, ops := range throttled {
 		for _, op := range ops {
-			if e.sim.Router().Calls(service, op) == 0 {
+			if e.Sim.Router().Calls(service, op) == 0 {
 				t.Errorf("%s %s was never called", service, op)
 			}
 		}
 	}
 
 	// 4. SSM down while AWS releases a new AMI: the class reports it.
-	e.sim.SetSSMOutage(true)
-	before := e.sim.Router().Calls("ssm", "GetParameter")
-	released := e.sim.PublishAMI("al2023@latest")
+	e.Sim.SetSSMOutage(true)
+	before := e.Sim.Router().Calls("ssm", "GetParameter")
+	released := e.Sim.PublishAMI("al2023@latest")
 	nc := &awsv1.EC2NodeClass{}
 	framework.Eventually(t, driftTimeout, func(ctx context.Context) (bool, string) {
-		if err := e.cl.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
+		if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
 			return false, err.Error()
 		}
 		// The class reports the failure on AMIsReady: False, or True with
@@ -88,10 +89,10 @@ func TestFaultsLeaveTheControllerRunning(t *testing.T) {
 		c := nc.StatusConditions().Get(awsv1.ConditionTypeAMIsReady)
 		return c != nil && (c.Status == metav1.ConditionFalse || strings.Contains(c.Message, "InternalServerError")), fmt.Sprintf("AMIsReady %+v", c)
 	})
-	e.sim.SetSSMOutage(false)
-	t.Logf("SSM GetParameter calls until the class reported the outage: %d", e.sim.Router().Calls("ssm", "GetParameter")-before)
+	e.Sim.SetSSMOutage(false)
+	t.Logf("SSM GetParameter calls until the class reported the outage: %d", e.Sim.Router().Calls("ssm", "GetParameter")-before)
 	framework.Eventually(t, driftTimeout, func(ctx context.Context) (bool, string) {
-		if err := e.cl.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
+		if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
 			return false, err.Error()
 		}
 		var ids []string
@@ -109,26 +110,26 @@ func TestFaultsLeaveTheControllerRunning(t *testing.T) {
 	})
 
 	// 5. Still running, and it said what went wrong.
-	if e.karp.Exited() {
+	if e.Karp.Exited() {
 		t.Fatal("the controller exited")
 	}
-	logs := e.karp.Log()
+	logs := e.Karp.Log()
 	for _, want := range []string{"RequestLimitExceeded", "InternalServerError"} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("the controller log never mentions %s", want)
 		}
 	}
-	metrics := e.metrics(t)
-	if n := metricSum(metrics, "karpenter_interruption_received_messages_total"); n < 4 {
+	metrics := e.Metrics()
+	if n := awsenv.MetricSum(metrics, "karpenter_interruption_received_messages_total"); n < 4 {
 		t.Errorf("karpenter_interruption_received_messages_total = %v, want at least the 4 messages sent", n)
 	}
-	if n := metricSum(metrics, "karpenter_interruption_received_messages_total", `message_type="malformed"`); n < 1 {
+	if n := awsenv.MetricSum(metrics, "karpenter_interruption_received_messages_total", `message_type="malformed"`); n < 1 {
 		t.Errorf("no message counted as malformed (karpenter_interruption_received_messages_total{message_type=\"malformed\"} = %v)", n)
 	}
-	if n := metricSum(metrics, "karpenter_cloudprovider_errors_total"); n == 0 {
+	if n := awsenv.MetricSum(metrics, "karpenter_cloudprovider_errors_total"); n == 0 {
 		t.Error("karpenter_cloudprovider_errors_total is 0 after throttling every call")
 	}
-	if n := len(framework.AvailablePods(t.Context(), e.cl, name, nil)); n != 2 {
+	if n := len(framework.AvailablePods(t.Context(), e.Client, name, nil)); n != 2 {
 		t.Errorf("%d of 2 pods available", n)
 	}
 }

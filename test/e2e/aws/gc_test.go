@@ -11,6 +11,7 @@ import (
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/test/e2e/framework"
+	"github.com/karp-autoscaler/karp/test/e2e/framework/awsenv"
 )
 
 // TestLeakedInstanceIsTerminated launches, directly in the simulated EC2,
@@ -19,25 +20,25 @@ import (
 // NodeClaim keeps running.
 func TestLeakedInstanceIsTerminated(t *testing.T) {
 	const name = "e2e-leak"
-	e := startAWS(t)
-	e.setUp(t, name, awsPool(name, name))
-	framework.Create(t, e.cl, framework.Deployment(name, name, name, 1, "500m"))
-	pods := waitAvailable(t, e.cl, name, 1)
-	kept := framework.NodeClaimOfNode(t, e.cl, pods[0].Spec.NodeName)
+	e := awsenv.Start(t)
+	e.SetUp(t, e.NodeClass(name), awsenv.NodePool(name))
+	framework.Create(t, e.Client, framework.Deployment(name, name, name, 1, "500m"))
+	pods := e.WaitAvailable(t, name, 1)
+	kept := framework.NodeClaimOfNode(t, e.Client, pods[0].Spec.NodeName)
 
-	leaked, err := e.sim.CreateLeakedInstance(t.Context(), "m5.large", name, name)
+	leaked, err := e.Sim.CreateLeakedInstance(t.Context(), "m5.large", name, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, scaleTimeout, func(context.Context) (bool, string) {
-		inst, _ := e.sim.Instance(leaked)
-		return !live(inst), fmt.Sprintf("leaked instance %s is %s", leaked, inst.State.Name)
+	framework.Eventually(t, awsenv.ScaleTimeout, func(context.Context) (bool, string) {
+		inst, _ := e.Sim.Instance(leaked)
+		return !awsenv.Live(inst), fmt.Sprintf("leaked instance %s is %s", leaked, inst.State.Name)
 	})
-	inst, ok := e.instanceOf(kept.Status.ProviderID)
-	if !ok || !live(inst) {
+	inst, ok := e.InstanceOf(kept.Status.ProviderID)
+	if !ok || !awsenv.Live(inst) {
 		t.Errorf("the instance of NodeClaim %s (%s) was terminated too", kept.Name, kept.Status.ProviderID)
 	}
-	if n := len(framework.AvailablePods(t.Context(), e.cl, name, nil)); n != 1 {
+	if n := len(framework.AvailablePods(t.Context(), e.Client, name, nil)); n != 1 {
 		t.Errorf("%d of 1 pods available after garbage collection", n)
 	}
 }
@@ -49,33 +50,34 @@ func TestLeakedInstanceIsTerminated(t *testing.T) {
 // no instance of the cluster is left without a NodeClaim.
 func TestControllerKilledAfterCreateFleet(t *testing.T) {
 	const name = "e2e-restart"
-	e := startAWS(t)
-	e.setUp(t, name, awsPool(name, name))
+	e := awsenv.Start(t)
+	e.SetUp(t, e.NodeClass(name), awsenv.NodePool(name))
 
-	e.sim.Router().HoldAfter("ec2", "CreateFleet", 1)
-	launched := len(e.sim.Instances())
-	framework.Create(t, e.cl, framework.Deployment(name, name, name, 1, "500m"))
+	e.Sim.Router().HoldAfter("ec2", "CreateFleet", 1)
+	launched := len(e.Sim.Instances())
+	framework.Create(t, e.Client, framework.Deployment(name, name, name, 1, "500m"))
 	var held karpv1.NodeClaim
-	framework.Eventually(t, scaleTimeout, func(ctx context.Context) (bool, string) {
-		claims := framework.PoolNodeClaims(ctx, e.cl, name)
+	framework.Eventually(t, awsenv.ScaleTimeout, func(ctx context.Context) (bool, string) {
+		claims := framework.PoolNodeClaims(ctx, e.Client, name)
 		if len(claims) == 1 {
 			held = claims[0]
 		}
-		return len(claims) == 1 && len(e.sim.Instances()) > launched,
-			fmt.Sprintf("%d NodeClaims, %d instances launched by the held CreateFleet", len(claims), len(e.sim.Instances())-launched)
+		return len(claims) == 1 && len(e.Sim.Instances()) > launched,
+			fmt.Sprintf("%d NodeClaims, %d instances launched by the held CreateFleet", len(claims), len(e.Sim.Instances())-launched)
 	})
 	t.Logf("CreateFleet held for NodeClaim %s; killing the controller", held.Name)
-	e.restartKarp(t, func() { e.karp.Stop(syscall.SIGKILL) })
+	e.Karp.Stop(syscall.SIGKILL)
+	e.Karp.Restart(t)
 	if held.Status.ProviderID != "" {
 		t.Fatalf("NodeClaim %s already had its instance %s: the CreateFleet answer was not held", held.Name, held.Status.ProviderID)
 	}
 
-	framework.Eventually(t, scaleTimeout, func(ctx context.Context) (bool, string) {
-		claims := framework.PoolNodeClaims(ctx, e.cl, name)
+	framework.Eventually(t, awsenv.ScaleTimeout, func(ctx context.Context) (bool, string) {
+		claims := framework.PoolNodeClaims(ctx, e.Client, name)
 		byClaim := map[string]int{}
 		orphans := 0
-		for _, inst := range e.sim.Instances() {
-			if !live(inst) || tag(inst, awsv1.TagNodePool) != name {
+		for _, inst := range e.Sim.Instances() {
+			if !awsenv.Live(inst) || tag(inst, awsv1.TagNodePool) != name {
 				continue
 			}
 			owner := tag(inst, awsv1.TagNodeClaim)
@@ -91,7 +93,7 @@ func TestControllerKilledAfterCreateFleet(t *testing.T) {
 			}
 			byClaim[owner]++
 		}
-		available := len(framework.AvailablePods(ctx, e.cl, name, nil))
+		available := len(framework.AvailablePods(ctx, e.Client, name, nil))
 		stillThere := false
 		for _, nc := range claims {
 			stillThere = stillThere || nc.Name == held.Name
@@ -101,7 +103,7 @@ func TestControllerKilledAfterCreateFleet(t *testing.T) {
 				held.Name, stillThere, byClaim[held.Name], len(claims), orphans, available)
 	})
 	t.Logf("NodeClaim %s has exactly one live instance", held.Name)
-	if id := aws.ToString(e.sim.Instances()[launched].InstanceId); id == "" {
+	if id := aws.ToString(e.Sim.Instances()[launched].InstanceId); id == "" {
 		t.Error("the held CreateFleet launched no instance")
 	}
 }

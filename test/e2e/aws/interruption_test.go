@@ -14,6 +14,7 @@ import (
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/test/awssim"
 	"github.com/karp-autoscaler/karp/test/e2e/framework"
+	"github.com/karp-autoscaler/karp/test/e2e/framework/awsenv"
 )
 
 // spotNotice is how long EC2 gives a spot instance after its interruption
@@ -29,40 +30,40 @@ const spotNotice = 2 * time.Minute
 // (and karp terminates the instance). Every message is deleted once handled.
 func TestSpotInterruptionAndStateChange(t *testing.T) {
 	const name = "e2e-spot"
-	e := startAWS(t)
-	e.setUp(t, name, awsPool(name, name).Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeSpot))
-	framework.Create(t, e.cl, framework.SpreadOverHosts(framework.Deployment(name, name, name, 2, "500m")))
-	pods := waitAvailable(t, e.cl, name, 2)
+	e := awsenv.Start(t)
+	e.SetUp(t, e.NodeClass(name), awsenv.NodePool(name).Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeSpot))
+	framework.Create(t, e.Client, framework.SpreadOverHosts(framework.Deployment(name, name, name, 2, "500m")))
+	pods := e.WaitAvailable(t, name, 2)
 
 	// 1. The warning for the first pod's node.
-	victim := nodeOf(t, e.cl, pods[0].Spec.NodeName)
-	inst, ok := e.instanceOf(victim.Spec.ProviderID)
+	victim := e.Node(t, pods[0].Spec.NodeName)
+	inst, ok := e.InstanceOf(victim.Spec.ProviderID)
 	if !ok || inst.InstanceLifecycle != ec2types.InstanceLifecycleTypeSpot {
 		t.Fatalf("node %s: instance %v is not a simulated spot instance", victim.Name, inst.InstanceId)
 	}
 	interrupted := pool{string(inst.InstanceType), aws.ToString(inst.Placement.AvailabilityZone)}
-	launchedBefore := len(e.sim.Instances())
-	if err := e.sim.SendInterruption(t.Context(), awssim.SpotInterruption, aws.ToString(inst.InstanceId)); err != nil {
+	launchedBefore := len(e.Sim.Instances())
+	if err := e.Sim.SendInterruption(t.Context(), awssim.SpotInterruption, aws.ToString(inst.InstanceId)); err != nil {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, spotNotice, func(ctx context.Context) (bool, string) {
-		available := framework.AvailablePods(ctx, e.cl, name, nil)
+		available := framework.AvailablePods(ctx, e.Client, name, nil)
 		elsewhere, readyReplacement := 0, false
 		for _, p := range available {
 			if p.Spec.NodeName != victim.Name {
 				elsewhere++
 			}
 		}
-		for _, n := range poolNodes(ctx, e.cl, name) {
+		for _, n := range poolNodes(ctx, e.Client, name) {
 			if n.Name != victim.Name && n.Name != pods[1].Spec.NodeName && framework.NodeReady(&n) {
 				readyReplacement = true
 			}
 		}
-		gone := nodeGone(ctx, e.cl, victim.Name)
+		gone := nodeGone(ctx, e.Client, victim.Name)
 		return elsewhere == 2 && readyReplacement && gone,
 			fmt.Sprintf("%d of 2 pods available off the interrupted node, replacement Ready %t, interrupted node gone %t", elsewhere, readyReplacement, gone)
 	})
-	for _, launched := range e.sim.Instances()[launchedBefore:] {
+	for _, launched := range e.Sim.Instances()[launchedBefore:] {
 		if launched.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot &&
 			(pool{string(launched.InstanceType), aws.ToString(launched.Placement.AvailabilityZone)}) == interrupted {
 			t.Errorf("instance %s was launched in the interrupted spot pool %v", aws.ToString(launched.InstanceId), interrupted)
@@ -71,48 +72,27 @@ func TestSpotInterruptionAndStateChange(t *testing.T) {
 
 	// 2. A state change to terminated for the other original node: only
 	// the message can remove its NodeClaim (the instance still runs).
-	other := nodeOf(t, e.cl, pods[1].Spec.NodeName)
-	claim := framework.NodeClaimOfNode(t, e.cl, other.Name)
-	otherInst, _ := e.instanceOf(other.Spec.ProviderID)
-	if err := e.sim.SendInterruption(t.Context(), awssim.StateTerminated, aws.ToString(otherInst.InstanceId)); err != nil {
+	other := e.Node(t, pods[1].Spec.NodeName)
+	claim := framework.NodeClaimOfNode(t, e.Client, other.Name)
+	otherInst, _ := e.InstanceOf(other.Spec.ProviderID)
+	if err := e.Sim.SendInterruption(t.Context(), awssim.StateTerminated, aws.ToString(otherInst.InstanceId)); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, scaleTimeout, func(ctx context.Context) (bool, string) {
-		err := e.cl.Get(ctx, client.ObjectKeyFromObject(claim), &karpv1.NodeClaim{})
-		now, _ := e.sim.Instance(aws.ToString(otherInst.InstanceId))
-		return client.IgnoreNotFound(err) == nil && err != nil && !live(now),
+	framework.Eventually(t, awsenv.ScaleTimeout, func(ctx context.Context) (bool, string) {
+		err := e.Client.Get(ctx, client.ObjectKeyFromObject(claim), &karpv1.NodeClaim{})
+		now, _ := e.Sim.Instance(aws.ToString(otherInst.InstanceId))
+		return client.IgnoreNotFound(err) == nil && err != nil && !awsenv.Live(now),
 			fmt.Sprintf("NodeClaim %s: %v; instance %s", claim.Name, err, now.State.Name)
 	})
-	waitAvailable(t, e.cl, name, 2)
+	e.WaitAvailable(t, name, 2)
 	framework.Eventually(t, time.Minute, func(context.Context) (bool, string) {
-		counts := e.sim.SQS.Messages(e.sim.QueueName())
+		counts := e.Sim.SQS.Messages(e.Sim.QueueName())
 		return counts.Visible == 0 && counts.InFlight == 0 && counts.Deleted >= 2,
 			fmt.Sprintf("interruption queue: %+v", counts)
 	})
 }
 
 type pool struct{ instanceType, zone string }
-
-// waitAvailable waits until n pods of the namespace are Available and
-// returns them.
-func waitAvailable(t *testing.T, cl client.Client, namespace string, n int) []corev1.Pod {
-	t.Helper()
-	var pods []corev1.Pod
-	framework.Eventually(t, scaleTimeout, func(ctx context.Context) (bool, string) {
-		pods = framework.AvailablePods(ctx, cl, namespace, nil)
-		return len(pods) == n, fmt.Sprintf("%d of %d pods available in %s; pending %d", len(pods), n, namespace, framework.PendingPods(ctx, cl, namespace))
-	})
-	return pods
-}
-
-func nodeOf(t *testing.T, cl client.Client, name string) *corev1.Node {
-	t.Helper()
-	node := &corev1.Node{}
-	if err := cl.Get(t.Context(), client.ObjectKey{Name: name}, node); err != nil {
-		t.Fatal(err)
-	}
-	return node
-}
 
 func nodeGone(ctx context.Context, cl client.Client, name string) bool {
 	err := cl.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{})

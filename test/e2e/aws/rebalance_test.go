@@ -18,6 +18,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/test/awssim"
 	"github.com/karp-autoscaler/karp/pkg/test/environment"
 	"github.com/karp-autoscaler/karp/test/e2e/framework"
+	"github.com/karp-autoscaler/karp/test/e2e/framework/awsenv"
 )
 
 // TestSpotRebalanceReplacesBeforeDraining runs two pods on one spot node of
@@ -32,21 +33,21 @@ import (
 // once more after the old node is gone: no other NodeClaim is ever created.
 func TestSpotRebalanceReplacesBeforeDraining(t *testing.T) {
 	const name = "e2e-rebalance"
-	e := startAWS(t)
-	e.setUp(t, name, awsPool(name, name).Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeSpot))
+	e := awsenv.Start(t)
+	e.SetUp(t, e.NodeClass(name), awsenv.NodePool(name).Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeSpot))
 	np := &karpv1.NodePool{}
 	np.Name = name
-	framework.Mutate(t, e.cl, np, func() {
+	framework.Mutate(t, e.Client, np, func() {
 		np.Annotations = map[string]string{karpv1.SpotRebalanceAnnotationKey: karpv1.SpotRebalanceReplace}
 	})
-	framework.Create(t, e.cl, framework.Deployment(name, name, name, 2, "500m"))
-	pods := waitAvailable(t, e.cl, name, 2)
+	framework.Create(t, e.Client, framework.Deployment(name, name, name, 2, "500m"))
+	pods := e.WaitAvailable(t, name, 2)
 	if pods[0].Spec.NodeName != pods[1].Spec.NodeName {
 		t.Fatalf("pods on %s and %s, want one node", pods[0].Spec.NodeName, pods[1].Spec.NodeName)
 	}
-	victim := nodeOf(t, e.cl, pods[0].Spec.NodeName)
-	old := framework.NodeClaimOfNode(t, e.cl, victim.Name)
-	inst, ok := e.instanceOf(victim.Spec.ProviderID)
+	victim := e.Node(t, pods[0].Spec.NodeName)
+	old := framework.NodeClaimOfNode(t, e.Client, victim.Name)
+	inst, ok := e.InstanceOf(victim.Spec.ProviderID)
 	if !ok || inst.InstanceLifecycle != ec2types.InstanceLifecycleTypeSpot {
 		t.Fatalf("node %s: instance %v is not a simulated spot instance", victim.Name, inst.InstanceId)
 	}
@@ -56,35 +57,35 @@ func TestSpotRebalanceReplacesBeforeDraining(t *testing.T) {
 
 	// 1. The recommendation; again once the NodeClaim is marked, while its
 	// replacement launches.
-	if err := e.sim.SendInterruption(t.Context(), awssim.RebalanceRecommendation, instanceID); err != nil {
+	if err := e.Sim.SendInterruption(t.Context(), awssim.RebalanceRecommendation, instanceID); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, scaleTimeout, func(ctx context.Context) (bool, string) {
+	framework.Eventually(t, awsenv.ScaleTimeout, func(ctx context.Context) (bool, string) {
 		nc := &karpv1.NodeClaim{}
-		if err := e.cl.Get(ctx, client.ObjectKeyFromObject(old), nc); err != nil {
+		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(old), nc); err != nil {
 			return false, err.Error()
 		}
 		return nc.StatusConditions().IsTrue(karpv1.ConditionTypeRebalanceRecommended), fmt.Sprintf("conditions %v", nc.Status.Conditions)
 	})
-	if err := e.sim.SendInterruption(t.Context(), awssim.RebalanceRecommendation, instanceID); err != nil {
+	if err := e.Sim.SendInterruption(t.Context(), awssim.RebalanceRecommendation, instanceID); err != nil {
 		t.Fatal(err)
 	}
 
 	// 2. The pods move to the replacement and the old node goes.
 	var replacement string
 	framework.Eventually(t, driftTimeout, func(ctx context.Context) (bool, string) {
-		claims := framework.PoolNodeClaims(ctx, e.cl, name)
+		claims := framework.PoolNodeClaims(ctx, e.Client, name)
 		if len(claims) != 1 || claims[0].Name == old.Name {
 			return false, fmt.Sprintf("NodeClaims %v, want only the replacement", claimNames(claims))
 		}
 		replacement = claims[0].Name
 		onReplacement := 0
-		for _, p := range framework.AvailablePods(ctx, e.cl, name, nil) {
+		for _, p := range framework.AvailablePods(ctx, e.Client, name, nil) {
 			if p.Spec.NodeName == claims[0].Status.NodeName {
 				onReplacement++
 			}
 		}
-		gone := nodeGone(ctx, e.cl, victim.Name)
+		gone := nodeGone(ctx, e.Client, victim.Name)
 		return onReplacement == 2 && gone, fmt.Sprintf("%d of 2 pods available on the replacement %s, old node gone %t", onReplacement, replacement, gone)
 	})
 
@@ -110,10 +111,10 @@ func TestSpotRebalanceReplacesBeforeDraining(t *testing.T) {
 
 	// 4. Not on the recommended offering.
 	claim := &karpv1.NodeClaim{}
-	if err := e.cl.Get(t.Context(), client.ObjectKey{Name: replacement}, claim); err != nil {
+	if err := e.Client.Get(t.Context(), client.ObjectKey{Name: replacement}, claim); err != nil {
 		t.Fatal(err)
 	}
-	now, ok := e.instanceOf(claim.Status.ProviderID)
+	now, ok := e.InstanceOf(claim.Status.ProviderID)
 	if !ok {
 		t.Fatalf("no instance for the replacement %s", claim.Name)
 	}
@@ -126,14 +127,14 @@ func TestSpotRebalanceReplacesBeforeDraining(t *testing.T) {
 	// 5. The recommendation for the old instance once more: it has no
 	// NodeClaim now, and over the next disruption passes nothing is
 	// launched.
-	if err := e.sim.SendInterruption(t.Context(), awssim.RebalanceRecommendation, instanceID); err != nil {
+	if err := e.Sim.SendInterruption(t.Context(), awssim.RebalanceRecommendation, instanceID); err != nil {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, time.Minute, func(context.Context) (bool, string) {
-		counts := e.sim.SQS.Messages(e.sim.QueueName())
+		counts := e.Sim.SQS.Messages(e.Sim.QueueName())
 		return counts.Visible == 0 && counts.InFlight == 0 && counts.Deleted >= 3, fmt.Sprintf("interruption queue: %+v", counts)
 	})
-	e.karp.HoldsFor(t, framework.Passes{"disruption": 10}, 2*time.Minute, func(ctx context.Context) string {
+	e.Karp.HoldsFor(t, framework.Passes{"disruption": 10}, 2*time.Minute, func(ctx context.Context) string {
 		if names := order.snapshot().names(); len(names) != 2 {
 			return fmt.Sprintf("NodeClaims ever seen: %v, want the original and one replacement", names)
 		}
@@ -193,9 +194,9 @@ func copyInts(m map[string]int) map[string]int {
 }
 
 // watchRebalance starts the watches; they stop when the test ends.
-func watchRebalance(t *testing.T, e *awsEnv, pool, oldClaim, oldNode string) *rebalanceWatcher {
+func watchRebalance(t *testing.T, e *awsenv.Env, pool, oldClaim, oldNode string) *rebalanceWatcher {
 	t.Helper()
-	wc, err := client.NewWithWatch(e.f.Config, client.Options{Scheme: environment.NewScheme()})
+	wc, err := client.NewWithWatch(e.Framework.Config, client.Options{Scheme: environment.NewScheme()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/localcluster"
 	"github.com/karp-autoscaler/karp/pkg/test/fixtures"
 	"github.com/karp-autoscaler/karp/test/e2e/framework"
+	"github.com/karp-autoscaler/karp/test/e2e/framework/awsenv"
 )
 
 // The seed workloads and the types they must run on.
@@ -36,14 +37,14 @@ var (
 // allocatable the node's kubelet reports, which is exactly the allocatable
 // karp predicted for the NodeClaim.
 func TestSeedScenariosProvisionThroughCreateFleet(t *testing.T) {
-	e := startAWS(t)
-	e.createNodeClass(t, e.nodeClass("default"))
-	e.deleteOnCleanup(t, nil, seedPools, []string{"default"})
-	t.Cleanup(func() { deleteSeedWorkloads(t, e.cl) })
-	applySeeds(t, e.cl)
+	e := awsenv.Start(t)
+	e.CreateNodeClass(t, e.NodeClass("default"))
+	e.DeleteOnCleanup(t, nil, seedPools, []string{"default"})
+	t.Cleanup(func() { deleteSeedWorkloads(t, e.Client) })
+	applySeeds(t, e.Client)
 
-	framework.Eventually(t, scaleTimeout, func(ctx context.Context) (bool, string) { return seedsPlaced(ctx, e) })
-	if n := e.sim.Router().Calls("ec2", "CreateFleet"); n == 0 {
+	framework.Eventually(t, awsenv.ScaleTimeout, func(ctx context.Context) (bool, string) { return seedsPlaced(ctx, e) })
+	if n := e.Sim.Router().Calls("ec2", "CreateFleet"); n == 0 {
 		t.Error("no CreateFleet call reached the simulated EC2")
 	}
 }
@@ -83,7 +84,7 @@ func applySeeds(t *testing.T, cl client.Client) {
 		}
 		workloads = append(workloads, obj)
 	}
-	framework.Eventually(t, scaleTimeout, func(ctx context.Context) (bool, string) {
+	framework.Eventually(t, awsenv.ScaleTimeout, func(ctx context.Context) (bool, string) {
 		for _, name := range seedPools {
 			np := &karpv1.NodePool{}
 			if err := cl.Get(ctx, client.ObjectKey{Name: name}, np); err != nil {
@@ -124,9 +125,9 @@ func deleteSeedWorkloads(t *testing.T, cl client.Client) {
 
 // seedsPlaced reports whether every seed workload runs where its NodePool
 // says and every node is sound (see nodeSound).
-func seedsPlaced(ctx context.Context, e *awsEnv) (bool, string) {
+func seedsPlaced(ctx context.Context, e *awsenv.Env) (bool, string) {
 	var nodeList corev1.NodeList
-	if err := e.cl.List(ctx, &nodeList, client.HasLabels{karpv1.NodePoolLabelKey}); err != nil {
+	if err := e.Client.List(ctx, &nodeList, client.HasLabels{karpv1.NodePoolLabelKey}); err != nil {
 		return false, err.Error()
 	}
 	nodes := map[string]*corev1.Node{}
@@ -137,7 +138,7 @@ func seedsPlaced(ctx context.Context, e *awsEnv) (bool, string) {
 	placed := map[string][]corev1.Pod{}
 	for app, n := range want {
 		var pods corev1.PodList
-		if err := e.cl.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{"app": app}); err != nil {
+		if err := e.Client.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{"app": app}); err != nil {
 			return false, err.Error()
 		}
 		running := 0
@@ -153,7 +154,7 @@ func seedsPlaced(ctx context.Context, e *awsEnv) (bool, string) {
 	}
 	for _, pod := range placed["inflate-gpu"] {
 		node := nodes[pod.Spec.NodeName]
-		inst, ok := e.instanceOf(node.Spec.ProviderID)
+		inst, ok := e.InstanceOf(node.Spec.ProviderID)
 		if !ok {
 			return false, "no simulated instance " + node.Spec.ProviderID
 		}
@@ -165,7 +166,7 @@ func seedsPlaced(ctx context.Context, e *awsEnv) (bool, string) {
 	}
 	for _, pod := range placed["workload-my-team"] {
 		node := nodes[pod.Spec.NodeName]
-		inst, ok := e.instanceOf(node.Spec.ProviderID)
+		inst, ok := e.InstanceOf(node.Spec.ProviderID)
 		if !ok {
 			return false, "no simulated instance " + node.Spec.ProviderID
 		}
@@ -183,13 +184,13 @@ func seedsPlaced(ctx context.Context, e *awsEnv) (bool, string) {
 // of its labelled type, runs a log-collector pod, holds pods within its
 // allocatable, and reports the allocatable karp predicted for its
 // NodeClaim.
-func nodesSound(ctx context.Context, e *awsEnv, nodes []corev1.Node) (bool, string) {
+func nodesSound(ctx context.Context, e *awsenv.Env, nodes []corev1.Node) (bool, string) {
 	var pods corev1.PodList
 	var claims karpv1.NodeClaimList
-	if err := e.cl.List(ctx, &pods); err != nil {
+	if err := e.Client.List(ctx, &pods); err != nil {
 		return false, err.Error()
 	}
-	if err := e.cl.List(ctx, &claims); err != nil {
+	if err := e.Client.List(ctx, &claims); err != nil {
 		return false, err.Error()
 	}
 	claimOf := map[string]*karpv1.NodeClaim{}
@@ -200,11 +201,11 @@ func nodesSound(ctx context.Context, e *awsEnv, nodes []corev1.Node) (bool, stri
 		return false, why
 	}
 	for _, node := range nodes {
-		inst, ok := e.instanceOf(node.Spec.ProviderID)
+		inst, ok := e.InstanceOf(node.Spec.ProviderID)
 		if !ok {
 			return false, fmt.Sprintf("node %s: no simulated instance %s", node.Name, node.Spec.ProviderID)
 		}
-		if !live(inst) || string(inst.InstanceType) != node.Labels[corev1.LabelInstanceTypeStable] {
+		if !awsenv.Live(inst) || string(inst.InstanceType) != node.Labels[corev1.LabelInstanceTypeStable] {
 			return false, fmt.Sprintf("node %s: instance %s is %s %s", node.Name, *inst.InstanceId, inst.InstanceType, inst.State.Name)
 		}
 		claim := claimOf[node.Spec.ProviderID]

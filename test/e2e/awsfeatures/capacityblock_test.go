@@ -18,6 +18,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/test"
 	"github.com/karp-autoscaler/karp/pkg/test/awssim/fake"
 	"github.com/karp-autoscaler/karp/test/e2e/framework"
+	"github.com/karp-autoscaler/karp/test/e2e/framework/awsenv"
 )
 
 // blockMargin is how long after the test buys it the capacity block
@@ -34,27 +35,30 @@ const blockMargin = 90 * time.Second
 // deletes the node's NodeClaim (CapacityBlockExpiring, counted as
 // capacity_block_expiration), drains it and terminates the instance, and
 // the pod runs again on an on-demand node.
-func testCapacityBlockExpiry(t *testing.T, e *awsEnv) {
+func testCapacityBlockExpiry(t *testing.T, e *awsenv.Env) {
 	const name, id, instanceType = "e2e-block", "cr-0e2eb10c4", "p5.4xlarge"
-	zone := e.sim.Zones()[0].Name
+	zone := e.Sim.Zones()[0].Name
 	end := time.Now().Add(capacityreservation.ExpiringWindow + blockMargin).Truncate(time.Second)
 	expiringAt, reclaimAt := end.Add(-capacityreservation.ExpiringWindow), end.Add(-fake.CapacityBlockReclaimLead)
-	e.sim.EC2.AddCapacityReservations(fake.NewCapacityBlock(id, instanceType, zone, 1, end))
-	nodeClass := e.nodeClass(name)
+	e.Sim.EC2.AddCapacityReservations(fake.NewCapacityBlock(id, instanceType, zone, 1, end))
+	nodeClass := e.NodeClass(name)
 	nodeClass.Spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{ID: id}}
-	e.setUp(t, nodeClass, test.MakeNodePool(name).NodeClassRef(awsv1.NodeClassReference(name)).
+	e.SetUp(t, nodeClass, test.MakeNodePool(name).NodeClassRef(awsv1.NodeClassReference(name)).
 		Requirement(awsv1.LabelInstanceFamily, corev1.NodeSelectorOpIn, "p5").
 		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeReserved, karpv1.CapacityTypeOnDemand).
 		ConsolidationPolicy(karpv1.ConsolidationPolicyWhenEmpty).
 		ConsolidateAfter(karpv1.MustParseNillableDuration(karpv1.Never)))
-	framework.Create(t, e.cl, framework.Deployment(name, name, name, 1, "1"))
-	pods := waitAvailable(t, e.cl, name, 1)
+	framework.Create(t, e.Client, framework.Deployment(name, name, name, 1, "1"))
+	pods := e.WaitAvailable(t, name, 1)
 
 	// 1. The node runs in the block, as a capacity-block instance launched
 	// before the block turned expiring.
-	node := nodeOf(t, e.cl, pods[0].Spec.NodeName)
-	claim := framework.NodeClaimOfNode(t, e.cl, node.Name)
-	inst := e.instanceOf(t, node.Spec.ProviderID)
+	node := e.Node(t, pods[0].Spec.NodeName)
+	claim := framework.NodeClaimOfNode(t, e.Client, node.Name)
+	inst, ok := e.InstanceOf(node.Spec.ProviderID)
+	if !ok {
+		t.Fatalf("no simulated instance behind %s", node.Spec.ProviderID)
+	}
 	if aws.ToString(inst.CapacityReservationId) != id || inst.InstanceLifecycle != ec2types.InstanceLifecycleTypeCapacityBlock {
 		t.Fatalf("the pod runs on instance %s (%s, launched %s), reservation %q, lifecycle %q; want one launched into %s as capacity-block before it turned expiring at %s",
 			aws.ToString(inst.InstanceId), node.Labels[karpv1.CapacityTypeLabelKey], aws.ToTime(inst.LaunchTime).Format(time.RFC3339),
@@ -75,20 +79,20 @@ func testCapacityBlockExpiry(t *testing.T, e *awsEnv) {
 
 	// 2. Once the block is expiring, karp drains the node and the pod
 	// moves to on-demand capacity, before EC2 would reclaim the instance.
-	framework.Eventually(t, blockMargin+scaleTimeout, func(ctx context.Context) (bool, string) {
-		now, _ := e.sim.Instance(aws.ToString(inst.InstanceId))
-		claimGone, nodeGone := gone(ctx, e.cl, claim), gone(ctx, e.cl, node)
+	framework.Eventually(t, blockMargin+awsenv.ScaleTimeout, func(ctx context.Context) (bool, string) {
+		now, _ := e.Sim.Instance(aws.ToString(inst.InstanceId))
+		claimGone, nodeGone := gone(ctx, e.Client, claim), gone(ctx, e.Client, node)
 		var moved []string
-		for _, p := range framework.AvailablePods(ctx, e.cl, name, nil) {
+		for _, p := range framework.AvailablePods(ctx, e.Client, name, nil) {
 			if n := p.Spec.NodeName; n != node.Name {
 				other := &corev1.Node{}
-				if err := e.cl.Get(ctx, client.ObjectKey{Name: n}, other); err != nil {
+				if err := e.Client.Get(ctx, client.ObjectKey{Name: n}, other); err != nil {
 					return false, fmt.Sprintf("node %s of a moved pod: %v", n, err)
 				}
 				moved = append(moved, other.Labels[karpv1.CapacityTypeLabelKey])
 			}
 		}
-		ok := claimGone && nodeGone && !live(now) && len(moved) == 1 && moved[0] == karpv1.CapacityTypeOnDemand
+		ok := claimGone && nodeGone && !awsenv.Live(now) && len(moved) == 1 && moved[0] == karpv1.CapacityTypeOnDemand
 		return ok, fmt.Sprintf("block's NodeClaim gone %t, node gone %t, instance %s; pods available elsewhere on capacity types %v",
 			claimGone, nodeGone, now.State.Name, moved)
 	})
@@ -96,10 +100,10 @@ func testCapacityBlockExpiry(t *testing.T, e *awsEnv) {
 		t.Errorf("drained at %s, want between the block turning expiring (%s) and EC2 reclaiming (%s)",
 			drained.Format(time.RFC3339), expiringAt.Format(time.RFC3339), reclaimAt.Format(time.RFC3339))
 	}
-	if !hasEvent(t, e.cl, "NodeClaim", claim.Name, expiration.ReasonCapacityBlockExpiring) {
+	if !hasEvent(t, e.Client, "NodeClaim", claim.Name, expiration.ReasonCapacityBlockExpiring) {
 		t.Errorf("no %s event on NodeClaim %s", expiration.ReasonCapacityBlockExpiring, claim.Name)
 	}
-	if got := metricSum(e.metrics(), "karpenter_nodeclaims_disrupted_total",
+	if got := awsenv.MetricSum(e.Metrics(), "karpenter_nodeclaims_disrupted_total",
 		fmt.Sprintf("reason=%q", expiration.Reason), fmt.Sprintf("nodepool=%q", name)); got != 1 {
 		t.Errorf("karpenter_nodeclaims_disrupted_total{reason=%q,nodepool=%q} = %v, want 1", expiration.Reason, name, got)
 	}

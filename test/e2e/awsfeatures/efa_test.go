@@ -15,6 +15,7 @@ import (
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	"github.com/karp-autoscaler/karp/test/e2e/framework"
+	"github.com/karp-autoscaler/karp/test/e2e/framework/awsenv"
 )
 
 // testEFA runs two pods that each request one vpc.amazonaws.com/efa on a
@@ -22,26 +23,29 @@ import (
 // karp launches EFA-capable types with every EFA interface the type has,
 // one per network card (the instances in the account show them), the
 // nodes advertise the devices, and the pods run.
-func testEFA(t *testing.T, e *awsEnv) {
+func testEFA(t *testing.T, e *awsenv.Env) {
 	const name = "e2e-efa"
-	e.setUp(t, e.nodeClass(name), awsPool(name))
+	e.SetUp(t, e.NodeClass(name), awsenv.NodePool(name))
 	d := framework.Deployment(name, name, name, 2, "1")
 	efa := corev1.ResourceList{awsv1.ResourceEFA: resource.MustParse("1")}
 	container := &d.Spec.Template.Spec.Containers[0]
 	container.Resources.Requests[awsv1.ResourceEFA] = efa[awsv1.ResourceEFA]
 	container.Resources.Limits = efa
-	framework.Create(t, e.cl, d)
-	pods := waitAvailable(t, e.cl, name, 2)
+	framework.Create(t, e.Client, d)
+	pods := e.WaitAvailable(t, name, 2)
 
 	perNode := map[string]int64{}
 	for _, p := range pods {
 		perNode[p.Spec.NodeName]++
 	}
 	for nodeName, podsOn := range perNode {
-		node := nodeOf(t, e.cl, nodeName)
-		inst := e.instanceOf(t, node.Spec.ProviderID)
+		node := e.Node(t, nodeName)
+		inst, ok := e.InstanceOf(node.Spec.ProviderID)
+		if !ok {
+			t.Fatalf("no simulated instance behind %s", node.Spec.ProviderID)
+		}
 		// 1. The type's EFA interfaces, as EC2 describes the type.
-		types, err := e.sim.EC2.DescribeInstanceTypes(t.Context(), &ec2.DescribeInstanceTypesInput{InstanceTypes: []ec2types.InstanceType{inst.InstanceType}})
+		types, err := e.Sim.EC2.DescribeInstanceTypes(t.Context(), &ec2.DescribeInstanceTypesInput{InstanceTypes: []ec2types.InstanceType{inst.InstanceType}})
 		if err != nil || len(types.InstanceTypes) != 1 {
 			t.Fatalf("describing %s: %v", inst.InstanceType, err)
 		}
@@ -71,7 +75,7 @@ func testEFA(t *testing.T, e *awsEnv) {
 		if allocatable.Value() != int64(maxEFA) || allocatable.Value() < podsOn {
 			t.Errorf("node %s advertises %s EFA devices for %d pods, want %d", nodeName, allocatable.String(), podsOn, maxEFA)
 		}
-		claim := framework.NodeClaimOfNode(t, e.cl, nodeName)
+		claim := framework.NodeClaimOfNode(t, e.Client, nodeName)
 		if got := claim.Status.Capacity[awsv1.ResourceEFA]; got.Value() != int64(maxEFA) {
 			t.Errorf("NodeClaim %s capacity %s EFA, want %d", claim.Name, got.String(), maxEFA)
 		}
@@ -84,14 +88,17 @@ func testEFA(t *testing.T, e *awsEnv) {
 	plain.Spec.Template.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: corev1.LabelHostname,
 			LabelSelector: &metav1.LabelSelector{MatchLabels: d.Spec.Selector.MatchLabels}}}}}
-	framework.Create(t, e.cl, plain)
-	framework.Eventually(t, scaleTimeout, func(ctx context.Context) (bool, string) {
-		available := framework.AvailablePods(ctx, e.cl, name, map[string]string{"app": plain.Name})
+	framework.Create(t, e.Client, plain)
+	framework.Eventually(t, awsenv.ScaleTimeout, func(ctx context.Context) (bool, string) {
+		available := framework.AvailablePods(ctx, e.Client, name, map[string]string{"app": plain.Name})
 		if len(available) != 1 {
 			return false, fmt.Sprintf("%d of 1 pod without EFA available", len(available))
 		}
-		node := nodeOf(t, e.cl, available[0].Spec.NodeName)
-		inst := e.instanceOf(t, node.Spec.ProviderID)
+		node := e.Node(t, available[0].Spec.NodeName)
+		inst, ok := e.InstanceOf(node.Spec.ProviderID)
+		if !ok {
+			t.Fatalf("no simulated instance behind %s", node.Spec.ProviderID)
+		}
 		for _, ni := range inst.NetworkInterfaces {
 			if kind := aws.ToString(ni.InterfaceType); kind == string(ec2types.NetworkInterfaceTypeEfa) || kind == string(ec2types.NetworkInterfaceTypeEfaOnly) {
 				t.Errorf("instance %s of the pod without EFA has a %s interface", aws.ToString(inst.InstanceId), kind)

@@ -14,6 +14,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/interruption/instancestatus"
 	"github.com/karp-autoscaler/karp/pkg/test/awssim/fake"
 	"github.com/karp-autoscaler/karp/test/e2e/framework"
+	"github.com/karp-autoscaler/karp/test/e2e/framework/awsenv"
 )
 
 // unhealthyMetric counts the unhealthy instances the status poll found.
@@ -26,46 +27,49 @@ const unhealthyMetric = "karpenter_interruption_instance_status_unhealthy_total"
 // terminated), leaves the healthy node alone, publishes InstanceUnhealthy
 // and counts the instance once in
 // karpenter_interruption_instance_status_unhealthy_total.
-func testImpairedInstanceReplaced(t *testing.T, e *awsEnv) {
+func testImpairedInstanceReplaced(t *testing.T, e *awsenv.Env) {
 	const name = "e2e-impaired"
-	e.setUp(t, e.nodeClass(name), awsPool(name))
-	framework.Create(t, e.cl, framework.SpreadOverHosts(framework.Deployment(name, name, name, 2, "500m")))
-	pods := waitAvailable(t, e.cl, name, 2)
-	victim, healthy := nodeOf(t, e.cl, pods[0].Spec.NodeName), nodeOf(t, e.cl, pods[1].Spec.NodeName)
-	victimClaim, healthyClaim := framework.NodeClaimOfNode(t, e.cl, victim.Name), framework.NodeClaimOfNode(t, e.cl, healthy.Name)
-	inst := e.instanceOf(t, victim.Spec.ProviderID)
+	e.SetUp(t, e.NodeClass(name), awsenv.NodePool(name))
+	framework.Create(t, e.Client, framework.SpreadOverHosts(framework.Deployment(name, name, name, 2, "500m")))
+	pods := e.WaitAvailable(t, name, 2)
+	victim, healthy := e.Node(t, pods[0].Spec.NodeName), e.Node(t, pods[1].Spec.NodeName)
+	victimClaim, healthyClaim := framework.NodeClaimOfNode(t, e.Client, victim.Name), framework.NodeClaimOfNode(t, e.Client, healthy.Name)
+	inst, ok := e.InstanceOf(victim.Spec.ProviderID)
+	if !ok {
+		t.Fatalf("no simulated instance behind %s", victim.Spec.ProviderID)
+	}
 	category := fmt.Sprintf("category=%q", instancestatus.CategoryInstanceStatus)
-	before := metricSum(e.metrics(), unhealthyMetric, category)
+	before := awsenv.MetricSum(e.Metrics(), unhealthyMetric, category)
 
 	// The instance's reachability check has failed for longer than karp
 	// waits for a check to recover by itself.
-	e.sim.EC2.FailStatusCheck(aws.ToString(inst.InstanceId), fake.StatusCheckInstance, time.Now().Add(-instancestatus.UnhealthyThreshold))
-	framework.Eventually(t, instancestatus.Interval+scaleTimeout, func(ctx context.Context) (bool, string) {
-		now, _ := e.sim.Instance(aws.ToString(inst.InstanceId))
-		replaced := slices.ContainsFunc(framework.PoolNodeClaims(ctx, e.cl, name), func(nc karpv1.NodeClaim) bool {
+	e.Sim.EC2.FailStatusCheck(aws.ToString(inst.InstanceId), fake.StatusCheckInstance, time.Now().Add(-instancestatus.UnhealthyThreshold))
+	framework.Eventually(t, instancestatus.Interval+awsenv.ScaleTimeout, func(ctx context.Context) (bool, string) {
+		now, _ := e.Sim.Instance(aws.ToString(inst.InstanceId))
+		replaced := slices.ContainsFunc(framework.PoolNodeClaims(ctx, e.Client, name), func(nc karpv1.NodeClaim) bool {
 			return nc.Name != victimClaim.Name && nc.Name != healthyClaim.Name
 		})
 		elsewhere := 0
-		for _, p := range framework.AvailablePods(ctx, e.cl, name, nil) {
+		for _, p := range framework.AvailablePods(ctx, e.Client, name, nil) {
 			if p.Spec.NodeName != victim.Name {
 				elsewhere++
 			}
 		}
-		claimGone, nodeGone := gone(ctx, e.cl, victimClaim), gone(ctx, e.cl, victim)
-		return claimGone && nodeGone && !live(now) && replaced && elsewhere == 2,
+		claimGone, nodeGone := gone(ctx, e.Client, victimClaim), gone(ctx, e.Client, victim)
+		return claimGone && nodeGone && !awsenv.Live(now) && replaced && elsewhere == 2,
 			fmt.Sprintf("impaired NodeClaim gone %t, node gone %t, instance %s; a new NodeClaim %t; %d of 2 pods available off the impaired node",
 				claimGone, nodeGone, now.State.Name, replaced, elsewhere)
 	})
 
 	// The healthy node stays; the replacement is published and counted once.
-	if gone(t.Context(), e.cl, healthyClaim) {
+	if gone(t.Context(), e.Client, healthyClaim) {
 		t.Errorf("the healthy node's NodeClaim %s was deleted too", healthyClaim.Name)
 	}
-	if !hasEvent(t, e.cl, "NodeClaim", victimClaim.Name, interruption.ReasonInstanceUnhealthy) {
+	if !hasEvent(t, e.Client, "NodeClaim", victimClaim.Name, interruption.ReasonInstanceUnhealthy) {
 		t.Errorf("no %s event on NodeClaim %s", interruption.ReasonInstanceUnhealthy, victimClaim.Name)
 	}
 	framework.Eventually(t, time.Minute, func(context.Context) (bool, string) {
-		got := metricSum(e.metrics(), unhealthyMetric, category) - before
+		got := awsenv.MetricSum(e.Metrics(), unhealthyMetric, category) - before
 		return got == 1, fmt.Sprintf("%s{%s} grew by %v, want 1", unhealthyMetric, category, got)
 	})
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/karp-autoscaler/karp/test/e2e/framework"
+	"github.com/karp-autoscaler/karp/test/e2e/framework/awsenv"
 )
 
 func TestMain(m *testing.M) { framework.Main(m) }
@@ -26,10 +27,10 @@ func TestMain(m *testing.M) { framework.Main(m) }
 // slowest. Their pools keep out of each other's way: the zonal shift is
 // on a zone of its own pool's (b or c) and the capacity block is in a.
 func TestEC2Features(t *testing.T) {
-	e := startAWS(t, "--enable-zonal-shift")
+	e := awsenv.Start(t, "--enable-zonal-shift")
 	for _, tc := range []struct {
 		name string
-		run  func(*testing.T, *awsEnv)
+		run  func(*testing.T, *awsenv.Env)
 	}{
 		{"EFA", testEFA},
 		{"CapacityBlockExpiry", testCapacityBlockExpiry},
