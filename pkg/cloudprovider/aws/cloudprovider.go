@@ -55,7 +55,10 @@ type offeringMarker interface {
 	MarkUnavailable(ctx context.Context, reason, instanceType, zone, capacityType string)
 }
 
-var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
+var (
+	_ cloudprovider.CloudProvider        = (*CloudProvider)(nil)
+	_ cloudprovider.InstanceTypeLauncher = (*CloudProvider)(nil)
+)
 
 // CloudProvider launches NodeClaims as EC2 instances.
 type CloudProvider struct {

@@ -25,6 +25,19 @@ import (
 // what was launched. A retry for the same NodeClaim returns the instance
 // already launched.
 func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
+	return c.create(ctx, nodeClaim, nil)
+}
+
+// CreateFrom is Create choosing among the given instance types (the
+// NodePool's with NodeOverlays applied): their prices rank the offerings
+// and become the fleet's priorities, and their capacity (extended
+// resources an overlay adds) is the NodeClaim's.
+func (c *CloudProvider) CreateFrom(ctx context.Context, nodeClaim *karpv1.NodeClaim, types []*cloudprovider.InstanceType) (*karpv1.NodeClaim, error) {
+	return c.create(ctx, nodeClaim, types)
+}
+
+// create launches from types, or from the EC2NodeClass's own when nil.
+func (c *CloudProvider) create(ctx context.Context, nodeClaim *karpv1.NodeClaim, given []*cloudprovider.InstanceType) (*karpv1.NodeClaim, error) {
 	// 1. The EC2NodeClass must exist and be Ready for its current spec.
 	nodeClass, err := c.readyNodeClass(ctx, nodeClaim)
 	if err != nil {
@@ -35,11 +48,16 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 		return nil, cloudprovider.NewNodeClassNotReadyError(err)
 	}
 	// 2. The candidates, cheapest first, as every provider ranks them.
-	types, err := c.instanceTypes.List(ctx, nodeClass)
-	if err != nil {
-		return nil, cloudprovider.NewCreateError(err, ReasonInstanceTypeResolutionFailed, err.Error())
+	types, candidates := given, []cloudprovider.Launch(nil)
+	if types == nil {
+		if types, err = c.instanceTypes.List(ctx, nodeClass); err != nil {
+			return nil, cloudprovider.NewCreateError(err, ReasonInstanceTypeResolutionFailed, err.Error())
+		}
+		candidates = c.candidates.get(types, nodeClaim)
+	} else {
+		// A new list each call: not worth a cache entry.
+		candidates = launchCandidates(types, nodeClaim)
 	}
-	candidates := c.candidates.get(types, nodeClaim)
 	if len(candidates) == 0 {
 		return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("no available offering satisfies nodeclaim %s", nodeClaim.Name))
 	}
@@ -111,6 +129,7 @@ func (c *CloudProvider) launch(ctx context.Context, nodeClass *awsv1.EC2NodeClas
 		ReservationID: reservationID,
 		Tags:          tags,
 		Tenancy:       string(launchtemplate.Tenancy(nodeClaim)),
+		Prioritized:   nodeClaim.Annotations[karpv1.PriceOverlayAppliedAnnotationKey] == "true",
 	}
 	if g := nodeClass.Status.PlacementGroup; g != nil {
 		req.PlacementGroupID = g.ID

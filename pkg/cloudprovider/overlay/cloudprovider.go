@@ -99,6 +99,12 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 		}
 		return nil, fmt.Errorf("getting nodepool %s: %w", name, err)
 	}
+	if ref := nodeClaim.Spec.NodeClassRef; ref != nil && nodePool.Spec.Template.Spec.NodeClassRef != nil &&
+		ref.Name != nodePool.Spec.Template.Spec.NodeClassRef.Name {
+		// The NodePool moved to another NodeClass since the NodeClaim was
+		// made: its instance types are not the NodeClaim's.
+		return c.CloudProvider.Create(ctx, nodeClaim)
+	}
 	types, err := c.CloudProvider.GetInstanceTypes(ctx, nodePool)
 	if err != nil {
 		return nil, fmt.Errorf("listing instance types of nodepool %s: %w", name, err)

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	karpv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/v1alpha1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
@@ -66,6 +67,17 @@ func TestDecoratorWaitsForTheEvaluation(t *testing.T) {
 	}
 	if len(inner.got) != 1 || prices(inner.got[0])["a/on-demand"] != 2 {
 		t.Errorf("CreateFrom got %v, want the overlaid m1", inner.got)
+	}
+	// A NodeClaim of another NodeClass than the NodePool's now: the
+	// NodePool's types are not its own, the provider launches from its own.
+	inner.got = nil
+	moved := test.MakeNodeClaim("moved").Label(karpv1.NodePoolLabelKey, "default").
+		NodeClassRef(kwokv1alpha1.NodeClassReference("older")).Obj()
+	if _, err := cp.Create(ctx, moved); err != nil {
+		t.Fatal(err)
+	}
+	if inner.got != nil {
+		t.Errorf("CreateFrom got the NodePool's types for a NodeClaim of another NodeClass")
 	}
 	// 5. An overlay changed since (a new generation): waits again.
 	up.Generation = 2

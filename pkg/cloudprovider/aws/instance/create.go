@@ -74,6 +74,10 @@ type LaunchRequest struct {
 	// group (and partition) only.
 	PlacementGroupID   string
 	PlacementPartition string
+	// Prioritized launches by the overrides' Price as a priority (the
+	// lowest first) instead of by EC2's own prices: set when NodeOverlays
+	// changed the prices the NodeClaim was chosen by, as upstream.
+	Prioritized bool
 }
 
 type fleetItem struct {
@@ -219,6 +223,9 @@ func fleetInput(req LaunchRequest) *ec2.CreateFleetInput {
 	switch fleetCapacityType(req) {
 	case ec2types.DefaultTargetCapacityTypeSpot:
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
+		if req.Prioritized {
+			in.SpotOptions.AllocationStrategy = ec2types.SpotAllocationStrategyCapacityOptimizedPrioritized
+		}
 	case ec2types.DefaultTargetCapacityTypeReservedCapacity:
 		in.ReservedCapacityOptions = &ec2types.ReservedCapacityOptionsRequest{
 			ReservationTypes: []ec2types.FleetReservationType{ec2types.FleetReservationTypeInterruptibleCapacityReservation},
@@ -227,6 +234,9 @@ func fleetInput(req LaunchRequest) *ec2.CreateFleetInput {
 		// A capacity block takes no allocation strategy.
 	default:
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
+		if req.Prioritized {
+			in.OnDemandOptions.AllocationStrategy = ec2types.FleetOnDemandAllocationStrategyPrioritized
+		}
 	}
 	if req.Context != "" {
 		in.Context = aws.String(req.Context)

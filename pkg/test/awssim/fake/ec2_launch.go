@@ -1,6 +1,7 @@
 package fake
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -320,7 +321,8 @@ func (s *launchState) fleet(in *ec2.CreateFleetInput, offered func(instanceType,
 }
 
 // overrides resolves every override of the request to its launch template
-// and pool, cheapest first (stable: request order breaks ties).
+// and pool, cheapest first, or by priority for a prioritized allocation
+// strategy (stable: request order breaks ties).
 func (s *launchState) overrides(in *ec2.CreateFleetInput, capacityType string) ([]fleetOverride, error) {
 	var out []fleetOverride
 	for _, cfg := range in.LaunchTemplateConfigs {
@@ -343,16 +345,36 @@ func (s *launchState) overrides(in *ec2.CreateFleetInput, capacityType string) (
 			out = append(out, fleetOverride{template: lt, spec: response, override: o, pool: pool, price: s.price(pool)})
 		}
 	}
+	prioritized := prioritizedFleet(in)
 	slices.SortStableFunc(out, func(a, b fleetOverride) int {
-		switch {
-		case a.price < b.price:
-			return -1
-		case a.price > b.price:
-			return 1
+		if prioritized {
+			if c := cmp.Compare(overridePriority(a), overridePriority(b)); c != 0 {
+				return c
+			}
 		}
-		return 0
+		return cmp.Compare(a.price, b.price)
 	})
 	return out, nil
+}
+
+// prioritizedFleet reports whether the fleet's allocation strategy follows
+// the overrides' priorities (on-demand prioritized, spot
+// capacity-optimized-prioritized) rather than EC2's prices.
+func prioritizedFleet(in *ec2.CreateFleetInput) bool {
+	if o := in.OnDemandOptions; o != nil && o.AllocationStrategy == ec2types.FleetOnDemandAllocationStrategyPrioritized {
+		return true
+	}
+	o := in.SpotOptions
+	return o != nil && o.AllocationStrategy == ec2types.SpotAllocationStrategyCapacityOptimizedPrioritized
+}
+
+// overridePriority is the override's priority, the lowest first; one
+// without a priority comes last, as in EC2.
+func overridePriority(o fleetOverride) float64 {
+	if o.override.Priority == nil {
+		return math.MaxFloat64
+	}
+	return *o.override.Priority
 }
 
 func (s *launchState) price(pool CapacityPool) float64 {

@@ -255,3 +255,38 @@ func TestCreateFleetLaunchesInTheSubnetsZone(t *testing.T) {
 		t.Errorf("launched %v, want m5.large in subnet-b's zone-b", got)
 	}
 }
+
+// A prioritized fleet launches by the overrides' priorities (the lowest
+// first), not by EC2's prices; the others ignore priorities.
+func TestPrioritizedFleetFollowsPriorities(t *testing.T) {
+	for name, tc := range map[string]struct {
+		prioritized bool
+		want        string
+	}{
+		"lowest-price takes the cheapest": {want: "c5.large/zone-a"},
+		"prioritized takes priority 1":    {prioritized: true, want: "m5.large/zone-b"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newLaunchFake(t)
+			in := fleetInput(ec2types.DefaultTargetCapacityTypeOnDemand, 1, "c5.large", "m5.large")
+			in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
+			if tc.prioritized {
+				in.OnDemandOptions.AllocationStrategy = ec2types.FleetOnDemandAllocationStrategyPrioritized
+			}
+			for i := range in.LaunchTemplateConfigs[0].Overrides {
+				o := &in.LaunchTemplateConfigs[0].Overrides[i]
+				o.Priority = aws.Float64(float64(10 + i))
+				if string(o.InstanceType) == "m5.large" && aws.ToString(o.AvailabilityZone) == "zone-b" {
+					o.Priority = aws.Float64(1)
+				}
+			}
+			out, err := e.CreateFleet(t.Context(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := launchedPools(out); got[tc.want] != 1 {
+				t.Errorf("launched %v, want %s", got, tc.want)
+			}
+		})
+	}
+}
