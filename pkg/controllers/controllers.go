@@ -107,6 +107,15 @@ func NewControllers(deps Deps) []Controller {
 	if capacityBuffers != nil {
 		disruptionController.WithBuffers(capacityBuffers)
 	}
+	// The room booked for Provisioned ProvisioningRequests, held by the
+	// provisioningrequest controller, kept by the provisioner and
+	// disruption (gate on only).
+	var bookings *buffers.Bookings
+	if deps.Options != nil && deps.Options.FeatureGates.Enabled(options.FeatureProvisioningRequest) {
+		bookings = buffers.NewBookings()
+		provisioner.WithBookings(bookings)
+		disruptionController.WithBookings(bookings)
+	}
 	statusRegistrar := status.NewRegistrar(crmetrics.Registry, deps.Clock, deps.CloudProvider, deps.Recorder)
 	if capacityBuffers != nil {
 		statusRegistrar.WithCapacityBuffers()
@@ -198,7 +207,7 @@ func NewControllers(deps Deps) []Controller {
 		// none, and holds them for its pods for the booking period.
 		list = append(list, provisioningrequest.NewController(deps.KubeClient, deps.APIReader, deps.CloudProvider, cluster,
 			deps.Clock, deps.Recorder, provisioningrequest.Options{Solver: solverOptions(provisioningOptions(deps.Options)),
-				ClusterLimits: deps.Options.ClusterLimits}),
+				ClusterLimits: deps.Options.ClusterLimits}).WithBookings(bookings),
 			// Registers the ProvisioningRequest metrics.
 			provisioningrequest.NewMetricsRegistrar(crmetrics.Registry))
 	}

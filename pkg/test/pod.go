@@ -65,6 +65,15 @@ func (w *PodWrapper) Label(key, value string) *PodWrapper {
 	return w
 }
 
+// Annotation sets one annotation.
+func (w *PodWrapper) Annotation(key, value string) *PodWrapper {
+	if w.ObjectMeta.Annotations == nil {
+		w.ObjectMeta.Annotations = map[string]string{}
+	}
+	w.ObjectMeta.Annotations[key] = value
+	return w
+}
+
 // Created sets the creation timestamp.
 func (w *PodWrapper) Created(t time.Time) *PodWrapper {
 	w.ObjectMeta.CreationTimestamp = metav1.NewTime(t)

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/karp-autoscaler/karp/pkg/simulation"
 	"github.com/karp-autoscaler/karp/pkg/state/buffers"
 )
 
@@ -22,13 +23,29 @@ func (c *Controller) WithBuffers(store *buffers.Store) *Controller {
 	return c
 }
 
-// withBufferPods returns the pending pods followed by the buffers' virtual
-// pods, and the virtual pods' UIDs (nil without buffers).
-func (s *passSimulator) withBufferPods(pending []*corev1.Pod) ([]*corev1.Pod, map[types.UID]bool) {
-	if s.buffers == nil {
-		return pending, nil
+// WithBookings makes consolidation and emptiness keep room for the booked
+// ProvisioningRequests' pods that have not arrived yet.
+func (c *Controller) WithBookings(bookings *buffers.Bookings) *Controller {
+	c.simulator.bookings = bookings
+	return c
+}
+
+// withBufferPods returns the pending pods followed by the buffers' and the
+// booked requests' virtual pods (less the real pods already consuming each
+// request, pending or on nodes), and the virtual pods' UIDs (nil without
+// any).
+func (s *passSimulator) withBufferPods(pending []*corev1.Pod, nodes []*simulation.Node) ([]*corev1.Pod, map[types.UID]bool) {
+	var virtual []*corev1.Pod
+	if s.buffers != nil {
+		virtual = s.buffers.Pods()
 	}
-	virtual := s.buffers.Pods()
+	if s.bookings != nil {
+		lists := [][]*corev1.Pod{pending}
+		for _, n := range nodes {
+			lists = append(lists, n.Pods)
+		}
+		virtual = append(virtual, s.bookings.Pods(buffers.Consumed(lists...), nil)...)
+	}
 	if len(virtual) == 0 {
 		return pending, nil
 	}

@@ -47,3 +47,36 @@ func TestEmptyNodeHoldingBufferRoomStays(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyNodeHoldingBookedRoomStays: as a buffer's, a booked
+// ProvisioningRequest's pod that has not arrived keeps one of two empty
+// nodes; once the booking goes, that node goes too.
+func TestEmptyNodeHoldingBookedRoomStays(t *testing.T) {
+	h := newHarness(t)
+	bookings := buffers.NewBookings()
+	h.controller.WithBookings(bookings)
+	h.readyNodePool(test.MakeNodePool("default").Budgets(karpv1.Budget{Nodes: "100%"}).Obj())
+	h.runningNode("empty-a", nodeOpts{it: smallType})
+	h.runningNode("empty-b", nodeOpts{it: smallType})
+	key := types.NamespacedName{Namespace: "default", Name: "batch"}
+	bookings.Set(buffers.Booking{Key: key, Pods: []*corev1.Pod{test.MakePod("batch-0-0").Requests("cpu", "1500m").Obj()}})
+
+	h.decide()
+	gone := 0
+	for _, n := range []string{"empty-a", "empty-b"} {
+		if h.gone(n) {
+			gone++
+		}
+	}
+	if gone != 1 {
+		t.Fatalf("%d empty nodes deleted, want 1 (the other holds the booked room)", gone)
+	}
+
+	bookings.Delete(key)
+	h.decide()
+	for _, n := range []string{"empty-a", "empty-b"} {
+		if !h.gone(n) {
+			t.Errorf("node %s stays after the booking went", n)
+		}
+	}
+}

@@ -21,6 +21,9 @@ type passSimulator struct {
 	defaultSpread scheduling.SpreadDefaults
 	// buffers are the CapacityBuffers whose room is kept (nil: none).
 	buffers *buffers.Store
+	// bookings are the booked ProvisioningRequests whose room is kept
+	// (nil: none).
+	bookings *buffers.Bookings
 }
 
 var _ Simulator = (*passSimulator)(nil)
@@ -40,8 +43,9 @@ func (s *passSimulator) refresh(ctx context.Context, c *Controller, w *world) er
 	// are derived once (simulation.NodeCache).
 	in := simulation.Input{Nodes: nodes, Pods: c.cluster.ProvisionablePods(), DaemonSets: c.cluster.DaemonSets(), Options: s.opts,
 		NodeCache: simulation.NewNodeCache()}
-	// The CapacityBuffers' virtual pods wait with the pending pods.
-	in.Pods, in.Headroom = s.withBufferPods(in.Pods)
+	// The CapacityBuffers' and booked requests' virtual pods wait with
+	// the pending pods.
+	in.Pods, in.Headroom = s.withBufferPods(in.Pods, in.Nodes)
 	for _, name := range w.poolNames {
 		np, its := w.nodePools[name], w.typeList[name]
 		if its == nil || !solverinput.Launchable(np) {

@@ -1,6 +1,8 @@
 package provisioning
 
 import (
+	"context"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -19,6 +21,49 @@ import (
 func (p *Provisioner) WithBuffers(store *buffers.Store) *Provisioner {
 	p.buffers = store
 	return p
+}
+
+// WithBookings makes the provisioner keep room for the pods of the
+// booked ProvisioningRequests that have not arrived yet (ProvisioningRequest
+// feature gate): their virtual pods are placed as a buffer's are.
+func (p *Provisioner) WithBookings(bookings *buffers.Bookings) *Provisioner {
+	p.bookings = bookings
+	return p
+}
+
+// bookedPods are the booked requests' virtual pods, less the real pods
+// already consuming each request (pending or on a node).
+func (p *Provisioner) bookedPods(pending []*corev1.Pod, nodes []*simulation.Node) []*corev1.Pod {
+	if p.bookings == nil {
+		return nil
+	}
+	lists := [][]*corev1.Pod{pending}
+	for _, n := range nodes {
+		lists = append(lists, n.Pods)
+	}
+	return p.bookings.Pods(buffers.Consumed(lists...), nil)
+}
+
+// reserveBooked places the booked requests' virtual pods among in.Pods on
+// the nodes where they fit, before any other pod (buffers.Reserve: they
+// become bound there), and returns in.Pods without them. A booking holds
+// room that was found or launched; the provisioner never launches for it,
+// so booked pods that fit no node any more hold nothing (as a
+// check-capacity request never scales up).
+func reserveBooked(ctx context.Context, in *simulation.Input) []*corev1.Pod {
+	var rest, booked []*corev1.Pod
+	for _, pod := range in.Pods {
+		if buffers.IsBooked(pod) {
+			booked = append(booked, pod)
+		} else {
+			rest = append(rest, pod)
+		}
+	}
+	if len(booked) == 0 {
+		return in.Pods
+	}
+	buffers.Reserve(ctx, *in, booked)
+	return rest
 }
 
 // bufferPods are the buffers' virtual pods (none without a store).

@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	autoscalingv1 "github.com/karp-autoscaler/karp/pkg/apis/autoscaling/v1"
+	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning"
 	"github.com/karp-autoscaler/karp/pkg/state/buffers"
 	"github.com/karp-autoscaler/karp/pkg/test"
 )
@@ -99,5 +101,61 @@ func TestBufferPodsThatFitNowhereAreQuiet(t *testing.T) {
 	}
 	if o, ok := store.Outcome(b.Key); !ok || o != (buffers.Outcome{Unplaced: 1}) {
 		t.Errorf("outcome = %+v (%v), want the pod unplaced", o, ok)
+	}
+}
+
+// TestBookedRequestsKeepTheirRoom: a booked ProvisioningRequest's pods
+// that have not arrived hold their room: a pending pod that would fit the
+// node beside them gets a NodeClaim instead (and, as a buffer's, the
+// booked pods are not nominated); once the request's own pods exist, they
+// stand for the booked ones, and the booking holds nothing more.
+func TestBookedRequestsKeepTheirRoom(t *testing.T) {
+	h := newHarness(t)
+	bookings := buffers.NewBookings()
+	h.provisioner.WithBookings(bookings)
+	h.readyNodePool(test.MakeNodePool("default").Obj())
+	h.readyNode("roomy", "2", "8Gi")
+	key := types.NamespacedName{Namespace: "default", Name: "batch"}
+	booked := []*corev1.Pod{
+		test.MakePod("batch-0-0").Requests("cpu", "1").Annotation(autoscalingv1.ConsumeAnnotationKey, "batch").Obj(),
+	}
+	bookings.Set(buffers.Booking{Key: key, Pods: booked})
+	web := h.pendingPods(test.MakePod("web").Requests("cpu", "1500m").Obj())[0]
+
+	res := h.schedule()
+
+	if len(res.Created) != 1 {
+		t.Fatalf("created %v, want one NodeClaim: the node's room is booked", res.Created)
+	}
+	if got := h.eventFor(web, "Nominated"); contains(got, "roomy") {
+		t.Errorf("web was nominated to the booked node: %q", got)
+	}
+	for _, pod := range bookings.Pods(nil, nil) {
+		if node := h.cluster.NominatedNode(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}); node != "" {
+			t.Errorf("booked virtual pod %s nominated to %s", pod.Name, node)
+		}
+	}
+
+	// The request's pod arrives (pending): it consumes the booking.
+	h.pendingPods(test.MakePod("batch-real").Requests("cpu", "1").Annotation(autoscalingv1.ConsumeAnnotationKey, "batch").Obj())
+	nodes, _ := h.cluster.ProvisioningSnapshot()
+	if got := provisioning.BookedPods(h.provisioner, h.cluster.ProvisionablePods(), nodes); len(got) != 0 {
+		t.Errorf("%d booked virtual pods once the request's pod exists, want 0", len(got))
+	}
+}
+
+// TestBookedPodsLaunchNothing: a booking holds room that was found or
+// launched; a booked pod that fits no node any more gets no new capacity.
+func TestBookedPodsLaunchNothing(t *testing.T) {
+	h := newHarness(t)
+	bookings := buffers.NewBookings()
+	h.provisioner.WithBookings(bookings)
+	h.readyNodePool(test.MakeNodePool("default").Obj())
+	h.readyNode("small", "1", "4Gi")
+	bookings.Set(buffers.Booking{Key: types.NamespacedName{Namespace: "default", Name: "batch"},
+		Pods: []*corev1.Pod{test.MakePod("batch-0-0").Requests("cpu", "2").Annotation(autoscalingv1.ConsumeAnnotationKey, "batch").Obj()}})
+
+	if res := h.schedule(); len(res.Created) != 0 {
+		t.Errorf("created %v for a booked pod, want nothing", res.Created)
 	}
 }

@@ -97,6 +97,9 @@ type Provisioner struct {
 	// buffers are the CapacityBuffers to keep room for (nil: none; see
 	// buffers.go).
 	buffers *buffers.Store
+	// bookings are the booked ProvisioningRequests to keep room for (nil:
+	// none; see buffers.go).
+	bookings *buffers.Bookings
 }
 
 // NewProvisioner builds the provisioner. The Batcher is shared with the
@@ -254,9 +257,10 @@ func (p *Provisioner) Plan(ctx context.Context) (*Plan, error) {
 		log.FromContext(ctx).V(1).Info("released nominations to full nodes", "count", released)
 	}
 	pods := p.cluster.ProvisionablePods()
-	// The CapacityBuffers' virtual pods come after the real ones.
-	virtual := p.bufferPods()
 	nodes, stateNodes := p.cluster.ProvisioningSnapshot()
+	// The CapacityBuffers' virtual pods come after the real ones; the
+	// booked ProvisioningRequests' take the room they fit first (below).
+	virtual := append(p.bufferPods(), p.bookedPods(pods, nodes)...)
 	id := newSchedulingID()
 	if len(pods) == 0 && len(virtual) == 0 && !anyReschedulable(nodes) {
 		setQueueDepth(id, 0)
@@ -269,6 +273,7 @@ func (p *Provisioner) Plan(ctx context.Context) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	in.Pods = reserveBooked(ctx, in)
 	in.Headroom = headroom(in.Pods)
 	if n := len(in.Pods) - len(in.Headroom); n > 0 {
 		log.FromContext(ctx).Info("found provisionable pod(s)", "count", n)

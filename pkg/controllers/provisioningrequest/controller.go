@@ -26,6 +26,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
 	"github.com/karp-autoscaler/karp/pkg/state"
+	"github.com/karp-autoscaler/karp/pkg/state/buffers"
 )
 
 // Labels and annotations karp puts on the NodeClaims of an atomic request.
@@ -66,6 +67,11 @@ type Controller struct {
 	recorder      events.EventRecorder
 	opts          Options
 
+	// bookings, when set (the provisioner and disruption read them), hold
+	// the room of each Provisioned request for its pods until they arrive
+	// or the booking ends.
+	bookings *buffers.Bookings
+
 	mu sync.Mutex
 	// notBefore holds back the next scale-up attempt of a request after a
 	// roll-back (its NodeClaims' deletions would otherwise trigger one at
@@ -95,6 +101,15 @@ func NewController(kubeClient client.Client, apiReader client.Reader, cloudProvi
 	}
 	return &Controller{kubeClient: kubeClient, apiReader: apiReader, cloudProvider: cloudProvider, cluster: cluster,
 		clock: clk, recorder: recorder, opts: opts, notBefore: map[types.UID]time.Time{}}
+}
+
+// WithBookings makes the controller book, in bookings, the capacity of each
+// request it finds or launches, for the booking period: the provisioner and
+// disruption keep that room for the request's pods, and other requests'
+// solves do not count on it.
+func (c *Controller) WithBookings(bookings *buffers.Bookings) *Controller {
+	c.bookings = bookings
+	return c
 }
 
 // Name is the controller's name.
@@ -138,9 +153,11 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, fmt.Errorf("getting provisioningrequest: %w", err)
 		}
 		// Deleted: its NodeClaims become ordinary capacity.
+		c.unbookRequest(req.NamespacedName)
 		return reconcile.Result{}, c.release(ctx, req.NamespacedName, "")
 	}
 	if !pr.DeletionTimestamp.IsZero() {
+		c.unbookRequest(req.NamespacedName)
 		return reconcile.Result{}, c.release(ctx, req.NamespacedName, "")
 	}
 	// 1. Observe.
@@ -176,12 +193,20 @@ func (c *Controller) act(ctx context.Context, pr *autoscalingv1.ProvisioningRequ
 	key := client.ObjectKeyFromObject(pr)
 	switch next {
 	case stepRelease:
+		c.unbookRequest(key)
 		return reconcile.Result{}, c.release(ctx, key, pr.UID)
 	case stepExpireBooking:
 		c.set(pr, autoscalingv1.BookingExpired, metav1.ConditionTrue, ReasonBookingExpired, "Capacity booking expired")
 		c.event(pr, corev1.EventTypeNormal, ReasonBookingExpired, "the booking period (%s) passed", c.opts.BookingPeriod)
+		c.unbookRequest(key)
 		return reconcile.Result{}, c.release(ctx, key, pr.UID)
 	case stepHold:
+		// After a restart the booking is made again from the request.
+		if c.bookings != nil && !c.bookings.Has(key) {
+			if err := c.rebook(ctx, pr, len(owned) > 0); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
 		return reconcile.Result{RequeueAfter: left}, nil
 	case stepFail:
 		c.fail(pr, ReasonExpired, fmt.Sprintf("not provisioned within ValidUntilSeconds (%s)", validUntil(pr.Spec.Parameters)))
@@ -191,6 +216,9 @@ func (c *Controller) act(ctx context.Context, pr *autoscalingv1.ProvisioningRequ
 	case stepWait:
 		return reconcile.Result{RequeueAfter: waitPeriod}, nil
 	case stepProvisioned:
+		if err := c.rebook(ctx, pr, true); err != nil {
+			return reconcile.Result{}, err
+		}
 		c.provisioned(pr, ReasonCapacityIsProvisioned, fmt.Sprintf("%d NodeClaim(s) launched for the request", len(owned)))
 		return reconcile.Result{RequeueAfter: c.opts.BookingPeriod}, nil
 	case stepCheck, stepScaleUp:
@@ -235,11 +263,13 @@ func (c *Controller) solveAndAct(ctx context.Context, pr *autoscalingv1.Provisio
 	}
 	if next == stepCheck {
 		decisions.WithLabelValues(classLabel(pr), ReasonCapacityIsFound).Inc()
+		c.book(pr, pods, false)
 		c.provisioned(pr, ReasonCapacityIsFound, "Capacity is found in the cluster: "+v.message)
 		return reconcile.Result{RequeueAfter: c.opts.BookingPeriod}, nil
 	}
 	if len(v.launch) == 0 {
 		decisions.WithLabelValues(classLabel(pr), ReasonCapacityIsProvisioned).Inc()
+		c.book(pr, pods, false)
 		c.provisioned(pr, ReasonCapacityIsProvisioned, "Capacity is found in the cluster: "+v.message)
 		return reconcile.Result{RequeueAfter: c.opts.BookingPeriod}, nil
 	}
@@ -330,3 +360,34 @@ func (c *Controller) patchStatus(ctx context.Context, stored, pr *autoscalingv1.
 }
 
 func classLabel(pr *autoscalingv1.ProvisioningRequest) string { return pr.Spec.ProvisioningClassName }
+
+// book holds the room of the request's pods for its booking period (see
+// WithBookings); onNodeClaims says the request launched NodeClaims of its
+// own for them.
+func (c *Controller) book(pr *autoscalingv1.ProvisioningRequest, pods []*corev1.Pod, onNodeClaims bool) {
+	if c.bookings != nil {
+		c.bookings.Set(buffers.Booking{Key: client.ObjectKeyFromObject(pr), Pods: pods, OnNodeClaims: onNodeClaims})
+	}
+}
+
+// rebook books the request from its PodTemplates (a request provisioned
+// before a restart, or by its NodeClaims launching); a template gone since
+// books nothing.
+func (c *Controller) rebook(ctx context.Context, pr *autoscalingv1.ProvisioningRequest, onNodeClaims bool) error {
+	if c.bookings == nil {
+		return nil
+	}
+	pods, missing, err := c.pods(ctx, pr)
+	if err != nil || missing != "" {
+		return err
+	}
+	c.book(pr, pods, onNodeClaims)
+	return nil
+}
+
+// unbookRequest lets the request's booked room go.
+func (c *Controller) unbookRequest(key types.NamespacedName) {
+	if c.bookings != nil {
+		c.bookings.Delete(key)
+	}
+}

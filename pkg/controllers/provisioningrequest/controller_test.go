@@ -19,6 +19,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/fake"
 	"github.com/karp-autoscaler/karp/pkg/controllers/provisioningrequest"
 	statecontrollers "github.com/karp-autoscaler/karp/pkg/controllers/state"
+	"github.com/karp-autoscaler/karp/pkg/state/buffers"
 	"github.com/karp-autoscaler/karp/pkg/test"
 	"github.com/karp-autoscaler/karp/pkg/test/controllertest"
 )
@@ -358,4 +359,57 @@ func TestMissingTemplateFails(t *testing.T) {
 	h.Clock.Step(2 * time.Minute)
 	h.reconcile("orphan")
 	h.expectCondition("orphan", autoscalingv1.Failed, "True/FailedToCreatePods")
+}
+
+// TestCheckCapacityBooksTheRoom: a check-capacity request found room and
+// books it for its booking period: a second request that would fit only
+// in that room is not found, though it fits the node alone; one of the
+// first request's pods arriving gives back nothing (it stands for a booked
+// one); when the first booking expires, the second request is found.
+func TestCheckCapacityBooksTheRoom(t *testing.T) {
+	h := newHarness(t)
+	bookings := buffers.NewBookings()
+	h.controller.WithBookings(bookings)
+	h.ReadyNodePool(test.MakeNodePool("default").Obj())
+	h.node("existing", "4")
+	h.template("worker", "1")
+	h.request("first", checkCapacity, "worker", 3, nil)
+	h.request("second", checkCapacity, "worker", 2, nil)
+
+	h.reconcile("first")
+	h.expectCondition("first", autoscalingv1.Provisioned, "True/CapacityIsFound")
+	if !bookings.Has(types.NamespacedName{Namespace: ns, Name: "first"}) {
+		t.Fatal("the found request holds no booking")
+	}
+	h.reconcile("second")
+	h.expectCondition("second", autoscalingv1.Provisioned, "False/CapacityIsNotFound")
+
+	h.Clock.Step(provisioningrequest.DefaultBookingPeriod + time.Second)
+	h.reconcile("first")
+	h.expectCondition("first", autoscalingv1.BookingExpired, "True/BookingExpired")
+	if bookings.Has(types.NamespacedName{Namespace: ns, Name: "first"}) {
+		t.Error("an expired booking still holds room")
+	}
+	h.reconcile("second")
+	h.expectCondition("second", autoscalingv1.Provisioned, "True/CapacityIsFound")
+}
+
+// TestBookingIsMadeAgainAfterARestart: a controller that starts with a
+// request already provisioned (a restart) books it again.
+func TestBookingIsMadeAgainAfterARestart(t *testing.T) {
+	h := newHarness(t)
+	h.ReadyNodePool(test.MakeNodePool("default").Obj())
+	h.node("existing", "4")
+	h.template("worker", "1")
+	h.request("first", checkCapacity, "worker", 3, nil)
+	h.reconcile("first") // a controller without bookings, as before the restart
+	h.expectCondition("first", autoscalingv1.Provisioned, "True/CapacityIsFound")
+
+	bookings := buffers.NewBookings()
+	h.controller = provisioningrequest.NewController(h.Manager.GetClient(), h.Client, h.Provider, h.Cluster, h.Clock, h.Recorder,
+		provisioningrequest.Options{}).WithBookings(bookings)
+	h.reconcile("first")
+	if got := len(bookings.Pods(nil, nil)); got != 3 {
+		t.Errorf("after the restart the request books %d pods, want 3", got)
+	}
 }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	autoscalingv1 "github.com/karp-autoscaler/karp/pkg/apis/autoscaling/v1"
@@ -15,6 +17,7 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/simulation"
 	"github.com/karp-autoscaler/karp/pkg/solverinput"
 	"github.com/karp-autoscaler/karp/pkg/state"
+	"github.com/karp-autoscaler/karp/pkg/state/buffers"
 )
 
 // bookedTaintKey keeps the request's pods, in its solve, off the nodes
@@ -55,6 +58,7 @@ func (c *Controller) solve(ctx context.Context, pr *autoscalingv1.ProvisioningRe
 	if err := solverinput.Cluster(ctx, c.kubeClient, &in); err != nil {
 		return verdict{}, err
 	}
+	c.reserveBookings(ctx, &in, client.ObjectKeyFromObject(pr))
 	// 3. Solve and judge.
 	return fit(ctx, in, launch, byName), nil
 }
@@ -96,6 +100,24 @@ func holdBookings(nodes []*simulation.Node, stateNodes []*state.StateNode, self 
 		n.Taints = append(append([]corev1.Taint(nil), n.Taints...),
 			corev1.Taint{Key: bookedTaintKey, Effect: corev1.TaintEffectNoSchedule})
 	}
+}
+
+// reserveBookings places the pods other requests booked and that have not
+// arrived on the nodes first, as bound pods (buffers.Reserve), so this
+// request's pods do not count their room. Requests holding NodeClaims of
+// their own are kept off by holdBookings instead; booked pods that no
+// longer fit anywhere hold nothing.
+func (c *Controller) reserveBookings(ctx context.Context, in *simulation.Input, self types.NamespacedName) {
+	if c.bookings == nil {
+		return
+	}
+	lists := [][]*corev1.Pod{c.cluster.ProvisionablePods()}
+	for _, n := range in.Nodes {
+		lists = append(lists, n.Pods)
+	}
+	buffers.Reserve(ctx, *in, c.bookings.Pods(buffers.Consumed(lists...), func(b buffers.Booking) bool {
+		return b.Key != self && !b.OnNodeClaims
+	}))
 }
 
 // fillInFlight gives NodeClaims that have not launched yet the allocatable

@@ -5,11 +5,12 @@
 // they fit nowhere) and the disruption simulator places before a
 // consolidation's candidates (so a consolidation leaves their room). It
 // also remembers where the provisioner's last pass placed each buffer's
-// pods, for the buffer's Provisioning condition.
+// pods, for the buffer's Provisioning condition. Bookings hold, the same
+// way, the room of ProvisioningRequests during their booking period.
 //
 // The Store is shared in memory between the capacitybuffer controller, the
 // provisioner and disruption, which do not import each other.
 //
 // Imports: Kubernetes API packages, controller-runtime's event type and
-// karp's CapacityBuffer API; no controller.
+// karp's CapacityBuffer and ProvisioningRequest APIs; no controller.
 package buffers

@@ -179,9 +179,10 @@ func IsVirtual(pod *corev1.Pod) bool {
 	return pod != nil && pod.ResourceVersion == "" && pod.Annotations[autoscalingv1beta1.AnnotationVirtualPod] == "true"
 }
 
-// KeyOf is the buffer a virtual pod belongs to; false for a real pod.
+// KeyOf is the buffer a virtual pod belongs to; false for a real pod and
+// for a booked ProvisioningRequest's virtual pod.
 func KeyOf(pod *corev1.Pod) (types.NamespacedName, bool) {
-	if !IsVirtual(pod) {
+	if !IsVirtual(pod) || pod.Annotations[autoscalingv1beta1.AnnotationBufferName] == "" {
 		return types.NamespacedName{}, false
 	}
 	return types.NamespacedName{Namespace: pod.Annotations[autoscalingv1beta1.AnnotationBufferNamespace],
