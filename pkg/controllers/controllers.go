@@ -148,7 +148,7 @@ func NewControllers(deps Deps) []Controller {
 		// The one writer of NodeRegistrationHealthy: copies the outcomes'
 		// verdict, resets it when the NodePool or its NodeClass changes;
 		// records status.nodeClassObservedGeneration.
-		registrationhealth.NewController(deps.KubeClient, deps.CloudProvider, deps.Clock, registrationHealth),
+		registrationhealth.NewController(deps.KubeClient, deps.CloudProvider, deps.Clock, registrationHealth).WithAPIReader(deps.APIReader),
 		// Runs the runtime validation into ValidationSucceeded; says on a
 		// static NodePool (spec.replicas) that the StaticCapacity gate is
 		// off, when it is.

@@ -37,6 +37,9 @@ type Controller struct {
 	cloudProvider cloudprovider.CloudProvider
 	clock         clock.Clock
 	state         *nodepoolhealth.State
+	// apiReader, when set, reads a NodePool from the API server right
+	// before its status is written (see write).
+	apiReader client.Reader
 }
 
 var _ reconcile.ObjectReconciler[*karpv1.NodePool] = (*Controller)(nil)
@@ -45,6 +48,13 @@ var _ reconcile.ObjectReconciler[*karpv1.NodePool] = (*Controller)(nil)
 // nodeclaim lifecycle, which records outcomes in it.
 func NewController(kubeClient client.Client, cp cloudprovider.CloudProvider, clk clock.Clock, state *nodepoolhealth.State) *Controller {
 	return &Controller{kubeClient: kubeClient, cloudProvider: cp, clock: clk, state: state}
+}
+
+// WithAPIReader makes the controller check, right before each write, that
+// the NodePool it read is still the one stored under its name.
+func (c *Controller) WithAPIReader(r client.Reader) *Controller {
+	c.apiReader = r
+	return c
 }
 
 // Name is the controller's name.
@@ -123,8 +133,23 @@ func apply(conditions karpv1.ConditionSet, want nodepoolhealth.Condition) {
 // as FieldOwner. An apply carries no resourceVersion, so other writers of
 // the NodePool's status (readiness, counter, validation) never make it
 // conflict, and the conditions list is a map keyed by type, so it leaves
-// theirs alone. An apply to a NodePool deleted meanwhile is NotFound.
+// theirs alone. An apply to a NodePool deleted meanwhile is NotFound. An
+// apply cannot be made conditional on the UID (the status strategy keeps
+// the stored metadata), so with an API reader the NodePool is read again
+// first, and one deleted and created again under its name since the
+// cache's copy (whose verdict would otherwise become the new NodePool's)
+// is left to its own reconcile.
 func (c *Controller) write(ctx context.Context, nodePool *karpv1.NodePool, cond metav1.Condition, nodeClassGeneration int64) error {
+	if c.apiReader != nil {
+		current := &karpv1.NodePool{}
+		if err := c.apiReader.Get(ctx, client.ObjectKeyFromObject(nodePool), current); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		if current.UID != nodePool.UID {
+			log.FromContext(ctx).V(1).Info("nodepool was created again since it was read, leaving its registration health to its own reconcile")
+			return nil
+		}
+	}
 	cfg := client.ApplyConfigurationFromUnstructured(applyConfiguration(nodePool, cond, nodeClassGeneration))
 	err := c.kubeClient.Status().Apply(ctx, cfg, client.FieldOwner(FieldOwner), client.ForceOwnership)
 	switch {

@@ -113,3 +113,53 @@ func TestMissingNodeClassIsLeftAlone(t *testing.T) {
 		t.Errorf("pool without its NodeClass: NodeRegistrationHealthy %s, want not set", got)
 	}
 }
+
+// A reconcile acting on a NodePool that was deleted and created again
+// under the same name meanwhile (a cache behind the API server) writes
+// nothing to the new one: its status belongs to its own reconcile.
+func TestStaleNodePoolWritesNothingToItsSuccessor(t *testing.T) {
+	h.Reset(t)
+	state := nodepoolhealth.NewState()
+	c := registrationhealth.NewController(h.Client, fake.New(), h.Clock, state).WithAPIReader(h.APIReader)
+	h.Create(t, test.MakeKWOKNodeClass("default").Obj(), test.MakeNodePool("pool").Obj())
+	old := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "pool"}}
+	h.Get(t, old)
+	state.Record(old.UID, old.Name, nodepoolhealth.Outcome{Reason: "RegistrationFailed", Message: "Failed to register node"})
+	state.Record(old.UID, old.Name, nodepoolhealth.Outcome{Reason: "RegistrationFailed", Message: "Failed to register node"})
+	markHealthy(t, old)
+	h.Get(t, old)
+
+	if err := h.Env.Client.Delete(t.Context(), old); err != nil {
+		t.Fatal(err)
+	}
+	if !waitGone(t, "pool") {
+		t.Fatal("the NodePool was not deleted")
+	}
+	h.Create(t, test.MakeNodePool("pool").Obj())
+	before := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "pool"}}
+	h.Get(t, before)
+	if before.UID == old.UID {
+		t.Fatal("the NodePool was not created again")
+	}
+	if _, err := c.Reconcile(t.Context(), old); err != nil {
+		t.Fatalf("reconciling the deleted NodePool: %v", err)
+	}
+	after := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "pool"}}
+	h.Get(t, after)
+	if got, want := condition(after), condition(before); got.Status != want.Status || got.Reason != want.Reason {
+		t.Errorf("the new NodePool's NodeRegistrationHealthy went from %s/%s to %s/%s, the old one's verdict",
+			want.Status, want.Reason, got.Status, got.Reason)
+	}
+}
+
+// waitGone waits until the NodePool is gone from the API server.
+func waitGone(t *testing.T, name string) bool {
+	t.Helper()
+	for range 100 {
+		if !h.Get(t, &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}}) {
+			return true
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return false
+}
