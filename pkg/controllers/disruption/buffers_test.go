@@ -80,3 +80,31 @@ func TestEmptyNodeHoldingBookedRoomStays(t *testing.T) {
 		}
 	}
 }
+
+// TestDriftReplacesANodeHoldingBufferRoom: a buffer's room does not keep a
+// drifted node: the node is replaced by one that holds the room, then
+// deleted (upstream Karpenter's regression spec "should allow drift to
+// replace buffer nodes").
+func TestDriftReplacesANodeHoldingBufferRoom(t *testing.T) {
+	h := newHarness(t)
+	store := buffers.NewStore()
+	h.controller.WithBuffers(store)
+	h.readyNodePool(test.MakeNodePool("default").Budgets(karpv1.Budget{Nodes: "100%"}).Obj())
+	h.runningNode("drifted", nodeOpts{it: smallType, conditions: []string{karpv1.ConditionTypeDrifted}})
+	store.Set(buffers.Buffer{Key: types.NamespacedName{Namespace: "default", Name: "warm"}, UID: "warm-uid", Replicas: 1,
+		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "pause",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m")}}}}}}})
+
+	if !h.pass() {
+		t.Fatalf("drift did not act on a node holding buffer room (DisruptionBlocked = %+v)", h.blocked("drifted"))
+	}
+	repl := h.replacements("drifted")
+	if len(repl) != 1 || !h.tainted("drifted") {
+		t.Fatalf("%d replacements, drifted node tainted: %v; want one replacement for the room, the node tainted", len(repl), h.tainted("drifted"))
+	}
+	h.initialize(&repl[0], smallType)
+	h.pass()
+	if !h.gone("drifted") {
+		t.Error("drifted node not deleted once its replacement initialized")
+	}
+}

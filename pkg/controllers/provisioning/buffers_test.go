@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	autoscalingv1 "github.com/karp-autoscaler/karp/pkg/apis/autoscaling/v1"
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning"
 	"github.com/karp-autoscaler/karp/pkg/state/buffers"
 	"github.com/karp-autoscaler/karp/pkg/test"
@@ -157,5 +158,216 @@ func TestBookedPodsLaunchNothing(t *testing.T) {
 
 	if res := h.schedule(); len(res.Created) != 0 {
 		t.Errorf("created %v for a booked pod, want nothing", res.Created)
+	}
+}
+
+// The tests below follow upstream Karpenter's CapacityBuffer regression
+// specs where the provisioner decides (docs/upstream-regression-coverage.md).
+
+// runningOn creates the pod running on the node and waits until the state
+// counts it there.
+func (h *harness) runningOn(pod *corev1.Pod, node string) *corev1.Pod {
+	h.t.Helper()
+	pod.Spec.NodeName = node
+	h.create(pod)
+	pod.Status.Phase = corev1.PodRunning
+	pod.Status.StartTime = &metav1.Time{Time: h.clock.Now()}
+	if err := h.client.Status().Update(h.ctx, pod); err != nil {
+		h.t.Fatalf("starting pod %s: %v", pod.Name, err)
+	}
+	h.eventually("pod "+pod.Name+" on "+node+" in state", func() bool {
+		for _, sn := range h.cluster.Nodes() {
+			if sn.Node == nil || sn.Node.Name != node {
+				continue
+			}
+			for _, p := range sn.Pods {
+				if p.Name == pod.Name && p.Status.Phase == corev1.PodRunning {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	return pod
+}
+
+// spreadBuffer is a buffer of replicas 1-cpu pods labelled app=name that
+// may not share a node with each other (required anti-affinity on the
+// hostname), as a workload spread over hosts.
+func spreadBuffer(name string, replicas int32) buffers.Buffer {
+	b := bufferOf(name, replicas, "1")
+	b.Template.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: corev1.LabelHostname,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}}}}}
+	return b
+}
+
+// TestBufferRoomStopsAtTheNodePoolLimit: a buffer of ten 1-cpu pods in a
+// NodePool limited to 4 cpu gets two 2-cpu NodeClaims and no more, pass
+// after pass; the pods left over are reported as fitting nowhere.
+func TestBufferRoomStopsAtTheNodePoolLimit(t *testing.T) {
+	h := newHarness(t)
+	limitTypes(h)
+	store := buffers.NewStore()
+	h.provisioner.WithBuffers(store)
+	h.readyNodePool(test.MakeNodePool("default").Limits(test.ResourceList("cpu", "4")).Obj())
+	b := bufferOf("big", 10, "1")
+	store.Set(b)
+
+	h.schedule()
+	h.schedule()
+	if n := len(h.nodeClaims()); n != 2 {
+		t.Errorf("%d NodeClaims after two passes, want 2 (4 cpu of 2-cpu nodes)", n)
+	}
+	if cpu := worstCaseCPU(t, h); cpu > 4 {
+		t.Errorf("the NodeClaims may launch %d cpu, over the limit of 4", cpu)
+	}
+	if o, ok := store.Outcome(b.Key); !ok || o.Existing != 4 || o.Unplaced != 6 {
+		t.Errorf("outcome = %+v (%v), want 4 pods on the launching NodeClaims and 6 unplaced", o, ok)
+	}
+}
+
+// TestBuffersGetRoomIndependently: two buffers of different shapes each
+// get room, and each is told where its own pods went.
+func TestBuffersGetRoomIndependently(t *testing.T) {
+	h := newHarness(t)
+	store := buffers.NewStore()
+	h.provisioner.WithBuffers(store)
+	h.readyNodePool(test.MakeNodePool("default").Obj())
+	a, b := bufferOf("big", 2, "1"), bufferOf("small", 3, "500m")
+	store.Set(a)
+	store.Set(b)
+
+	if res := h.schedule(); len(res.Created) == 0 {
+		t.Fatal("no NodeClaim for two buffers")
+	}
+	if o, _ := store.Outcome(a.Key); o != (buffers.Outcome{New: 2}) {
+		t.Errorf("first outcome of big = %+v, want its 2 pods on new capacity", o)
+	}
+	if o, _ := store.Outcome(b.Key); o != (buffers.Outcome{New: 3}) {
+		t.Errorf("first outcome of small = %+v, want its 3 pods on new capacity", o)
+	}
+	if res := h.schedule(); len(res.Created) != 0 {
+		t.Errorf("second pass created %v; both buffers have room launching", res.Created)
+	}
+	if o, _ := store.Outcome(a.Key); o != (buffers.Outcome{Existing: 2}) {
+		t.Errorf("second outcome of big = %+v, want its 2 pods on existing capacity", o)
+	}
+	if o, _ := store.Outcome(b.Key); o != (buffers.Outcome{Existing: 3}) {
+		t.Errorf("second outcome of small = %+v, want its 3 pods on existing capacity", o)
+	}
+}
+
+// TestBufferPodFitsBesideARealPod: a node running a small real pod has
+// room left for the buffer's pod: nothing is launched.
+func TestBufferPodFitsBesideARealPod(t *testing.T) {
+	h := newHarness(t)
+	store := buffers.NewStore()
+	h.provisioner.WithBuffers(store)
+	h.readyNodePool(test.MakeNodePool("default").Obj())
+	h.readyNode("shared", "2", "8Gi")
+	h.runningOn(test.MakePod("real").Requests("cpu", "100m", "memory", "128Mi").Obj(), "shared")
+	b := bufferOf("warm", 1, "1")
+	store.Set(b)
+
+	if res := h.schedule(); len(res.Created) != 0 {
+		t.Errorf("created %v; the buffer's pod fits beside the real one", res.Created)
+	}
+	if o, ok := store.Outcome(b.Key); !ok || o != (buffers.Outcome{Existing: 1}) {
+		t.Errorf("outcome = %+v (%v), want the pod on the existing node", o, ok)
+	}
+}
+
+// TestBufferPodsKeepTheirTemplatesNodeSelector: a buffer whose template
+// selects arm64 nodes gets an arm64 NodeClaim.
+func TestBufferPodsKeepTheirTemplatesNodeSelector(t *testing.T) {
+	h := newHarness(t)
+	store := buffers.NewStore()
+	h.provisioner.WithBuffers(store)
+	h.readyNodePool(test.MakeNodePool("default").Obj())
+	b := bufferOf("arm", 1, "1")
+	b.Template.Spec.NodeSelector = map[string]string{corev1.LabelArchStable: "arm64"}
+	store.Set(b)
+
+	if res := h.schedule(); len(res.Created) != 1 {
+		t.Fatalf("created %v, want one NodeClaim", res.Created)
+	}
+	arch := requirement(h.nodeClaims()[0], corev1.LabelArchStable)
+	if arch == nil || arch.Operator != corev1.NodeSelectorOpIn || len(arch.Values) != 1 || arch.Values[0] != "arm64" {
+		t.Errorf("arch requirement %+v, want In [arm64]", arch)
+	}
+}
+
+// TestBufferPodsKeepTheirAntiAffinity: a buffer's pods that may not share a
+// node get a node each, and do not go beside a real pod of their workload,
+// however much room its node has.
+func TestBufferPodsKeepTheirAntiAffinity(t *testing.T) {
+	for name, withWorkload := range map[string]bool{"alone": false, "beside the workload's pod": true} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t)
+			store := buffers.NewStore()
+			h.provisioner.WithBuffers(store)
+			h.readyNodePool(test.MakeNodePool("default").Obj())
+			b := spreadBuffer("spread", 3)
+			if withWorkload {
+				h.readyNode("roomy", "16", "64Gi")
+				real := test.MakePod("spread-real").Labels(map[string]string{"app": "spread"}).Requests("cpu", "1").Obj()
+				real.Spec.Affinity = b.Template.Spec.Affinity.DeepCopy()
+				h.runningOn(real, "roomy")
+			}
+			store.Set(b)
+
+			res := h.schedule()
+			if len(res.Created) != 3 {
+				t.Errorf("created %d NodeClaims, want 3: one per buffer pod", len(res.Created))
+			}
+			if o, ok := store.Outcome(b.Key); !ok || o != (buffers.Outcome{New: 3}) {
+				t.Errorf("outcome = %+v (%v), want the 3 pods on 3 new NodeClaims", o, ok)
+			}
+		})
+	}
+}
+
+// TestBufferRoomOnALeavingNodeIsLaunchedAgain: when the node holding a
+// buffer's room is being deleted (expired, drifted, deleted by hand), the
+// next pass launches the room again.
+func TestBufferRoomOnALeavingNodeIsLaunchedAgain(t *testing.T) {
+	h := newHarness(t)
+	store := buffers.NewStore()
+	h.provisioner.WithBuffers(store)
+	h.readyNodePool(test.MakeNodePool("default").Obj())
+	b := bufferOf("warm", 1, "1")
+	store.Set(b)
+
+	first := h.schedule()
+	if len(first.Created) != 1 {
+		t.Fatalf("created %v, want one NodeClaim", first.Created)
+	}
+	if second := h.schedule(); len(second.Created) != 0 {
+		t.Fatalf("second pass created %v; the room is launching", second.Created)
+	}
+	nc := &karpv1.NodeClaim{}
+	if err := h.client.Get(h.ctx, clientKey(first.Created[0]), nc); err != nil {
+		t.Fatal(err)
+	}
+	// The termination finalizer keeps it, being deleted, as a draining node.
+	if err := h.client.Delete(h.ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("the NodeClaim leaving in state", func() bool {
+		for _, sn := range h.cluster.Nodes() {
+			if sn.NodeClaim != nil && sn.NodeClaim.Name == nc.Name {
+				return !sn.NodeClaim.DeletionTimestamp.IsZero()
+			}
+		}
+		return false
+	})
+
+	third := h.schedule()
+	if len(third.Created) != 1 || third.Created[0] == nc.Name {
+		t.Errorf("third pass created %v, want a new NodeClaim for the buffer's room", third.Created)
+	}
+	if o, ok := store.Outcome(b.Key); !ok || o != (buffers.Outcome{New: 1}) {
+		t.Errorf("outcome = %+v (%v), want the pod on new capacity", o, ok)
 	}
 }
