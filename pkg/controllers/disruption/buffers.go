@@ -40,11 +40,7 @@ func (s *passSimulator) withBufferPods(pending []*corev1.Pod, nodes []*simulatio
 		virtual = s.buffers.Pods()
 	}
 	if s.bookings != nil {
-		lists := [][]*corev1.Pod{pending}
-		for _, n := range nodes {
-			lists = append(lists, n.Pods)
-		}
-		virtual = append(virtual, s.bookings.Pods(buffers.Consumed(lists...), nil)...)
+		virtual = append(virtual, s.bookings.Pods(buffers.Consumed(pending, nodes), nil)...)
 	}
 	if len(virtual) == 0 {
 		return pending, nil

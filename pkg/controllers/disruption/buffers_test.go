@@ -20,32 +20,12 @@ func TestEmptyNodeHoldingBufferRoomStays(t *testing.T) {
 	h := newHarness(t)
 	store := buffers.NewStore()
 	h.controller.WithBuffers(store)
-	h.readyNodePool(test.MakeNodePool("default").Budgets(karpv1.Budget{Nodes: "100%"}).Obj())
-	h.runningNode("empty-a", nodeOpts{it: smallType})
-	h.runningNode("empty-b", nodeOpts{it: smallType})
 	key := types.NamespacedName{Namespace: "default", Name: "warm"}
-	store.Set(buffers.Buffer{Key: key, UID: "warm-uid", Replicas: 1, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-		Containers: []corev1.Container{{Name: "pause", Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m")}}}}}}})
-
-	h.decide()
-	gone := 0
-	for _, n := range []string{"empty-a", "empty-b"} {
-		if h.gone(n) {
-			gone++
-		}
-	}
-	if gone != 1 {
-		t.Fatalf("%d empty nodes deleted, want 1 (the other holds the buffer's room)", gone)
-	}
-
-	store.Delete(key)
-	h.decide()
-	for _, n := range []string{"empty-a", "empty-b"} {
-		if !h.gone(n) {
-			t.Errorf("node %s stays after the buffer went", n)
-		}
-	}
+	h.expectHeldRoomKeepsOneEmptyNode("the buffer", func() {
+		store.Set(buffers.Buffer{Key: key, UID: "warm-uid", Replicas: 1, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "pause", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m")}}}}}}})
+	}, func() { store.Delete(key) })
 }
 
 // TestEmptyNodeHoldingBookedRoomStays: as a buffer's, a booked
@@ -55,11 +35,21 @@ func TestEmptyNodeHoldingBookedRoomStays(t *testing.T) {
 	h := newHarness(t)
 	bookings := buffers.NewBookings()
 	h.controller.WithBookings(bookings)
+	key := types.NamespacedName{Namespace: "default", Name: "batch"}
+	h.expectHeldRoomKeepsOneEmptyNode("the booking", func() {
+		bookings.Set(buffers.Booking{Key: key, Pods: []*corev1.Pod{test.MakePod("batch-0-0").Requests("cpu", "1500m").Obj()}})
+	}, func() { bookings.Delete(key) })
+}
+
+// expectHeldRoomKeepsOneEmptyNode runs two empty nodes through disruption
+// while hold keeps room for one 1.5-cpu pod: one node goes, the other
+// stays; after release both go.
+func (h *harness) expectHeldRoomKeepsOneEmptyNode(what string, hold, release func()) {
+	h.t.Helper()
 	h.readyNodePool(test.MakeNodePool("default").Budgets(karpv1.Budget{Nodes: "100%"}).Obj())
 	h.runningNode("empty-a", nodeOpts{it: smallType})
 	h.runningNode("empty-b", nodeOpts{it: smallType})
-	key := types.NamespacedName{Namespace: "default", Name: "batch"}
-	bookings.Set(buffers.Booking{Key: key, Pods: []*corev1.Pod{test.MakePod("batch-0-0").Requests("cpu", "1500m").Obj()}})
+	hold()
 
 	h.decide()
 	gone := 0
@@ -69,14 +59,14 @@ func TestEmptyNodeHoldingBookedRoomStays(t *testing.T) {
 		}
 	}
 	if gone != 1 {
-		t.Fatalf("%d empty nodes deleted, want 1 (the other holds the booked room)", gone)
+		h.t.Fatalf("%d empty nodes deleted, want 1 (the other holds the room of %s)", gone, what)
 	}
 
-	bookings.Delete(key)
+	release()
 	h.decide()
 	for _, n := range []string{"empty-a", "empty-b"} {
 		if !h.gone(n) {
-			t.Errorf("node %s stays after the booking went", n)
+			h.t.Errorf("node %s stays after %s went", n, what)
 		}
 	}
 }

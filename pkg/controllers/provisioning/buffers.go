@@ -37,11 +37,7 @@ func (p *Provisioner) bookedPods(pending []*corev1.Pod, nodes []*simulation.Node
 	if p.bookings == nil {
 		return nil
 	}
-	lists := [][]*corev1.Pod{pending}
-	for _, n := range nodes {
-		lists = append(lists, n.Pods)
-	}
-	return p.bookings.Pods(buffers.Consumed(lists...), nil)
+	return p.bookings.Pods(buffers.Consumed(pending, nodes), nil)
 }
 
 // reserveBooked places the booked requests' virtual pods among in.Pods on

@@ -111,11 +111,7 @@ func (c *Controller) reserveBookings(ctx context.Context, in *simulation.Input, 
 	if c.bookings == nil {
 		return
 	}
-	lists := [][]*corev1.Pod{c.cluster.ProvisionablePods()}
-	for _, n := range in.Nodes {
-		lists = append(lists, n.Pods)
-	}
-	buffers.Reserve(ctx, *in, c.bookings.Pods(buffers.Consumed(lists...), func(b buffers.Booking) bool {
+	buffers.Reserve(ctx, *in, c.bookings.Pods(buffers.Consumed(c.cluster.ProvisionablePods(), in.Nodes), func(b buffers.Booking) bool {
 		return b.Key != self && !b.OnNodeClaims
 	}))
 }

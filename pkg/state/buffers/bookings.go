@@ -123,12 +123,13 @@ func IsBooked(pod *corev1.Pod) bool {
 	return IsVirtual(pod) && pod.Annotations[AnnotationBooking] != ""
 }
 
-// Consumed counts, by request, the real pods among pods that consume a
-// ProvisioningRequest (its consume annotation) and have not finished.
-func Consumed(pods ...[]*corev1.Pod) map[types.NamespacedName]int {
+// Consumed counts, by request, the real pods that consume a
+// ProvisioningRequest (its consume annotation) and have not finished,
+// among the pending pods and the pods of nodes.
+func Consumed(pending []*corev1.Pod, nodes []*simulation.Node) map[types.NamespacedName]int {
 	out := map[types.NamespacedName]int{}
-	for _, list := range pods {
-		for _, pod := range list {
+	count := func(pods []*corev1.Pod) {
+		for _, pod := range pods {
 			if IsVirtual(pod) || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 				continue
 			}
@@ -136,6 +137,10 @@ func Consumed(pods ...[]*corev1.Pod) map[types.NamespacedName]int {
 				out[types.NamespacedName{Namespace: pod.Namespace, Name: name}]++
 			}
 		}
+	}
+	count(pending)
+	for _, n := range nodes {
+		count(n.Pods)
 	}
 	return out
 }

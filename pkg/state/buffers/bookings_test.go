@@ -40,7 +40,7 @@ func TestBookingsPods(t *testing.T) {
 	done.Status.Phase = corev1.PodSucceeded
 	running := consuming("batch-running", "batch")
 	running.Status.Phase = corev1.PodRunning
-	consumed := Consumed([]*corev1.Pod{consuming("batch-pending", "batch"), done}, []*corev1.Pod{running, all[0]})
+	consumed := Consumed([]*corev1.Pod{consuming("batch-pending", "batch"), done}, []*simulation.Node{{Pods: []*corev1.Pod{running, all[0]}}})
 	if consumed[batch] != 2 {
 		t.Errorf("consumed = %v, want 2 for batch", consumed)
 	}
