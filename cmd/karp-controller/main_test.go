@@ -3,17 +3,62 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
-func TestBadFlagsExitTwo(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "karp-controller")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("building karp-controller: %v\n%s", err, out)
+// testVersion and testCommit are what the tests' binary is built with, as
+// hack/image.sh sets them.
+const (
+	testVersion = "v9.8.7-test"
+	testCommit  = "0123abcd"
+)
+
+// built is the karp-controller binary the tests run, linked once for the
+// package (a link is several CPU seconds).
+var built struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		_ = os.RemoveAll(built.dir)
 	}
+	os.Exit(code)
+}
+
+// controllerBinary builds karp-controller with the test version and
+// commit, once, and returns its path.
+func controllerBinary(t *testing.T) string {
+	t.Helper()
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "karp-controller-test-"); built.err != nil {
+			return
+		}
+		built.bin = filepath.Join(built.dir, "karp-controller")
+		ldflags := "-w -X github.com/karp-autoscaler/karp/pkg/metrics.Version=" + testVersion +
+			" -X github.com/karp-autoscaler/karp/pkg/metrics.Commit=" + testCommit
+		if out, err := exec.Command("go", "build", "-ldflags", ldflags, "-o", built.bin, ".").CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("building karp-controller: %w\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.bin
+}
+
+func TestBadFlagsExitTwo(t *testing.T) {
+	bin := controllerBinary(t)
 	for _, args := range [][]string{{"--no-such-flag"}, {"--cloud-provider=nowhere"}} {
 		var stderr bytes.Buffer
 		cmd := exec.Command(bin, args...)
@@ -55,11 +100,7 @@ func TestLeavesOutTheCLIDependencies(t *testing.T) {
 // set at build time (as hack/image.sh sets them) and exits 0, without
 // connecting anywhere.
 func TestVersionFlagPrintsTheBuild(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "karp-controller")
-	ldflags := "-X github.com/karp-autoscaler/karp/pkg/metrics.Version=v9.8.7-test -X github.com/karp-autoscaler/karp/pkg/metrics.Commit=0123abcd"
-	if out, err := exec.Command("go", "build", "-ldflags", ldflags, "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("building karp-controller: %v\n%s", err, out)
-	}
+	bin := controllerBinary(t)
 	// KUBECONFIG names no file: the flag must not need a cluster.
 	cmd := exec.Command(bin, "--version")
 	cmd.Env = append(cmd.Environ(), "KUBECONFIG="+filepath.Join(t.TempDir(), "absent"))
@@ -67,7 +108,7 @@ func TestVersionFlagPrintsTheBuild(t *testing.T) {
 	if err != nil {
 		t.Fatalf("--version: %v", err)
 	}
-	if want := "karp-controller v9.8.7-test (commit 0123abcd, go"; !strings.HasPrefix(string(out), want) {
+	if want := "karp-controller " + testVersion + " (commit " + testCommit + ", go"; !strings.HasPrefix(string(out), want) {
 		t.Errorf("--version printed %q, want it to start with %q", out, want)
 	}
 }
