@@ -23,15 +23,36 @@ func bufferOf(name string, replicas int32, cpu string) buffers.Buffer {
 				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}}}}
 }
 
+// bufferHarness is a harness whose provisioner gives room to the returned
+// store's buffers, with the NodePool default ready (pool, when given,
+// instead).
+func bufferHarness(t *testing.T, pool ...*karpv1.NodePool) (*harness, *buffers.Store) {
+	t.Helper()
+	h := newHarness(t)
+	store := buffers.NewStore()
+	h.provisioner.WithBuffers(store)
+	if len(pool) == 0 {
+		pool = append(pool, test.MakeNodePool("default").Obj())
+	}
+	h.readyNodePool(pool[0])
+	return h, store
+}
+
+// expectOutcome checks the store's last outcome for buffer b; what names
+// the pass for the message.
+func expectOutcome(t *testing.T, store *buffers.Store, b buffers.Buffer, want buffers.Outcome, what string) {
+	t.Helper()
+	if o, ok := store.Outcome(b.Key); !ok || o != want {
+		t.Errorf("%soutcome of %s = %+v (recorded %v), want %+v", what, b.Key.Name, o, ok, want)
+	}
+}
+
 // TestBufferPodsLaunchCapacityButAreNotNominated: a buffer's virtual pods
 // get a NodeClaim like pending pods, but no nomination; the next pass
 // finds them room on that launching NodeClaim instead of launching again,
 // and the store records where each pass put them.
 func TestBufferPodsLaunchCapacityButAreNotNominated(t *testing.T) {
-	h := newHarness(t)
-	store := buffers.NewStore()
-	h.provisioner.WithBuffers(store)
-	h.readyNodePool(test.MakeNodePool("default").Obj())
+	h, store := bufferHarness(t)
 	b := bufferOf("warm", 2, "1")
 	store.Set(b)
 
@@ -39,9 +60,7 @@ func TestBufferPodsLaunchCapacityButAreNotNominated(t *testing.T) {
 	if len(first.Created) != 1 || len(h.nodeClaims()) != 1 {
 		t.Fatalf("first pass created %v, want one NodeClaim for the buffer's two pods", first.Created)
 	}
-	if o, ok := store.Outcome(b.Key); !ok || o != (buffers.Outcome{New: 2}) {
-		t.Errorf("first outcome = %+v (%v), want both pods on new capacity", o, ok)
-	}
+	expectOutcome(t, store, b, buffers.Outcome{New: 2}, "first ")
 	for _, pod := range store.Pods() {
 		if node := h.cluster.NominatedNode(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}); node != "" {
 			t.Errorf("virtual pod %s nominated to %s", pod.Name, node)
@@ -52,9 +71,7 @@ func TestBufferPodsLaunchCapacityButAreNotNominated(t *testing.T) {
 	if len(second.Created) != 0 {
 		t.Errorf("second pass created %v; the buffer's room is launching already", second.Created)
 	}
-	if o, ok := store.Outcome(b.Key); !ok || o != (buffers.Outcome{Existing: 2}) {
-		t.Errorf("second outcome = %+v (%v), want both pods on the launching NodeClaim", o, ok)
-	}
+	expectOutcome(t, store, b, buffers.Outcome{Existing: 2}, "second ")
 }
 
 // TestRealPodsBeforeBufferPods: a node with room for one of two pods gives
@@ -62,10 +79,7 @@ func TestBufferPodsLaunchCapacityButAreNotNominated(t *testing.T) {
 // solver's usual order would place it first); the buffer's pod gets new
 // capacity.
 func TestRealPodsBeforeBufferPods(t *testing.T) {
-	h := newHarness(t)
-	store := buffers.NewStore()
-	h.provisioner.WithBuffers(store)
-	h.readyNodePool(test.MakeNodePool("default").Obj())
+	h, store := bufferHarness(t)
 	h.readyNode("roomy", "2", "8Gi")
 	b := bufferOf("warm", 1, "1500m")
 	store.Set(b)
@@ -79,19 +93,14 @@ func TestRealPodsBeforeBufferPods(t *testing.T) {
 	if len(res.Created) != 1 {
 		t.Errorf("created %v, want one NodeClaim for the buffer's pod", res.Created)
 	}
-	if o, ok := store.Outcome(b.Key); !ok || o != (buffers.Outcome{New: 1}) {
-		t.Errorf("outcome = %+v (%v), want the buffer's pod on new capacity", o, ok)
-	}
+	expectOutcome(t, store, b, buffers.Outcome{New: 1}, "")
 }
 
 // TestBufferPodsThatFitNowhereAreQuiet: a buffer pod no NodePool can hold
 // is recorded as unplaced, and the pass neither fails nor creates
 // anything for it.
 func TestBufferPodsThatFitNowhereAreQuiet(t *testing.T) {
-	h := newHarness(t)
-	store := buffers.NewStore()
-	h.provisioner.WithBuffers(store)
-	h.readyNodePool(test.MakeNodePool("default").Obj())
+	h, store := bufferHarness(t)
 	b := bufferOf("huge", 1, "1000")
 	store.Set(b)
 
@@ -100,9 +109,7 @@ func TestBufferPodsThatFitNowhereAreQuiet(t *testing.T) {
 	if len(res.Created) != 0 {
 		t.Errorf("created %v for a pod that fits no instance type", res.Created)
 	}
-	if o, ok := store.Outcome(b.Key); !ok || o != (buffers.Outcome{Unplaced: 1}) {
-		t.Errorf("outcome = %+v (%v), want the pod unplaced", o, ok)
-	}
+	expectOutcome(t, store, b, buffers.Outcome{Unplaced: 1}, "")
 }
 
 // TestBookedRequestsKeepTheirRoom: a booked ProvisioningRequest's pods
@@ -230,10 +237,7 @@ func TestBufferRoomStopsAtTheNodePoolLimit(t *testing.T) {
 // TestBuffersGetRoomIndependently: two buffers of different shapes each
 // get room, and each is told where its own pods went.
 func TestBuffersGetRoomIndependently(t *testing.T) {
-	h := newHarness(t)
-	store := buffers.NewStore()
-	h.provisioner.WithBuffers(store)
-	h.readyNodePool(test.MakeNodePool("default").Obj())
+	h, store := bufferHarness(t)
 	a, b := bufferOf("big", 2, "1"), bufferOf("small", 3, "500m")
 	store.Set(a)
 	store.Set(b)
@@ -241,30 +245,19 @@ func TestBuffersGetRoomIndependently(t *testing.T) {
 	if res := h.schedule(); len(res.Created) == 0 {
 		t.Fatal("no NodeClaim for two buffers")
 	}
-	if o, _ := store.Outcome(a.Key); o != (buffers.Outcome{New: 2}) {
-		t.Errorf("first outcome of big = %+v, want its 2 pods on new capacity", o)
-	}
-	if o, _ := store.Outcome(b.Key); o != (buffers.Outcome{New: 3}) {
-		t.Errorf("first outcome of small = %+v, want its 3 pods on new capacity", o)
-	}
+	expectOutcome(t, store, a, buffers.Outcome{New: 2}, "first ")
+	expectOutcome(t, store, b, buffers.Outcome{New: 3}, "first ")
 	if res := h.schedule(); len(res.Created) != 0 {
 		t.Errorf("second pass created %v; both buffers have room launching", res.Created)
 	}
-	if o, _ := store.Outcome(a.Key); o != (buffers.Outcome{Existing: 2}) {
-		t.Errorf("second outcome of big = %+v, want its 2 pods on existing capacity", o)
-	}
-	if o, _ := store.Outcome(b.Key); o != (buffers.Outcome{Existing: 3}) {
-		t.Errorf("second outcome of small = %+v, want its 3 pods on existing capacity", o)
-	}
+	expectOutcome(t, store, a, buffers.Outcome{Existing: 2}, "second ")
+	expectOutcome(t, store, b, buffers.Outcome{Existing: 3}, "second ")
 }
 
 // TestBufferPodFitsBesideARealPod: a node running a small real pod has
 // room left for the buffer's pod: nothing is launched.
 func TestBufferPodFitsBesideARealPod(t *testing.T) {
-	h := newHarness(t)
-	store := buffers.NewStore()
-	h.provisioner.WithBuffers(store)
-	h.readyNodePool(test.MakeNodePool("default").Obj())
+	h, store := bufferHarness(t)
 	h.readyNode("shared", "2", "8Gi")
 	h.runningOn(test.MakePod("real").Requests("cpu", "100m", "memory", "128Mi").Obj(), "shared")
 	b := bufferOf("warm", 1, "1")
@@ -273,18 +266,13 @@ func TestBufferPodFitsBesideARealPod(t *testing.T) {
 	if res := h.schedule(); len(res.Created) != 0 {
 		t.Errorf("created %v; the buffer's pod fits beside the real one", res.Created)
 	}
-	if o, ok := store.Outcome(b.Key); !ok || o != (buffers.Outcome{Existing: 1}) {
-		t.Errorf("outcome = %+v (%v), want the pod on the existing node", o, ok)
-	}
+	expectOutcome(t, store, b, buffers.Outcome{Existing: 1}, "")
 }
 
 // TestBufferPodsKeepTheirTemplatesNodeSelector: a buffer whose template
 // selects arm64 nodes gets an arm64 NodeClaim.
 func TestBufferPodsKeepTheirTemplatesNodeSelector(t *testing.T) {
-	h := newHarness(t)
-	store := buffers.NewStore()
-	h.provisioner.WithBuffers(store)
-	h.readyNodePool(test.MakeNodePool("default").Obj())
+	h, store := bufferHarness(t)
 	b := bufferOf("arm", 1, "1")
 	b.Template.Spec.NodeSelector = map[string]string{corev1.LabelArchStable: "arm64"}
 	store.Set(b)
@@ -304,10 +292,7 @@ func TestBufferPodsKeepTheirTemplatesNodeSelector(t *testing.T) {
 func TestBufferPodsKeepTheirAntiAffinity(t *testing.T) {
 	for name, withWorkload := range map[string]bool{"alone": false, "beside the workload's pod": true} {
 		t.Run(name, func(t *testing.T) {
-			h := newHarness(t)
-			store := buffers.NewStore()
-			h.provisioner.WithBuffers(store)
-			h.readyNodePool(test.MakeNodePool("default").Obj())
+			h, store := bufferHarness(t)
 			b := spreadBuffer("spread", 3)
 			if withWorkload {
 				h.readyNode("roomy", "16", "64Gi")
@@ -321,9 +306,7 @@ func TestBufferPodsKeepTheirAntiAffinity(t *testing.T) {
 			if len(res.Created) != 3 {
 				t.Errorf("created %d NodeClaims, want 3: one per buffer pod", len(res.Created))
 			}
-			if o, ok := store.Outcome(b.Key); !ok || o != (buffers.Outcome{New: 3}) {
-				t.Errorf("outcome = %+v (%v), want the 3 pods on 3 new NodeClaims", o, ok)
-			}
+			expectOutcome(t, store, b, buffers.Outcome{New: 3}, "")
 		})
 	}
 }
@@ -332,10 +315,7 @@ func TestBufferPodsKeepTheirAntiAffinity(t *testing.T) {
 // buffer's room is being deleted (expired, drifted, deleted by hand), the
 // next pass launches the room again.
 func TestBufferRoomOnALeavingNodeIsLaunchedAgain(t *testing.T) {
-	h := newHarness(t)
-	store := buffers.NewStore()
-	h.provisioner.WithBuffers(store)
-	h.readyNodePool(test.MakeNodePool("default").Obj())
+	h, store := bufferHarness(t)
 	b := bufferOf("warm", 1, "1")
 	store.Set(b)
 
@@ -367,7 +347,5 @@ func TestBufferRoomOnALeavingNodeIsLaunchedAgain(t *testing.T) {
 	if len(third.Created) != 1 || third.Created[0] == nc.Name {
 		t.Errorf("third pass created %v, want a new NodeClaim for the buffer's room", third.Created)
 	}
-	if o, ok := store.Outcome(b.Key); !ok || o != (buffers.Outcome{New: 1}) {
-		t.Errorf("outcome = %+v (%v), want the pod on new capacity", o, ok)
-	}
+	expectOutcome(t, store, b, buffers.Outcome{New: 1}, "")
 }
