@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -55,6 +56,8 @@ type Recorder struct {
 	controller string
 	instance   string
 	queue      chan *eventsv1.Event
+	// dropped counts the events dropped since logDropped last logged them.
+	dropped atomic.Int64
 
 	// Owned by the Start goroutine.
 	series map[seriesKey]*series
@@ -139,7 +142,22 @@ func (r *Recorder) Eventf(regarding runtime.Object, related runtime.Object, even
 	select {
 	case r.queue <- event:
 	default:
-		r.log.Error(nil, "Dropping event: too many waiting to be written", "reason", reason, "note", message)
+		// The first drop is logged at once, with the event; later ones
+		// are counted and logged as one line each flush interval while
+		// they last, not one ERROR line per event: a burst on a slow API
+		// server would drop thousands.
+		if r.dropped.Add(1) == 1 {
+			r.log.Info("Dropping events: too many waiting to be written (the API server takes them slower than they come); "+
+				"how many is logged every 30s while it lasts", "queued", queueLength, "reason", reason, "note", message)
+		}
+	}
+}
+
+// logDropped logs how many events were dropped since the last call, if
+// any.
+func (r *Recorder) logDropped() {
+	if n := r.dropped.Swap(0); n > 0 {
+		r.log.Info("Dropped events: too many were waiting to be written", "count", n, "queued", queueLength)
 	}
 }
 
@@ -158,11 +176,13 @@ func (r *Recorder) Start(ctx context.Context) error {
 			r.record(ctx, event)
 		case <-ticker.C():
 			r.flush(ctx, r.clock.Now())
+			r.logDropped()
 		case <-ctx.Done():
 			// ctx is done: write the last counts under a short deadline of their own.
 			flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			r.flush(flushCtx, r.clock.Now().Add(Window))
 			cancel()
+			r.logDropped()
 			return nil
 		}
 	}

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -172,4 +174,55 @@ func TestNoteAfterTheWindowIsANewEvent(t *testing.T) {
 func TestLongNoteIsTruncated(t *testing.T) {
 	h := newHarness(t)
 	h.note(0, strings.Repeat("é", 1000), strings.Repeat("é", 510)+"... x1")
+}
+
+// TestDroppedEventsAreCountedNotLoggedOneByOne: with the queue full, the
+// first dropped event is logged with its reason and the rest are counted,
+// then logged as one line with the count when the recorder flushes (here,
+// as it stops); neither is an error.
+func TestDroppedEventsAreCountedNotLoggedOneByOne(t *testing.T) {
+	var mu sync.Mutex
+	var lines []string
+	log := funcr.New(func(prefix, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, prefix+" "+args)
+	}, funcr.Options{})
+	clk := clocktesting.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	recorder := events.NewRecorder(env.Client, env.Scheme, clk, log, "karpenter")
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "flood", Namespace: "default", UID: "uid-flood"}}
+	// Nothing writes yet: the first 1,000 wait in the queue, 250 more are dropped.
+	for i := range 1250 {
+		recorder.Eventf(pod, nil, corev1.EventTypeNormal, "Nominated", "", "note %d", i)
+	}
+	mu.Lock()
+	if len(lines) == 0 {
+		t.Fatal("nothing logged after 250 drops")
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], "Dropping events") || !strings.Contains(lines[0], `"reason"="Nominated"`) {
+		t.Errorf("after 250 drops the log has %d lines (the first %q), want one naming the first drop's reason", len(lines), lines[0])
+	}
+	mu.Unlock()
+
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := recorder.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var counted []string
+	for _, l := range lines {
+		if strings.Contains(l, "Dropped events") {
+			counted = append(counted, l)
+		}
+		// Writes the cancelled context refused are logged as errors;
+		// the drops are not.
+		if strings.Contains(l, "Dropp") && strings.Contains(l, `"error"`) {
+			t.Errorf("a drop was logged as an error: %s", l)
+		}
+	}
+	if len(counted) != 1 || !strings.Contains(counted[0], `"count"=250`) {
+		t.Errorf("count lines %q, want one with count 250", counted)
+	}
 }
