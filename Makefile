@@ -84,6 +84,14 @@ availability: tools build ## run the availability e2e verbose, each phase also w
 	KARP_E2E_AVAILABILITY_BASELINE=1 KARP_TEST_TIER=e2e KARP_E2E_PREBUILT_DIR=$(BIN) $(GO) test $(TEST_FLAGS) -timeout 40m -v \
 		-run TestDisruptionKeepsDeploymentsWithinTheirRolloutBudget ./test/e2e/availability/
 
+# The scale suite (test/e2e/scale): the diverse benchmark mix scaled to
+# KARP_SCALE_PODS pods on the local control plane, down to 30% and back.
+KARP_SCALE_PODS ?= 10000
+
+.PHONY: bench-e2e
+bench-e2e: tools build ## run the scale suite alone, verbose: KARP_SCALE_PODS (10000) pods of the diverse mix up, down to 30% and back, with time, memory, CPU, API requests and cost per step
+	KARP_SCALE=1 KARP_SCALE_PODS=$(KARP_SCALE_PODS) KARP_TEST_TIER=e2e KARP_E2E_PREBUILT_DIR=$(BIN) $(GO) test $(TEST_FLAGS) -timeout 240m -v -run TestScaleDiverse ./test/e2e/scale/
+
 # `make e2e` runs the chaos suite's short presubmit run (a fixed seed, one
 # fault a phase); `make chaos` runs the full one with a new seed.
 KARP_CHAOS_SEED ?= random

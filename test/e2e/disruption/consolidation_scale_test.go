@@ -51,7 +51,7 @@ func BenchmarkScaleDown1000To300(b *testing.B) {
 		return n == 1000, fmt.Sprintf("%d of 1000 pods available", n)
 	})
 	scaleSettle(b, cl, name)
-	before, nodesBefore := poolCost(b.Context(), cl, name, its)
+	before, nodesBefore := framework.PoolCost(b.Context(), cl, name, its)
 
 	b.ResetTimer()
 	start := time.Now()
@@ -65,7 +65,7 @@ func BenchmarkScaleDown1000To300(b *testing.B) {
 	}
 	settledAt := scaleSettle(b, cl, name)
 	b.StopTimer()
-	after, nodesAfter := poolCost(b.Context(), cl, name, its)
+	after, nodesAfter := framework.PoolCost(b.Context(), cl, name, its)
 	bound := lowerBound(b, pool, its, 300)
 	b.ReportMetric(settledAt.Sub(start).Seconds(), "s-to-settle")
 	b.ReportMetric(before, "$/h-before")
@@ -109,29 +109,6 @@ func scaleSettle(b *testing.B, cl client.Client, pool string) time.Time {
 			fmt.Sprintf("%d nodeclaims, %d disrupting, %d pending pods, stable for %s", len(claims), busy, pending, time.Since(last).Round(time.Second))
 	})
 	return last
-}
-
-// poolCost sums the offering price of the pool's NodeClaims.
-func poolCost(ctx context.Context, cl client.Client, pool string, its []*scheduling.InstanceType) (float64, int) {
-	byName := map[string]*scheduling.InstanceType{}
-	for _, it := range its {
-		byName[it.Name] = it
-	}
-	total := 0.0
-	claims := framework.PoolNodeClaims(ctx, cl, pool)
-	for _, nc := range claims {
-		it := byName[nc.Labels[corev1.LabelInstanceTypeStable]]
-		if it == nil {
-			continue
-		}
-		for _, o := range it.Offerings {
-			if o.Zone == nc.Labels[corev1.LabelTopologyZone] && o.CapacityType == nc.Labels[karpv1.CapacityTypeLabelKey] {
-				total += o.Price
-				break
-			}
-		}
-	}
-	return total, len(claims)
 }
 
 // lowerBound is what the simulator would pay to run n of the deployment's

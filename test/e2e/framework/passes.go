@@ -25,8 +25,36 @@ const reconcileTotal = "controller_runtime_reconcile_total"
 // each named controller has finished (all results summed). A controller
 // that has not reconciled yet counts 0.
 func (k *Karp) Reconciles(ctx context.Context, controllers ...string) (map[string]float64, error) {
+	raw, err := k.rawMetrics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return reconcileCounts(raw, controllers)
+}
+
+// CounterSum reads the controller's metrics and sums every series of the
+// named counter (0 when the controller has not recorded it).
+func (k *Karp) CounterSum(ctx context.Context, name string) (float64, error) {
+	raw, err := k.rawMetrics(ctx)
+	if err != nil {
+		return 0, err
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+	if err != nil {
+		return 0, fmt.Errorf("parsing karp's metrics: %w", err)
+	}
+	sum := 0.0
+	for _, m := range families[name].GetMetric() {
+		sum += m.GetCounter().GetValue()
+	}
+	return sum, nil
+}
+
+// rawMetrics is the controller's metrics exposition.
+func (k *Karp) rawMetrics(ctx context.Context) ([]byte, error) {
 	if k.MetricsPort == 0 {
-		return nil, fmt.Errorf("karp runs without metrics (--metrics-port=0): cannot count reconciles")
+		return nil, fmt.Errorf("karp runs without metrics (--metrics-port=0): cannot read its metrics")
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -44,7 +72,7 @@ func (k *Karp) Reconciles(ctx context.Context, controllers ...string) (map[strin
 	if err != nil {
 		return nil, fmt.Errorf("reading karp pid %d metrics: %w", k.PID(), err)
 	}
-	return reconcileCounts(raw, controllers)
+	return raw, nil
 }
 
 // reconcileCounts sums reconcileTotal per named controller in a metrics

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/scheduling"
 	"github.com/karp-autoscaler/karp/pkg/test"
 )
 
@@ -228,4 +229,29 @@ func WaitRunningClaims(t *testing.T, cl client.Client, namespace string, replica
 		}
 	}
 	return claims
+}
+
+// PoolCost sums the offering price ($/hour) of the pool's NodeClaims, each
+// priced at its instance type, zone and capacity type in its; it returns
+// the sum and the number of NodeClaims.
+func PoolCost(ctx context.Context, cl client.Client, pool string, its []*scheduling.InstanceType) (float64, int) {
+	byName := map[string]*scheduling.InstanceType{}
+	for _, it := range its {
+		byName[it.Name] = it
+	}
+	total := 0.0
+	claims := PoolNodeClaims(ctx, cl, pool)
+	for _, nc := range claims {
+		it := byName[nc.Labels[corev1.LabelInstanceTypeStable]]
+		if it == nil {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if o.Zone == nc.Labels[corev1.LabelTopologyZone] && o.CapacityType == nc.Labels[karpv1.CapacityTypeLabelKey] {
+				total += o.Price
+				break
+			}
+		}
+	}
+	return total, len(claims)
 }

@@ -68,8 +68,8 @@ func TestBenchmarkThousandPods(t *testing.T) {
 	create(t, nodePool)
 	waitNodePoolReady(t, "bench")
 	requestsBefore := apiRequests(t)
-	cpuBefore := processCPUSeconds(t, pid)
-	hwmBefore := processPeakRSS(t, pid)
+	cpuBefore := framework.ProcessCPUSeconds(t, pid)
+	hwmBefore := framework.ProcessPeakRSS(t, pid)
 
 	small := deployment("bench-small", 500, "900m", "3100Mi", onPool("bench"))
 	large := deployment("bench-large", 500, "3500m", "28Gi", onPool("bench"))
@@ -85,9 +85,9 @@ func TestBenchmarkThousandPods(t *testing.T) {
 	lastReady := waitAllRunning(t, []string{"bench-small", "bench-large"}, 1000)
 	// Container start times have one-second resolution.
 	elapsed := lastReady.Sub(start.Truncate(time.Second))
-	peakRSS := processPeakRSS(t, pid)
+	peakRSS := framework.ProcessPeakRSS(t, pid)
 	requestsAfter := apiRequests(t)
-	cpuAfter := processCPUSeconds(t, pid)
+	cpuAfter := framework.ProcessCPUSeconds(t, pid)
 
 	nodes := nodesOf(t, "bench")
 	cost, counts := 0.0, map[string]int{}
@@ -207,41 +207,6 @@ func fractionalBound(types []*scheduling.InstanceType, pods []*corev1.Pod, repli
 		best = max(best, total*cheapest)
 	}
 	return best
-}
-
-// processCPUSeconds is the user+system CPU time of pid from /proc.
-func processCPUSeconds(t *testing.T, pid int) float64 {
-	t.Helper()
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Fields after the parenthesised command name; utime and stime are
-	// fields 14 and 15 (1-based), in clock ticks of 1/100 s on Linux.
-	fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
-	utime, _ := strconv.ParseFloat(fields[11], 64)
-	stime, _ := strconv.ParseFloat(fields[12], 64)
-	return (utime + stime) / 100
-}
-
-// processPeakRSS is pid's peak resident set size (VmHWM) in bytes.
-func processPeakRSS(t *testing.T, pid int) int64 {
-	t.Helper()
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kb * 1024
-		}
-	}
-	t.Fatal("no VmHWM in /proc status")
-	return 0
 }
 
 // keepControllerLog copies the controller's log to the file KARP_BENCH_LOG

@@ -82,6 +82,12 @@ func TestScaleDiverse(t *testing.T) {
 	deploys, replicas := diverseWorkload(t, n)
 	t.Logf("%d pods in %d Deployments", n, len(deploys))
 
+	// The controller serves its metrics once it has started.
+	until(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
+		_, err := k.CounterSum(ctx, apiRequests)
+		return err == nil, fmt.Sprint(err)
+	})
+
 	// Up.
 	before := read(t, k)
 	start := time.Now()
