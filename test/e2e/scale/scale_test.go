@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"sort"
 	"strconv"
 	"sync"
 	"testing"
@@ -102,12 +103,11 @@ func TestScaleDiverse(t *testing.T) {
 		n, up.Round(time.Second), nodes, cost, cost/bound, bound,
 		framework.ProcessPeakRSS(t, k.PID())>>20, after.cpu-before.cpu, (after.requests-before.requests)/float64(n))
 
-	// Down to 30% of each workload.
+	// Down to 30% of the pods, each workload to its share.
 	want := 0
-	for _, d := range deploys {
-		r := int32(math.Round(float64(*d.Spec.Replicas) * downFraction))
-		d.Spec.Replicas = &r
-		want += int(r)
+	for i, r := range downTo(replicas, downFraction) {
+		deploys[i].Spec.Replicas = ptr.To(int32(r))
+		want += r
 	}
 	before = read(t, k)
 	claimsBefore := framework.PoolNodeClaimsByName(t.Context(), cl, pool)
@@ -146,6 +146,32 @@ func TestScaleDiverse(t *testing.T) {
 	costBack, nodesBack := framework.PoolCost(t.Context(), cl, pool, its)
 	t.Logf("BENCH back up: %d → %d pods Running in %s; %d nodes, $%.2f/hour; controller %.1f CPU-s, peak RSS %d MiB",
 		want, n, back.Round(time.Second), nodesBack, costBack, after.cpu-before.cpu, framework.ProcessPeakRSS(t, k.PID())>>20)
+}
+
+// downTo shares round(fraction × total) replicas among the workloads in
+// proportion to their counts (largest remainder first), so the total is
+// the fraction asked for although most workloads of the mix have one or
+// two pods.
+func downTo(replicas []int, fraction float64) []int {
+	total := 0
+	for _, r := range replicas {
+		total += r
+	}
+	want := int(math.Round(fraction * float64(total)))
+	out := make([]int, len(replicas))
+	order := make([]int, len(replicas))
+	given := 0
+	for i, r := range replicas {
+		out[i] = int(fraction * float64(r))
+		given += out[i]
+		order[i] = i
+	}
+	rest := func(i int) float64 { return fraction*float64(replicas[i]) - float64(out[i]) }
+	sort.SliceStable(order, func(a, b int) bool { return rest(order[a]) > rest(order[b]) })
+	for _, i := range order[:want-given] {
+		out[i]++
+	}
+	return out
 }
 
 // figures are the controller's counters at one moment.
