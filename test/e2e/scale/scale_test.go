@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -65,7 +66,15 @@ func TestScaleDiverse(t *testing.T) {
 		}
 	}
 	f := framework.Current(t)
-	cl := f.Client
+	// Without client-side rate limits: at client-go's default of 5
+	// requests a second (burst 10), creating 667 Deployments would take
+	// two minutes of the measured time.
+	cfg := rest.CopyConfig(f.Config)
+	cfg.QPS, cfg.Burst = 1000, 2000
+	cl, err := client.New(cfg, client.Options{Scheme: f.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	np := test.MakeNodePool(pool).
 		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand).
 		ConsolidationPolicy(karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized).
