@@ -202,8 +202,7 @@ func read(t *testing.T, k *framework.Karp) figures {
 // diverseWorkload turns the first n pods of the benchmark's diverse mix
 // into Deployments, one per set of pods with the same labels and spec (the
 // mix's anti-affinity and spread selectors keep matching what they matched),
-// and returns them with each one's replica count (also the returned
-// workload's index order) and the pods themselves.
+// and returns them with each one's replica count, in the same order.
 func diverseWorkload(t *testing.T, n int) ([]*appsv1.Deployment, []int) {
 	t.Helper()
 	file := "pods-diverse-20000.json"
