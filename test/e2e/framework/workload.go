@@ -117,21 +117,27 @@ func PoolNodeClaims(ctx context.Context, cl client.Client, pool string) []karpv1
 	return list.Items
 }
 
-// NodeClaimOfNode returns the NodeClaim whose status names the node; it
-// fails the test when there is none.
+// NodeClaimOfNode returns the NodeClaim whose status names the node,
+// waiting up to a minute for one: the kube-scheduler may bind a pod to a
+// node as soon as its startup taint is gone, a moment before the
+// NodeClaim's status write that names the node lands.
 func NodeClaimOfNode(t testing.TB, cl client.Client, nodeName string) *karpv1.NodeClaim {
 	t.Helper()
-	var list karpv1.NodeClaimList
-	if err := cl.List(t.Context(), &list); err != nil {
-		t.Fatal(err)
-	}
-	for i := range list.Items {
-		if list.Items[i].Status.NodeName == nodeName {
-			return &list.Items[i]
+	var found *karpv1.NodeClaim
+	Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
+		var list karpv1.NodeClaimList
+		if err := cl.List(ctx, &list); err != nil {
+			return false, err.Error()
 		}
-	}
-	t.Fatalf("no nodeclaim for node %s", nodeName)
-	return nil
+		for i := range list.Items {
+			if list.Items[i].Status.NodeName == nodeName {
+				found = &list.Items[i]
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("no nodeclaim names node %s among %d", nodeName, len(list.Items))
+	})
+	return found
 }
 
 // HasDisruptedTaint reports whether the node carries karpenter.sh/disrupted.
