@@ -292,6 +292,38 @@ func (r *Requirement) NodeSelectorRequirements() []corev1.NodeSelectorRequiremen
 	return out
 }
 
+// appendKey appends the requirement's part of Requirements.AppendKey:
+// the key, a flags byte, the bounds and MinValues present, the values,
+// each field ended by a zero byte.
+func (r *Requirement) appendKey(b []byte) []byte {
+	b = append(b, r.Key...)
+	flags := byte(0x20)
+	if r.complement {
+		flags |= 1
+	}
+	if r.absent {
+		flags |= 2
+	}
+	b = append(b, 0, flags)
+	for _, n := range [...]*int64{r.gte, r.lte} {
+		if n == nil {
+			b = append(b, '-')
+		} else {
+			b = strconv.AppendInt(b, *n, 10)
+		}
+		b = append(b, 0)
+	}
+	if r.MinValues != nil {
+		b = strconv.AppendInt(b, int64(*r.MinValues), 10)
+	}
+	b = append(b, 0)
+	for _, v := range r.values {
+		b = append(b, v...)
+		b = append(b, 0)
+	}
+	return append(b, 1)
+}
+
 // String renders the set the way reasons print it, e.g. "zone In [a b]",
 // "cpu Gte 4", "team NotIn [x]", "gpu DoesNotExist".
 func (r *Requirement) String() string {

@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -189,6 +190,51 @@ func (r Requirements) NodeSelectorRequirements() []corev1.NodeSelectorRequiremen
 		out = append(out, r[k].NodeSelectorRequirements()...)
 	}
 	return out
+}
+
+// AppendKey appends an encoding of r to b that is equal for two
+// conjunctions exactly when they hold the same keys with the same values,
+// bounds, absence and MinValues: an interning key that costs no
+// formatting, unlike String.
+func (r Requirements) AppendKey(b []byte) []byte {
+	var small [16]string
+	keys := small[:0]
+	for k := range r {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		b = r[k].appendKey(b)
+	}
+	return b
+}
+
+// AppendIntersectionKey appends r.Intersection(other).AppendKey(nil) to b
+// without building the intersection: only keys both constrain are
+// intersected.
+func (r Requirements) AppendIntersectionKey(b []byte, other Requirements) []byte {
+	var small [24]string
+	keys := small[:0]
+	for k := range r {
+		keys = append(keys, k)
+	}
+	for k := range other {
+		if _, ok := r[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		req, ok := r[k]
+		switch o, both := other[k]; {
+		case !ok:
+			req = o
+		case both:
+			req = req.Intersection(o)
+		}
+		b = req.appendKey(b)
+	}
+	return b
 }
 
 // String renders r canonically (sorted keys); equal sets render equally, so

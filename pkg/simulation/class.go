@@ -1,10 +1,10 @@
 package simulation
 
 import (
+	"bytes"
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -39,6 +39,18 @@ type class struct {
 	poolsKnown bool
 	// waiting counts the class's pods not placed yet.
 	waiting int
+	// terms is the representative pod's constraints split by kind, built
+	// once by podTerms.
+	terms *podTerms
+}
+
+// podTerms returns the class's split constraints, splitting them on the
+// first call.
+func (c *class) podTerms() *podTerms {
+	if c.terms == nil {
+		c.terms = splitTerms(c.pod)
+	}
+	return c.terms
 }
 
 // variant is one relaxation level of a class: its node requirements and the
@@ -89,13 +101,13 @@ type podInfo struct {
 // classKey renders everything that affects where a pod may go: namespace,
 // labels, requests, node selector, affinity, tolerations, spread
 // constraints, host ports and volume alternatives.
-func classKey(b *strings.Builder, pod *corev1.Pod, req scheduling.Vector, ports []scheduling.HostPort, vols []scheduling.Requirements) string {
+func classKey(b *bytes.Buffer, pod *corev1.Pod, req scheduling.Vector, ports []scheduling.HostPort, vols []scheduling.Requirements) {
 	b.Reset()
 	b.WriteString(pod.Namespace)
 	writeMap(b, '|', pod.Labels)
 	b.WriteByte('|')
 	for _, x := range req {
-		b.WriteString(strconv.FormatInt(x, 36))
+		b.Write(strconv.AppendInt(b.AvailableBuffer(), x, 36))
 		b.WriteByte(',')
 	}
 	writeMap(b, '|', pod.Spec.NodeSelector)
@@ -123,13 +135,12 @@ func classKey(b *strings.Builder, pod *corev1.Pod, req scheduling.Vector, ports 
 	}
 	b.WriteByte('|')
 	for _, v := range vols {
-		b.WriteString(v.String())
+		b.Write(v.AppendKey(b.AvailableBuffer()))
 		b.WriteByte(';')
 	}
-	return b.String()
 }
 
-func writeMap(b *strings.Builder, sep byte, m map[string]string) {
+func writeMap(b *bytes.Buffer, sep byte, m map[string]string) {
 	b.WriteByte(sep)
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -151,13 +162,14 @@ func (s *solver) classify(pod *corev1.Pod) *class {
 	req := s.podVector(pod)
 	ports := scheduling.PodHostPorts(pod)
 	vols := s.in.VolumeRequirements[pod.UID]
-	key := classKey(&s.classKeyBuf, pod, req, ports, vols)
+	classKey(&s.classKeyBuf, pod, req, ports, vols)
 	if pod != own {
-		key += "|default-spread"
+		s.classKeyBuf.WriteString("|default-spread")
 	}
-	if c, ok := s.classByKey[key]; ok {
+	if c, ok := s.classByKey[string(s.classKeyBuf.Bytes())]; ok {
 		return c
 	}
+	key := s.classKeyBuf.String()
 	c := &class{id: len(s.classes), namespace: pod.Namespace, labels: labels.Set(pod.Labels), pod: pod,
 		requests: req, ports: ports, tolerates: pod.Spec.Tolerations, defaultSpread: pod != own}
 	c.size = s.sizeShare(req)

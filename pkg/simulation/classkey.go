@@ -1,8 +1,8 @@
 package simulation
 
 import (
+	"bytes"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,7 +13,7 @@ import (
 // order-stable for maps). Separators keep adjacent fields apart; equal
 // specs render equally, which is all a key needs.
 
-func writeSpread(b *strings.Builder, t *corev1.TopologySpreadConstraint) {
+func writeSpread(b *bytes.Buffer, t *corev1.TopologySpreadConstraint) {
 	b.WriteString("tsc{")
 	b.WriteString(strconv.Itoa(int(t.MaxSkew)))
 	b.WriteByte(' ')
@@ -34,7 +34,7 @@ func writeSpread(b *strings.Builder, t *corev1.TopologySpreadConstraint) {
 	b.WriteByte('}')
 }
 
-func writeSelector(b *strings.Builder, ls *metav1.LabelSelector) {
+func writeSelector(b *bytes.Buffer, ls *metav1.LabelSelector) {
 	if ls == nil {
 		b.WriteString(" sel=nil")
 		return
@@ -49,7 +49,7 @@ func writeSelector(b *strings.Builder, ls *metav1.LabelSelector) {
 	b.WriteByte('}')
 }
 
-func writeStrings(b *strings.Builder, prefix string, vals []string) {
+func writeStrings(b *bytes.Buffer, prefix string, vals []string) {
 	if len(vals) == 0 {
 		return
 	}
@@ -62,7 +62,7 @@ func writeStrings(b *strings.Builder, prefix string, vals []string) {
 	b.WriteByte(']')
 }
 
-func writeNodeSelectorTerm(b *strings.Builder, t *corev1.NodeSelectorTerm) {
+func writeNodeSelectorTerm(b *bytes.Buffer, t *corev1.NodeSelectorTerm) {
 	b.WriteByte('(')
 	for _, list := range [][]corev1.NodeSelectorRequirement{t.MatchExpressions, t.MatchFields} {
 		for _, r := range list {
@@ -75,7 +75,7 @@ func writeNodeSelectorTerm(b *strings.Builder, t *corev1.NodeSelectorTerm) {
 	b.WriteByte(')')
 }
 
-func writePodTerm(b *strings.Builder, weight int32, t *corev1.PodAffinityTerm) {
+func writePodTerm(b *bytes.Buffer, weight int32, t *corev1.PodAffinityTerm) {
 	b.WriteString("pt{")
 	b.WriteString(strconv.Itoa(int(weight)))
 	b.WriteByte(' ')
@@ -91,7 +91,7 @@ func writePodTerm(b *strings.Builder, weight int32, t *corev1.PodAffinityTerm) {
 	b.WriteByte('}')
 }
 
-func writeAffinity(b *strings.Builder, a *corev1.Affinity) {
+func writeAffinity(b *bytes.Buffer, a *corev1.Affinity) {
 	if na := a.NodeAffinity; na != nil {
 		b.WriteString("na{")
 		if r := na.RequiredDuringSchedulingIgnoredDuringExecution; r != nil {
@@ -119,7 +119,7 @@ func writeAffinity(b *strings.Builder, a *corev1.Affinity) {
 	}
 }
 
-func writePodTerms(b *strings.Builder, required []corev1.PodAffinityTerm, preferred []corev1.WeightedPodAffinityTerm) {
+func writePodTerms(b *bytes.Buffer, required []corev1.PodAffinityTerm, preferred []corev1.WeightedPodAffinityTerm) {
 	for i := range required {
 		writePodTerm(b, 0, &required[i])
 	}

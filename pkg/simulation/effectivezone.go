@@ -46,7 +46,7 @@ func (s *solver) pendingByZone(pods []*podInfo) map[string]int {
 // The candidates come from the first signal that names zones, in that
 // order, as upstream computes the same gauge.
 func (s *solver) effectiveZone(c *class) string {
-	pt := splitTerms(c.pod)
+	pt := c.podTerms()
 	zoneReq := pt.base.Intersection(pt.terms[0]).Get(corev1.LabelTopologyZone)
 	volZones := volumeZones(s.in.VolumeRequirements[c.pod.UID])
 	spreadZones, ok := s.spreadZones(c)

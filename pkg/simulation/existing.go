@@ -56,7 +56,7 @@ func (s *solver) addExisting() {
 			for i := range p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
 				term := &p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i]
 				ns := s.topology.termNamespaces(p.Namespace, term)
-				sel := selectorFor(term.LabelSelector, p.Labels, term.MatchLabelKeys, term.MismatchLabelKeys)
+				sel := s.topology.selectorFor(term.LabelSelector, p.Labels, term.MatchLabelKeys, term.MismatchLabelKeys)
 				g := s.group(scheduling.NormalizeKey(term.TopologyKey), ns, sel, nil)
 				g.anti = true
 				g.recordOwner(s, t)

@@ -56,8 +56,9 @@ func (s *solver) nodeClaim(t *target) *NodeClaim {
 	reqs := e.reqs.Copy()
 	offering := s.reserve(it, e.reqs, reqs)
 	pinned := offering.ReservationID != ""
-	var types []*scheduling.InstanceType
-	var positions []int
+	n := min(len(e.order), s.maxInstanceTypes)
+	types := make([]*scheduling.InstanceType, 0, n)
+	positions := make([]int, 0, n)
 	var cts []string
 	var most scheduling.Vector
 	for pos, i := range e.order {

@@ -196,7 +196,7 @@ func (m *merger) entry(x, y *entry) *entry {
 	}
 	var out *entry
 	if x.reqs.Compatible(y.reqs, m.s.wellKnown) == nil {
-		if e := m.s.entryFor(x.pool, x.reqs.Intersection(y.reqs)); len(e.order) > 0 {
+		if e := m.s.entryForIntersection(x.pool, x.reqs, y.reqs); len(e.order) > 0 {
 			out = e
 		}
 	}

@@ -88,8 +88,8 @@ func (s *solver) hostRules() []hostRule {
 
 // moveInfoOf returns the cached move checks of v.
 func (s *solver) moveInfoOf(v *variant) *moveInfo {
-	for len(s.moveInfos) <= v.id {
-		s.moveInfos = append(s.moveInfos, moveInfo{})
+	if len(s.moveInfos) <= v.id {
+		s.moveInfos = slices.Grow(s.moveInfos, len(s.variants)-len(s.moveInfos))[:len(s.variants)]
 	}
 	mi := &s.moveInfos[v.id]
 	if mi.ready {

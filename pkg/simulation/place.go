@@ -146,7 +146,7 @@ func (s *solver) compatEntry(e *entry, v *variant) *entry {
 		e.compat[v.id] = entryStep{verdict: incompatible}
 		return nil
 	}
-	out := s.entryFor(e.pool, e.reqs.Intersection(v.reqs))
+	out := s.entryForIntersection(e.pool, e.reqs, v.reqs)
 	if len(out.order) == 0 {
 		e.compat[v.id] = entryStep{verdict: incompatible}
 		return nil

@@ -155,10 +155,25 @@ func (s *solver) capacityVector(it *scheduling.InstanceType) scheduling.Vector {
 
 // entryFor interns reqs for the pool.
 func (s *solver) entryFor(p *pool, reqs scheduling.Requirements) *entry {
-	key := p.name + "\x00" + reqs.String()
-	if e, ok := s.entryByKey[key]; ok {
+	s.keyBuf = reqs.AppendKey(append(append(s.keyBuf[:0], p.name...), 0))
+	if e, ok := s.entryByKey[string(s.keyBuf)]; ok {
 		return e
 	}
+	return s.newEntry(p, reqs, string(s.keyBuf))
+}
+
+// entryForIntersection is entryFor(p, a.Intersection(b)), building the
+// intersection only when the pool has no entry for it yet.
+func (s *solver) entryForIntersection(p *pool, a, b scheduling.Requirements) *entry {
+	s.keyBuf = a.AppendIntersectionKey(append(append(s.keyBuf[:0], p.name...), 0), b)
+	if e, ok := s.entryByKey[string(s.keyBuf)]; ok {
+		return e
+	}
+	return s.newEntry(p, a.Intersection(b), string(s.keyBuf))
+}
+
+// newEntry builds and interns the entry of reqs under key.
+func (s *solver) newEntry(p *pool, reqs scheduling.Requirements, key string) *entry {
 	n := len(p.types)
 	e := &entry{id: len(s.entries), pool: p, reqs: reqs, ok: newBitset(n), price: make([]float64, n),
 		rank: make([]int, n), over: make([]scheduling.Vector, n), ports: make([][]scheduling.HostPort, n),

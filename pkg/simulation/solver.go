@@ -1,9 +1,9 @@
 package simulation
 
 import (
+	"bytes"
 	"context"
 	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -41,10 +41,11 @@ type solver struct {
 	// so the hot loops index slices instead of hashing.
 	classes      []*class
 	classByKey   map[string]*class
-	classKeyBuf  strings.Builder // reused to build class keys
+	classKeyBuf  bytes.Buffer // reused to build class keys
 	variants     []*variant
 	entries      []*entry          // by id
-	entryByKey   map[string]*entry // by pool and requirements
+	entryByKey   map[string]*entry // by pool and Requirements.AppendKey
+	keyBuf       []byte            // scratch for entryFor's key
 	topoKeyIDs   map[string]int    // topology key -> id
 	topoKeys     []string          // by id
 	domainIDs    map[string]dom    // topology value -> dom
@@ -489,7 +490,7 @@ func (s *solver) poolFor(v *variant, pi int) *poolCheck {
 		pc.reason = scheduling.PoolReason(p.name, scheduling.ReasonIncompatibleRequirements, "incompatible requirements: "+err.Error())
 		return pc
 	}
-	pc.entry = s.entryFor(p, p.reqs.Intersection(v.reqs))
+	pc.entry = s.entryForIntersection(p, p.reqs, v.reqs)
 	if len(pc.entry.order) == 0 {
 		msg := "no instance type satisfies " + v.reqs.String()
 		if len(v.reqs) == 0 {

@@ -214,7 +214,7 @@ func (s *solver) universe(c *constraint) []dom {
 				if p.reqs.Compatible(g.filter.reqs, s.wellKnown) != nil {
 					continue
 				}
-				e = s.entryFor(p, p.reqs.Intersection(g.filter.reqs))
+				e = s.entryForIntersection(p, p.reqs, g.filter.reqs)
 			}
 		}
 		for _, d := range s.domains(e, g.kid) {

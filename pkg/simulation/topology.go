@@ -2,6 +2,7 @@ package simulation
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -212,32 +213,60 @@ type topology struct {
 	groups []*group
 	byKey  map[string]*group
 	nsLbls map[string]labels.Set
+	// selectors interns term selectors by content (selectorKey): most
+	// classes of a workload share a handful, and parsing one is costly.
+	selectors map[string]selector
+	selBuf    []byte
+	// single interns the one-namespace sets of spread constraints and
+	// plain affinity terms (never modified once built).
+	single map[string]sets.Set[string]
+}
+
+// selector is a parsed term selector and its String, the group key part.
+type selector struct {
+	sel labels.Selector
+	str string
 }
 
 func newTopology(namespaces []*corev1.Namespace) *topology {
-	t := &topology{byKey: map[string]*group{}, nsLbls: map[string]labels.Set{}}
+	t := &topology{byKey: map[string]*group{}, nsLbls: map[string]labels.Set{}, selectors: map[string]selector{}, single: map[string]sets.Set[string]{}}
 	for _, ns := range namespaces {
 		t.nsLbls[ns.Name] = labels.Set(ns.Labels)
 	}
 	return t
 }
 
-func (s *solver) group(key string, namespaces sets.Set[string], selector labels.Selector, filter *nodeFilter) *group {
+func (s *solver) group(key string, namespaces sets.Set[string], sel selector, filter *nodeFilter) *group {
 	t := s.topology
-	id := key + "|" + nsKey(namespaces) + "|" + selector.String() + "|" + filterKey(filter)
+	id := key + "|" + nsKey(namespaces) + "|" + sel.str + "|" + filterKey(filter)
 	if g, ok := t.byKey[id]; ok {
 		return g
 	}
 	g := &group{id: len(t.groups), key: key, kid: s.keyID(key), hostname: key == corev1.LabelHostname, namespaces: namespaces,
-		selector: selector, filter: filter}
+		selector: sel.sel, filter: filter}
 	t.groups = append(t.groups, g)
 	t.byKey[id] = g
 	return g
 }
 
+// only returns the interned set holding just ns.
+func (t *topology) only(ns string) sets.Set[string] {
+	if set, ok := t.single[ns]; ok {
+		return set
+	}
+	set := sets.New(ns)
+	t.single[ns] = set
+	return set
+}
+
 func nsKey(ns sets.Set[string]) string {
 	if ns == nil {
 		return "*"
+	}
+	if len(ns) == 1 {
+		for n := range ns {
+			return n
+		}
 	}
 	return strings.Join(sets.List(ns), ",")
 }
@@ -256,9 +285,58 @@ func filterKey(f *nodeFilter) string {
 	return b.String()
 }
 
-// selectorFor builds a term's selector, adding matchLabelKeys (In the pod's
-// value) and mismatchLabelKeys (NotIn the pod's value).
-func selectorFor(ls *metav1.LabelSelector, podLabels map[string]string, matchKeys, mismatchKeys []string) labels.Selector {
+// selectorFor is parseSelector interned by content.
+func (t *topology) selectorFor(ls *metav1.LabelSelector, podLabels map[string]string, matchKeys, mismatchKeys []string) selector {
+	t.selBuf = appendSelectorKey(t.selBuf[:0], ls, podLabels, matchKeys, mismatchKeys)
+	if sel, ok := t.selectors[string(t.selBuf)]; ok {
+		return sel
+	}
+	parsed := parseSelector(ls, podLabels, matchKeys, mismatchKeys)
+	out := selector{sel: parsed, str: parsed.String()}
+	t.selectors[string(t.selBuf)] = out
+	return out
+}
+
+// appendSelectorKey appends what parseSelector reads: the selector's
+// labels (sorted) and expressions (in order), then the pod's values of
+// matchKeys and mismatchKeys. Fields end in 0, groups in 1; a nil selector
+// is a lone 2.
+func appendSelectorKey(b []byte, ls *metav1.LabelSelector, podLabels map[string]string, matchKeys, mismatchKeys []string) []byte {
+	if ls == nil {
+		return append(b, 2)
+	}
+	var small [8]string
+	keys := small[:0]
+	for k := range ls.MatchLabels {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		b = append(append(append(append(b, k...), 0), ls.MatchLabels[k]...), 0)
+	}
+	b = append(b, 1)
+	for _, e := range ls.MatchExpressions {
+		b = append(append(append(append(b, e.Key...), 0), e.Operator...), 0)
+		for _, v := range e.Values {
+			b = append(append(b, v...), 0)
+		}
+		b = append(b, 1)
+	}
+	for _, list := range [...][]string{matchKeys, mismatchKeys} {
+		b = append(b, 1)
+		for _, k := range list {
+			b = append(append(b, k...), 0)
+			if v, ok := podLabels[k]; ok {
+				b = append(append(append(b, '='), v...), 0)
+			}
+		}
+	}
+	return b
+}
+
+// parseSelector builds a term's selector, adding matchLabelKeys (In the
+// pod's value) and mismatchLabelKeys (NotIn the pod's value).
+func parseSelector(ls *metav1.LabelSelector, podLabels map[string]string, matchKeys, mismatchKeys []string) labels.Selector {
 	if ls == nil {
 		return labels.Nothing()
 	}
@@ -288,7 +366,7 @@ func selectorFor(ls *metav1.LabelSelector, podLabels map[string]string, matchKey
 // empty; nil (all) for an empty namespaceSelector.
 func (t *topology) termNamespaces(podNS string, term *corev1.PodAffinityTerm) sets.Set[string] {
 	if term.NamespaceSelector == nil && len(term.Namespaces) == 0 {
-		return sets.New(podNS)
+		return t.only(podNS)
 	}
 	out := sets.New(term.Namespaces...)
 	if term.NamespaceSelector != nil {

@@ -4,7 +4,6 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
 )
@@ -139,7 +138,7 @@ func (s *solver) relaxes(l level) bool {
 }
 
 func (s *solver) buildVariants(c *class, vols []scheduling.Requirements) {
-	pt := splitTerms(c.pod)
+	pt := c.podTerms()
 	if len(vols) == 0 {
 		vols = []scheduling.Requirements{{}}
 	}
@@ -191,8 +190,8 @@ func (s *solver) spreadConstraint(c *class, tsc *corev1.TopologySpreadConstraint
 			filter.tolerations = c.tolerates
 		}
 	}
-	sel := selectorFor(tsc.LabelSelector, c.labels, tsc.MatchLabelKeys, nil)
-	g := s.group(scheduling.NormalizeKey(tsc.TopologyKey), sets.New(c.namespace), sel, filter)
+	sel := s.topology.selectorFor(tsc.LabelSelector, c.labels, tsc.MatchLabelKeys, nil)
+	g := s.group(scheduling.NormalizeKey(tsc.TopologyKey), s.topology.only(c.namespace), sel, filter)
 	con := &constraint{kind: kindSpread, group: g, maxSkew: tsc.MaxSkew, self: g.matches(c.namespace, c.labels), byDefault: c.defaultSpread}
 	if hard && tsc.MinDomains != nil {
 		con.minDomains = *tsc.MinDomains
@@ -202,7 +201,7 @@ func (s *solver) spreadConstraint(c *class, tsc *corev1.TopologySpreadConstraint
 
 func (s *solver) affinityConstraint(c *class, term *corev1.PodAffinityTerm, kind constraintKind) *constraint {
 	ns := s.topology.termNamespaces(c.namespace, term)
-	sel := selectorFor(term.LabelSelector, c.labels, term.MatchLabelKeys, term.MismatchLabelKeys)
+	sel := s.topology.selectorFor(term.LabelSelector, c.labels, term.MatchLabelKeys, term.MismatchLabelKeys)
 	g := s.group(scheduling.NormalizeKey(term.TopologyKey), ns, sel, nil)
 	return &constraint{kind: kind, group: g, self: g.matches(c.namespace, c.labels)}
 }
