@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -77,38 +76,26 @@ func BenchmarkScaleDown1000To300(b *testing.B) {
 }
 
 // scaleSettle waits until the pool has no deleting NodeClaim, no tainted
-// node, every pod of the app runs, and its NodeClaims did not change for
-// 20 s; it returns when the last change was seen.
+// node, no pod of the namespace waits for a node, and its NodeClaims did
+// not change for 20 s; it returns when the last change was seen.
 func scaleSettle(b *testing.B, cl client.Client, pool string) time.Time {
 	b.Helper()
-	last, lastKey := time.Now(), ""
-	framework.Eventually(b, 30*time.Minute, func(ctx context.Context) (bool, string) {
-		claims := framework.PoolNodeClaims(ctx, cl, pool)
-		key, busy := "", 0
-		for _, nc := range claims {
-			key += nc.Name + ","
-			node := &corev1.Node{}
-			if nc.DeletionTimestamp != nil || (nc.Status.NodeName != "" &&
-				cl.Get(ctx, types.NamespacedName{Name: nc.Status.NodeName}, node) == nil && framework.HasDisruptedTaint(node)) {
-				busy++
+	return framework.SettleNodePool(b, cl, framework.Settle{
+		Pool: pool, Stable: 20 * time.Second, Timeout: 30 * time.Minute,
+		Pods: func(ctx context.Context) (bool, string) {
+			d := &corev1.PodList{}
+			if err := cl.List(ctx, d, client.InNamespace(pool)); err != nil {
+				return false, err.Error()
 			}
-		}
-		if key != lastKey {
-			last, lastKey = time.Now(), key
-		}
-		d := &corev1.PodList{}
-		pending := 0
-		if err := cl.List(ctx, d, client.InNamespace(pool)); err == nil {
+			pending := 0
 			for _, p := range d.Items {
 				if p.Spec.NodeName == "" {
 					pending++
 				}
 			}
-		}
-		return busy == 0 && pending == 0 && time.Since(last) > 20*time.Second,
-			fmt.Sprintf("%d nodeclaims, %d disrupting, %d pending pods, stable for %s", len(claims), busy, pending, time.Since(last).Round(time.Second))
+			return pending == 0, fmt.Sprintf("%d pending pods", pending)
+		},
 	})
-	return last
 }
 
 // lowerBound is what the simulator would pay to run n of the deployment's

@@ -97,14 +97,26 @@ func PodCondition(pod *corev1.Pod, kind corev1.PodConditionType) corev1.Conditio
 	return ""
 }
 
+// pollInterval is how often Eventually checks its condition.
+const pollInterval = 250 * time.Millisecond
+
 // Eventually polls cond every 250ms until it returns true or timeout
 // passes, then fails the test with the last description cond gave.
 func Eventually(t testing.TB, timeout time.Duration, cond func(ctx context.Context) (bool, string)) {
 	t.Helper()
+	Poll(t, timeout, pollInterval, cond)
+}
+
+// Poll checks cond every interval until it returns true or timeout
+// passes, then fails the test with the last description cond gave. A
+// wait longer than a minute logs that description once a minute.
+func Poll(t testing.TB, timeout, interval time.Duration, cond func(ctx context.Context) (bool, string)) {
+	t.Helper()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
-	tick := time.NewTicker(250 * time.Millisecond)
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
+	lastLog := time.Now()
 	for {
 		// cond gets the test's context, not one bounded by timeout, so
 		// its last description is about the condition, not an expired
@@ -112,6 +124,10 @@ func Eventually(t testing.TB, timeout time.Duration, cond func(ctx context.Conte
 		ok, desc := cond(t.Context())
 		if ok {
 			return
+		}
+		if time.Since(lastLog) >= time.Minute {
+			t.Logf("waiting: %s", desc)
+			lastLog = time.Now()
 		}
 		select {
 		case <-deadline.C:

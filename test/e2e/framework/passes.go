@@ -32,23 +32,26 @@ func (k *Karp) Reconciles(ctx context.Context, controllers ...string) (map[strin
 	return reconcileCounts(raw, controllers)
 }
 
-// CounterSum reads the controller's metrics and sums every series of the
-// named counter (0 when the controller has not recorded it).
-func (k *Karp) CounterSum(ctx context.Context, name string) (float64, error) {
+// CounterSums reads the controller's metrics once and sums every series
+// of each named counter (0 for one the controller has not recorded), in
+// the order of names.
+func (k *Karp) CounterSums(ctx context.Context, names ...string) ([]float64, error) {
 	raw, err := k.rawMetrics(ctx)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
 	if err != nil {
-		return 0, fmt.Errorf("parsing karp's metrics: %w", err)
+		return nil, fmt.Errorf("parsing karp's metrics: %w", err)
 	}
-	sum := 0.0
-	for _, m := range families[name].GetMetric() {
-		sum += m.GetCounter().GetValue()
+	sums := make([]float64, len(names))
+	for i, name := range names {
+		for _, m := range families[name].GetMetric() {
+			sums[i] += m.GetCounter().GetValue()
+		}
 	}
-	return sum, nil
+	return sums, nil
 }
 
 // rawMetrics is the controller's metrics exposition.

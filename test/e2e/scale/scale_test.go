@@ -94,7 +94,7 @@ func TestScaleDiverse(t *testing.T) {
 
 	// The controller serves its metrics once it has started.
 	until(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
-		_, err := k.CounterSum(ctx, apiRequests)
+		_, err := k.CounterSums(ctx, apiRequests)
 		return err == nil, fmt.Sprint(err)
 	})
 
@@ -188,15 +188,11 @@ type figures struct{ cpu, requests, evictions float64 }
 
 func read(t *testing.T, k *framework.Karp) figures {
 	t.Helper()
-	fig := figures{cpu: framework.ProcessCPUSeconds(t, k.PID())}
-	var err error
-	if fig.requests, err = k.CounterSum(t.Context(), apiRequests); err != nil {
+	sums, err := k.CounterSums(t.Context(), apiRequests, evictions)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if fig.evictions, err = k.CounterSum(t.Context(), evictions); err != nil {
-		t.Fatal(err)
-	}
-	return fig
+	return figures{cpu: framework.ProcessCPUSeconds(t, k.PID()), requests: sums[0], evictions: sums[1]}
 }
 
 // diverseWorkload turns the first n pods of the benchmark's diverse mix
@@ -326,39 +322,29 @@ func countPods(ctx context.Context, cl client.Client) (running, pending int) {
 	return running, pending
 }
 
-// settle waits until want pods run, none is pending, no NodeClaim of the
-// pool is deleting and no node carries the disruption taint, and the
-// pool's NodeClaims have not changed for stableFor. It returns when the
+// settle waits until want pods run, none is pending, and the pool's
+// NodeClaims have settled (framework.SettleNodePool). It returns when the
 // first of the NodeClaims in before went and when the last change was
 // seen.
 func settle(t *testing.T, cl client.Client, want int, before map[string]karpv1.NodeClaim) (firstGone, lastChange time.Time) {
 	t.Helper()
-	lastChange, lastKey := time.Now(), ""
-	until(t, time.Hour, func(ctx context.Context) (bool, string) {
-		claims := framework.PoolNodeClaims(ctx, cl, pool)
-		key, busy, kept := "", 0, 0
-		for _, nc := range claims {
-			key += nc.Name + ","
-			if _, ok := before[nc.Name]; ok {
-				kept++
+	lastChange = framework.SettleNodePool(t, cl, framework.Settle{
+		Pool: pool, Stable: stableFor, Timeout: time.Hour, Interval: poll,
+		Pods: func(ctx context.Context) (bool, string) {
+			running, pending := countPods(ctx, cl)
+			return pending == 0 && running == want, fmt.Sprintf("%d of %d pods running, %d pending", running, want, pending)
+		},
+		Seen: func(claims []karpv1.NodeClaim) {
+			kept := 0
+			for _, nc := range claims {
+				if _, ok := before[nc.Name]; ok {
+					kept++
+				}
 			}
-			node := &corev1.Node{}
-			if nc.DeletionTimestamp != nil || (nc.Status.NodeName != "" &&
-				cl.Get(ctx, types.NamespacedName{Name: nc.Status.NodeName}, node) == nil && framework.HasDisruptedTaint(node)) {
-				busy++
+			if firstGone.IsZero() && kept < len(before) {
+				firstGone = time.Now()
 			}
-		}
-		if firstGone.IsZero() && kept < len(before) {
-			firstGone = time.Now()
-		}
-		if key != lastKey {
-			lastChange, lastKey = time.Now(), key
-		}
-		running, pending := countPods(ctx, cl)
-		stable := time.Since(lastChange)
-		return busy == 0 && pending == 0 && running == want && stable >= stableFor,
-			fmt.Sprintf("%d NodeClaims, %d disrupting, %d of %d pods running, %d pending, unchanged for %s",
-				len(claims), busy, running, want, pending, stable.Round(time.Second))
+		},
 	})
 	return firstGone, lastChange
 }
@@ -366,22 +352,7 @@ func settle(t *testing.T, cl client.Client, want int, before map[string]karpv1.N
 // until checks cond every poll until it holds or timeout passes.
 func until(t *testing.T, timeout time.Duration, cond func(ctx context.Context) (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	lastLog := time.Now()
-	for {
-		ok, why := cond(t.Context())
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not done within %s: %s", timeout, why)
-		}
-		if time.Since(lastLog) >= time.Minute {
-			t.Logf("waiting: %s", why)
-			lastLog = time.Now()
-		}
-		time.Sleep(poll)
-	}
+	framework.Poll(t, timeout, poll, cond)
 }
 
 // solverCost is what karp's simulator pays to run the Deployments' pods
