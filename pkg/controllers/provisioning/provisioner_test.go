@@ -1,6 +1,7 @@
 package provisioning_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -206,6 +207,62 @@ func TestRestartDoesNotProvisionAgain(t *testing.T) {
 	for _, pod := range pods {
 		if !h.cluster.IsNominated(pod) {
 			t.Errorf("pod %s not nominated to the in-flight capacity after restart", pod.Name)
+		}
+	}
+}
+
+// TestRestartMidBurstLaunchesOnlyForTheNewPods: a controller restarted
+// between two halves of a burst counts the NodeClaims in flight for the
+// first half and launches only what the second half needs: the capacity
+// launched per cpu requested stays that of one pass, where launching the
+// first half again would make it half as much again.
+func TestRestartMidBurstLaunchesOnlyForTheNewPods(t *testing.T) {
+	h := newHarness(t)
+	h.readyNodePool(test.MakeNodePool("default").Obj())
+	sizes := [][2]string{{"250m", "512Mi"}, {"500m", "1Gi"}, {"1", "2Gi"}, {"2", "3Gi"}}
+	burst := func(prefix string, n int) []*corev1.Pod {
+		pods := make([]*corev1.Pod, n)
+		for i := range pods {
+			size := sizes[i%len(sizes)]
+			pods[i] = test.MakePod(fmt.Sprintf("%s-%d", prefix, i)).Requests("cpu", size[0], "memory", size[1]).Obj()
+		}
+		return h.pendingPods(pods...)
+	}
+	launchedCPU := func(res *provisioning.Results) (milli int64) {
+		for _, nc := range res.Solve.NodeClaims {
+			q := nc.InstanceType.Capacity[corev1.ResourceCPU]
+			milli += q.MilliValue()
+		}
+		return milli
+	}
+	const halfCPU = 50 * (250 + 500 + 1000 + 2000) // millicores a half requests
+	first := burst("first", 200)
+	pass1 := h.schedule()
+	if len(pass1.Created) == 0 || len(pass1.Solve.PodErrors) > 0 {
+		t.Fatalf("first pass created %d NodeClaims with %d pods unplaced", len(pass1.Created), len(pass1.Solve.PodErrors))
+	}
+
+	h.restart()
+	second := burst("second", 200)
+	h.eventually("both halves provisionable in the new state", func() bool {
+		return len(h.cluster.ProvisionablePods()) == len(first)+len(second)
+	})
+	pass2 := h.schedule()
+	if len(pass2.Solve.PodErrors) > 0 {
+		t.Fatalf("second pass left %d pods unplaced: %s", len(pass2.Solve.PodErrors), pass2.Solve.PodErrors[0].Status.Message())
+	}
+	onePass := float64(launchedCPU(pass1)) / halfCPU
+	both := float64(launchedCPU(pass1)+launchedCPU(pass2)) / (2 * halfCPU)
+	t.Logf("NodeClaims %d + %d; launched cpu per cpu requested: %.3f after the first pass, %.3f after both", len(pass1.Created), len(pass2.Created), onePass, both)
+	if both > onePass*1.1 {
+		t.Errorf("launched %.3f cpu per cpu requested after the restart, one pass launches %.3f: the first half was launched for again", both, onePass)
+	}
+	if got, want := len(h.nodeClaims()), len(pass1.Created)+len(pass2.Created); got != want {
+		t.Errorf("%d NodeClaims in the API, want the %d the two passes created", got, want)
+	}
+	for _, p := range append(first, second...) {
+		if !h.cluster.IsNominated(p) {
+			t.Errorf("pod %s is not nominated after the second pass", p.Name)
 		}
 	}
 }
