@@ -45,7 +45,7 @@ type solver struct {
 	variants     []*variant
 	entries      []*entry          // by id
 	entryByKey   map[string]*entry // by pool and Requirements.AppendKey
-	keyBuf       []byte            // scratch for entryFor's key
+	keyBuf       []byte            // scratch for entryFor's and entryForIntersection's key
 	topoKeyIDs   map[string]int    // topology key -> id
 	topoKeys     []string          // by id
 	domainIDs    map[string]dom    // topology value -> dom

@@ -213,7 +213,7 @@ type topology struct {
 	groups []*group
 	byKey  map[string]*group
 	nsLbls map[string]labels.Set
-	// selectors interns term selectors by content (selectorKey): most
+	// selectors interns term selectors by content (appendSelectorKey): most
 	// classes of a workload share a handful, and parsing one is costly.
 	selectors map[string]selector
 	selBuf    []byte
