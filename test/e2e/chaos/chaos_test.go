@@ -388,10 +388,10 @@ func (r *run) checkBadInput() {
 	ctx, cancel := context.WithTimeout(r.t.Context(), 3*time.Minute)
 	defer cancel()
 	if err := badinput.Verify(ctx, r.cl, r.bad); err != nil {
-		r.t.Errorf("bad input: %v", err)
+		framework.Errorf(r.t, "bad input: %v", err)
 	}
 	if err := badinput.Cleanup(r.t.Context(), r.cl, r.bad); err != nil {
-		r.t.Errorf("deleting the bad input: %v", err)
+		framework.Errorf(r.t, "deleting the bad input: %v", err)
 	}
 	r.t.Logf("bad input: %d cases answered", len(r.bad))
 }
@@ -424,7 +424,7 @@ func (r *run) settle() {
 	r.monStopped = true
 	report.Add(violations...)
 	for _, v := range report.Violations {
-		t.Errorf("violation: %s", v)
+		framework.Errorf(t, "violation: %s", v)
 	}
 	s, err := readState(t.Context(), r.cl)
 	if err != nil {
@@ -440,7 +440,7 @@ func (r *run) settle() {
 		}
 	}
 	if len(replaced) > 0 {
-		t.Errorf("do-not-disrupt pods were replaced: %s are new", sample(replaced))
+		framework.Errorf(t, "do-not-disrupt pods were replaced: %s are new", sample(replaced))
 	}
 
 	liveByPool, err := pricePerHourByPool(s.claims)
@@ -453,10 +453,10 @@ func (r *run) settle() {
 	}
 	sim := simulatePricePerHour(t, r.finalWorkload())
 	if sim.pending > 0 {
-		t.Errorf("karp simulate cannot place %d pods of the final workload", sim.pending)
+		framework.Errorf(t, "karp simulate cannot place %d pods of the final workload", sim.pending)
 	}
 	if live > costFactor*sim.total {
-		t.Errorf("the cluster ends at $%.4f/hour, more than %.1f × karp simulate's $%.4f/hour", live, costFactor, sim.total)
+		framework.Errorf(t, "the cluster ends at $%.4f/hour, more than %.1f × karp simulate's $%.4f/hour", live, costFactor, sim.total)
 	}
 	var failed []string
 	for _, f := range r.inj.injected() {
@@ -465,7 +465,7 @@ func (r *run) settle() {
 		}
 	}
 	if len(failed) > 0 {
-		t.Errorf("faults that could not be injected: %s", strings.Join(failed, "; "))
+		framework.Errorf(t, "faults that could not be injected: %s", strings.Join(failed, "; "))
 	}
 	notRunning := report.Count(invariants.KindPodNotRunning)
 	t.Logf("chaos figures: seed=%d run=%s duration=%s phases: %s", seed, runKind(), time.Since(r.start).Round(time.Second), strings.Join(r.phases, " "))

@@ -11,6 +11,7 @@ import (
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/controllers/disruption"
+	"github.com/karp-autoscaler/karp/test/e2e/framework"
 )
 
 // poolClaims are the state's NodeClaims of the pool.
@@ -98,7 +99,7 @@ func (m *splitMove) verify(t *testing.T, cl client.Client) {
 	what := fmt.Sprintf("NodeClaim %s (%s)", m.from.Name, m.from.Labels[corev1.LabelInstanceTypeStable])
 	if len(now) < 2 {
 		pods := len(s.without(poolSplit).pods)
-		t.Errorf("1→N consolidation: the split pool's %s, holding %d pods after the scale-down, was replaced by %d NodeClaims [%s], want 2 or more",
+		framework.Errorf(t, "1→N consolidation: the split pool's %s, holding %d pods after the scale-down, was replaced by %d NodeClaims [%s], want 2 or more",
 			what, len(s.pods)-pods, len(now), strings.Join(now, ", "))
 		return
 	}
@@ -111,7 +112,7 @@ func (m *splitMove) verify(t *testing.T, cl client.Client) {
 		t.Fatal(err)
 	}
 	if after >= before {
-		t.Errorf("1→N consolidation: the split pool's %s ($%.4f/hour) ended as [%s] at $%.4f/hour, not cheaper",
+		framework.Errorf(t, "1→N consolidation: the split pool's %s ($%.4f/hour) ended as [%s] at $%.4f/hour, not cheaper",
 			what, before, strings.Join(now, ", "), after)
 	}
 	launched := m.launchingEvent(t, cl)
@@ -123,7 +124,7 @@ func (m *splitMove) verify(t *testing.T, cl client.Client) {
 		t.Logf("1→N consolidation: %s ($%.4f/hour) replaced by [%s] ($%.4f/hour); event: %q",
 			what, before, strings.Join(now, ", "), after, launched)
 	default:
-		t.Errorf("1→N consolidation: the split pool's %s ended as [%s], but no command replacing it by 2 or more NodeClaims was seen: at most %d new NodeClaims next to it, %s event %q",
+		framework.Errorf(t, "1→N consolidation: the split pool's %s ended as [%s], but no command replacing it by 2 or more NodeClaims was seen: at most %d new NodeClaims next to it, %s event %q",
 			what, strings.Join(now, ", "), len(m.together), disruption.ReasonDisruptionLaunching, launched)
 	}
 }

@@ -89,7 +89,7 @@ func TestRestartMidConsolidationLeavesNothingBehind(t *testing.T) {
 	}
 	for pod, n := range evicted {
 		if n > 1 {
-			t.Errorf("pod %s was evicted %d times", pod, n)
+			framework.Errorf(t, "pod %s was evicted %d times", pod, n)
 		}
 	}
 	t.Logf("evictions per pod: %v", evicted)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -94,5 +96,54 @@ func Current(t testing.TB) *Framework {
 	if current == nil {
 		t.Fatal("no local cluster: the package's TestMain must call framework.Main(m)")
 	}
+	restateFailures(t)
 	return current
+}
+
+// failures holds, per test, the messages the framework's waits failed
+// with (Poll, Eventually).
+var failures sync.Map
+
+// Errorf is t.Errorf for a failure that should also close the test's
+// output: restateFailures repeats it after the logs a failure prints.
+func Errorf(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	recordFailure(t, msg)
+	t.Error(msg)
+}
+
+// recordFailure keeps msg for restateFailures.
+func recordFailure(t testing.TB, msg string) {
+	v, _ := failures.LoadOrStore(t, &[]string{})
+	list := v.(*[]string)
+	*list = append(*list, msg)
+}
+
+// restateFailures makes a failed test end with the failures its waits
+// recorded. The controller's log and the cluster's state are printed
+// when a test fails, and can run to thousands of lines after the
+// message that says what failed; CI shows the head and tail of a long
+// output. Registered once per test, on its first Current, so the
+// clean-up runs after every later one.
+func restateFailures(t testing.TB) {
+	if _, done := failures.LoadOrStore(t, &[]string{}); done {
+		return
+	}
+	t.Cleanup(func() {
+		v, _ := failures.LoadAndDelete(t)
+		list := *v.(*[]string)
+		if !t.Failed() {
+			return
+		}
+		if len(list) == 0 {
+			t.Logf("%s failed: the error is above the controller's log and the cluster's state", t.Name())
+			return
+		}
+		msg := strings.Join(list, "; ")
+		if len(msg) > 2000 {
+			msg = msg[:2000] + " ..."
+		}
+		t.Logf("%s failed: %s", t.Name(), msg)
+	})
 }

@@ -131,7 +131,9 @@ func Poll(t testing.TB, timeout, interval time.Duration, cond func(ctx context.C
 		}
 		select {
 		case <-deadline.C:
-			t.Fatalf("condition not met within %s: %s", timeout, desc)
+			msg := fmt.Sprintf("condition not met within %s: %s", timeout, desc)
+			recordFailure(t, msg)
+			t.Fatal(msg)
 		case <-tick.C:
 		}
 	}
