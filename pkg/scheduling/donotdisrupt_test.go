@@ -51,3 +51,30 @@ func TestDoNotDisruptActive(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestDoNotDisruptInvalid names why an annotation is ignored, and only
+// for the values DoNotDisruptActive ignores: "false" is valid (it opts a
+// running Job's pod out of protection) though it protects nothing.
+func TestDoNotDisruptInvalid(t *testing.T) {
+	for value, want := range map[string]string{
+		"":      `"" is not a duration`,
+		"true":  "",
+		"false": "",
+		"30m":   "",
+		"maybe": `"maybe" is not a duration`,
+		"0s":    `duration "0s" must be positive`,
+		"-1h":   `duration "-1h" must be positive`,
+	} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{"karpenter.sh/do-not-disrupt": value}}}
+		if got := DoNotDisruptInvalid(pod); got != want {
+			t.Errorf("DoNotDisruptInvalid(%q) = %q, want %q", value, got, want)
+		}
+	}
+	if got := DoNotDisruptInvalid(&corev1.Pod{}); got != "" {
+		t.Errorf("DoNotDisruptInvalid without the annotation = %q, want \"\"", got)
+	}
+	if got, want := DoNotDisruptIgnoredMessage(`"maybe" is not a duration`),
+		`Invalid karpenter.sh/do-not-disrupt annotation: "maybe" is not a duration, ignoring annotation`; got != want {
+		t.Errorf("DoNotDisruptIgnoredMessage = %q, want upstream's %q", got, want)
+	}
+}

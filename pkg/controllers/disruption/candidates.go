@@ -324,20 +324,11 @@ type doNotDisruptStatus struct {
 // that explain it; whether it protects the pod is DoNotDisruptActive's
 // rule: "true", or a positive duration counted from the pod's start.
 func doNotDisrupt(pod *corev1.Pod, now time.Time) doNotDisruptStatus {
-	st := doNotDisruptStatus{active: scheduling.DoNotDisruptActive(pod, now)}
-	v, ok := pod.Annotations[karpv1.DoNotDisruptAnnotationKey]
-	if !ok || v == "true" || v == "false" {
-		// "false" protects nothing and is valid: it opts a running Job's
-		// pod out of karp's protection.
+	st := doNotDisruptStatus{active: scheduling.DoNotDisruptActive(pod, now), invalid: scheduling.DoNotDisruptInvalid(pod)}
+	if st.invalid != "" || pod.Status.StartTime == nil {
 		return st
 	}
-	d, err := time.ParseDuration(v)
-	switch {
-	case err != nil:
-		st.invalid = fmt.Sprintf("%q is not a duration", v)
-	case d <= 0:
-		st.invalid = fmt.Sprintf("duration %q must be positive", v)
-	case pod.Status.StartTime != nil:
+	if d, err := time.ParseDuration(pod.Annotations[karpv1.DoNotDisruptAnnotationKey]); err == nil && d > 0 {
 		st.until = pod.Status.StartTime.Add(d)
 	}
 	return st

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/scheduling"
 	"github.com/karp-autoscaler/karp/pkg/state"
 )
 
@@ -183,7 +184,7 @@ func (r *recorder) doNotDisrupt(node string, pod *corev1.Pod, dnd doNotDisruptSt
 	switch {
 	case dnd.invalid != "":
 		r.publish(pod, node, string(pod.UID), corev1.EventTypeWarning, ReasonInvalidDoNotDisruptAnnotation,
-			fmt.Sprintf("Invalid %s annotation: %s, ignoring annotation", karpv1.DoNotDisruptAnnotationKey, dnd.invalid))
+			scheduling.DoNotDisruptIgnoredMessage(dnd.invalid))
 	case !dnd.until.IsZero() && dnd.active:
 		r.publish(pod, node, string(pod.UID), corev1.EventTypeNormal, ReasonDoNotDisruptUntil,
 			fmt.Sprintf("The %s grace period will elapse at %s", karpv1.DoNotDisruptAnnotationKey, dnd.until.UTC().Format(time.RFC3339)))

@@ -439,6 +439,34 @@ func TestPodsToleratingTheDisruptedTaintAreLeftAlone(t *testing.T) {
 	}
 }
 
+// TestAnInvalidDoNotDisruptAnnotationIsNamedWhenThePodIsEvicted: a pod
+// whose karpenter.sh/do-not-disrupt value protects nothing is evicted like
+// any other, and the pod gets a warning saying the annotation was ignored
+// (a pod can reach a drain without the disruption controller ever weighing
+// its node: it landed on a node already chosen, or the NodeClaim was
+// deleted). A valid "false" gets no warning.
+func TestAnInvalidDoNotDisruptAnnotationIsNamedWhenThePodIsEvicted(t *testing.T) {
+	f := setup(t)
+	_, node := managedNode(t, f, "invalid-dnd", nil)
+	maybe := podOn(t, node.Name, "maybe", annotated(karpv1.DoNotDisruptAnnotationKey, "maybe"))
+	optOut := podOn(t, node.Name, "opt-out", annotated(karpv1.DoNotDisruptAnnotationKey, "false"))
+	deleteNode(t, node)
+	f.reconcileUntil(t, node.Name, "the node is released", gone(t, node))
+	if exists(t, maybe) || exists(t, optOut) {
+		t.Fatal("pods still exist after the drain")
+	}
+	note := h.EventNote(t, "Pod", maybe.Name, ReasonInvalidDoNotDisruptAnnotation)
+	if want := `Invalid karpenter.sh/do-not-disrupt annotation: "maybe" is not a duration, ignoring annotation`; note != want {
+		t.Errorf("event note = %q, want %q", note, want)
+	}
+	h.WaitForEvent(t, "Pod", optOut.Name, ReasonEvicted)
+	for _, reason := range h.EventReasons(t, "Pod", optOut.Name) {
+		if reason == ReasonInvalidDoNotDisruptAnnotation {
+			t.Errorf("pod with do-not-disrupt \"false\" warned about: %v", h.EventReasons(t, "Pod", optOut.Name))
+		}
+	}
+}
+
 func TestDoNotDisruptBlocksTheDrainUntilTheTerminationGracePeriodForcesIt(t *testing.T) {
 	f := setup(t)
 	// The deadline the NodeClaim termination controller stamps: deletion

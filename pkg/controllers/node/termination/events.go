@@ -14,4 +14,11 @@ const (
 	// ReasonAwaitingVolumeDetachment: the drained node still has volume
 	// attachments (on the node).
 	ReasonAwaitingVolumeDetachment = "AwaitingVolumeDetachment"
+	// ReasonInvalidDoNotDisruptAnnotation: a pod queued for eviction has a
+	// karpenter.sh/do-not-disrupt annotation that protects nothing (on the
+	// pod). The disruption controller gives the same warning when it weighs
+	// the pod's node; a pod that lands on a node already chosen, or a drain
+	// karp did not choose (a deleted NodeClaim, expiry, interruption), is
+	// told here.
+	ReasonInvalidDoNotDisruptAnnotation = "InvalidDoNotDisruptAnnotation"
 )

@@ -19,6 +19,8 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/karp-autoscaler/karp/pkg/scheduling"
 )
 
 const (
@@ -91,6 +93,10 @@ func (q *Queue) Add(reason string, pods ...*corev1.Pod) {
 		}
 		q.tracked[req] = reason
 		q.queue.Add(req)
+		if why := scheduling.DoNotDisruptInvalid(pod); why != "" {
+			q.recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonInvalidDoNotDisruptAnnotation, "Evict", "%s",
+				scheduling.DoNotDisruptIgnoredMessage(why))
+		}
 	}
 }
 

@@ -188,7 +188,8 @@ func podCases() []Case {
 
 // annotationCases are pods that run but carry a do-not-disrupt annotation
 // karp cannot read: karp ignores it, and says so on the pod when it weighs
-// disrupting the pod's node.
+// disrupting the pod's node, or when a drain evicts the pod (a pod can land
+// on a node whose disruption was decided before it existed).
 func annotationCases() []Case {
 	invalid := func(name, value, why string) Case {
 		return Case{
