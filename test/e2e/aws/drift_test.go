@@ -53,8 +53,16 @@ func TestSSMAMIReleaseRollsEveryNode(t *testing.T) {
 	for _, nc := range framework.PoolNodeClaims(t.Context(), e.Client, name) {
 		original[nc.Name] = true
 	}
-	if len(original) != 4 {
+	// One node per pod (three spread pods and the do-not-disrupt pod). On
+	// a loaded machine karp has launched one more (a pod found
+	// provisionable again while the four nodes initialized); the pool
+	// never consolidates, so such a node stays, and drift replaces (or,
+	// empty, removes) it with the others.
+	if len(original) < 4 {
 		t.Fatalf("%d NodeClaims, want 4 (three spread pods and the do-not-disrupt pod)", len(original))
+	}
+	if len(original) > 4 {
+		t.Logf("%d NodeClaims for the 4 pods: %v", len(original), original)
 	}
 
 	disrupting := framework.WatchBudgetedDisrupting(t, e.Framework, name, original)
@@ -81,8 +89,8 @@ func TestSSMAMIReleaseRollsEveryNode(t *testing.T) {
 		return rolled(ctx, e, name, original, newImages, 0, 3)
 	})
 	peak, seen := disrupting.Stop()
-	if seen < 4 || peak > 1 {
-		t.Errorf("%d original nodes disrupted in all, at most %d at once; want 4, one at a time (budget 1)", seen, peak)
+	if seen < len(original) || peak > 1 {
+		t.Errorf("%d original nodes disrupted in all, at most %d at once; want %d, one at a time (budget 1)", seen, peak, len(original))
 	}
 }
 
