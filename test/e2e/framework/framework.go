@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -101,8 +102,13 @@ func Current(t testing.TB) *Framework {
 }
 
 // failures holds, per test, the messages the framework's waits failed
-// with (Poll, Eventually).
-var failures sync.Map
+// with (Poll, Eventually) and those of Errorf.
+var failures sync.Map // testing.TB → *failureLog
+
+type failureLog struct {
+	mu   sync.Mutex
+	msgs []string
+}
 
 // Errorf is t.Errorf for a failure that should also close the test's
 // output: restateFailures repeats it after the logs a failure prints.
@@ -113,34 +119,39 @@ func Errorf(t testing.TB, format string, args ...any) {
 	t.Error(msg)
 }
 
-// recordFailure keeps msg for restateFailures.
+// recordFailure keeps msg for restateFailures. Safe from any goroutine.
 func recordFailure(t testing.TB, msg string) {
-	v, _ := failures.LoadOrStore(t, &[]string{})
-	list := v.(*[]string)
-	*list = append(*list, msg)
+	v, _ := failures.LoadOrStore(t, &failureLog{})
+	l := v.(*failureLog)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.msgs = append(l.msgs, msg)
 }
 
-// restateFailures makes a failed test end with the failures its waits
-// recorded. The controller's log and the cluster's state are printed
-// when a test fails, and can run to thousands of lines after the
-// message that says what failed; CI shows the head and tail of a long
-// output. Registered once per test, on its first Current, so the
-// clean-up runs after every later one.
+// restateFailures makes a failed test end with the failures recorded for
+// it. The controller's log and the cluster's state are printed when a
+// test fails, and can run to thousands of lines after the message that
+// says what failed; CI shows the head and tail of a long output.
+// Registered once per test, on its first Current, so the clean-up runs
+// after every later one.
 func restateFailures(t testing.TB) {
-	if _, done := failures.LoadOrStore(t, &[]string{}); done {
+	if _, done := failures.LoadOrStore(t, &failureLog{}); done {
 		return
 	}
 	t.Cleanup(func() {
 		v, _ := failures.LoadAndDelete(t)
-		list := *v.(*[]string)
+		l := v.(*failureLog)
+		l.mu.Lock()
+		msgs := slices.Clone(l.msgs)
+		l.mu.Unlock()
 		if !t.Failed() {
 			return
 		}
-		if len(list) == 0 {
+		if len(msgs) == 0 {
 			t.Logf("%s failed: the error is above the controller's log and the cluster's state", t.Name())
 			return
 		}
-		msg := strings.Join(list, "; ")
+		msg := strings.Join(msgs, "; ")
 		if len(msg) > 2000 {
 			msg = msg[:2000] + " ..."
 		}
