@@ -313,11 +313,14 @@ func TestVanishedPodsAreUnobserved(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := startMonitor(t)
-	waitReport(t, m, "the finished pod", func(Report) bool {
+	// Both pods must be known before they vanish: a pod the monitor never
+	// saw cannot vanish from it (the informer hands over its initial list
+	// one pod at a time).
+	waitReport(t, m, "both pods, the finished one terminal", func(Report) bool {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		rec := m.pods[finished.UID]
-		return rec != nil && terminal(rec.pod)
+		return rec != nil && terminal(rec.pod) && m.pods[running.UID] != nil
 	})
 
 	for _, p := range []*corev1.Pod{running, finished} {
