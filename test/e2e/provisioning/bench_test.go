@@ -112,7 +112,7 @@ func TestBenchmarkThousandPods(t *testing.T) {
 		time.Sleep(30 * time.Second) // let the CPU profile finish
 	}
 	t.Logf("BENCH controller peak RSS before the Deployments: %.1f MB", float64(hwmBefore)/1e6)
-	t.Logf("BENCH timeline (Deployments created at %s): %s", start.UTC().Format("15:04:05.000"), podTimeline(append(podsOf(t, "default", "bench-small"), podsOf(t, "default", "bench-large")...), start))
+	t.Logf("BENCH timeline (Deployments created at %s): %s", start.UTC().Format("15:04:05.000"), podTimeline(t, append(podsOf(t, "default", "bench-small"), podsOf(t, "default", "bench-large")...), start))
 	t.Logf("BENCH nodeclaims: %s", nodeClaimTimeline(nodeClaimsOf(t, "bench"), start))
 	t.Logf("BENCH API requests until all pods ran: %s", requestDelta(requestsBefore, requestsAfter))
 }
