@@ -116,6 +116,9 @@ func (c *Controller) Reconcile(ctx context.Context, node *corev1.Node) (reconcil
 		if err != nil {
 			return reconcile.Result{}, err
 		}
+		if err := c.deleteStrandedPods(ctx, node); err != nil {
+			return reconcile.Result{}, err
+		}
 		return reconcile.Result{}, c.release(ctx, node, nodeClaim)
 	}
 	if err := c.taint(ctx, node); err != nil {

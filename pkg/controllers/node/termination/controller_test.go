@@ -553,8 +553,11 @@ func TestVolumeAttachmentsAreAwaitedBeforeTheInstanceIsDeleted(t *testing.T) {
 func TestANotReadyNodeWhoseInstanceIsGoneIsReleasedAtOnce(t *testing.T) {
 	f := setup(t)
 	nc, node := managedNode(t, f, "vanished", nil)
-	podOn(t, node.Name, "stranded")
+	// A grace period of its own: an ordinary delete would leave it
+	// terminating, waiting for a kubelet that is gone.
+	stranded := podOn(t, node.Name, "stranded", func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](30) })
 	blockingPDB(t, "stranded", 0)
+	elsewhere := podOn(t, "elsewhere", "other")
 	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown}}
 	h.UpdateStatus(t, node)
 	if err := f.cp.Delete(t.Context(), nc); err != nil {
@@ -564,6 +567,14 @@ func TestANotReadyNodeWhoseInstanceIsGoneIsReleasedAtOnce(t *testing.T) {
 	f.reconcile(t, node.Name)
 	if exists(t, node) {
 		t.Error("node with no instance behind it still exists")
+	}
+	// Its pod runs nowhere: it is deleted now (its PDB notwithstanding),
+	// not left for the pod garbage collector's quarantine.
+	if exists(t, stranded) {
+		t.Error("the pod of a node whose instance is gone was left bound to the released node")
+	}
+	if !exists(t, elsewhere) {
+		t.Error("a pod on another node was deleted")
 	}
 }
 

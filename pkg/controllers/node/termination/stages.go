@@ -102,6 +102,34 @@ func (c *Controller) forceDelete(ctx context.Context, pod *corev1.Pod, p *pass) 
 	return nil
 }
 
+// deleteStrandedPods deletes, with no grace period, the pods still bound
+// to a NotReady node whose instance is gone. None of them runs anywhere,
+// and nothing else would remove them before the node's release: the pod
+// garbage collector of kube-controller-manager deletes pods of a missing
+// node only after 40 s, so their controllers would wait that long (and
+// up to its 20 s period more) before replacing them. PDBs and
+// do-not-disrupt are not consulted: the pods are already gone with their
+// instance.
+func (c *Controller) deleteStrandedPods(ctx context.Context, node *corev1.Node) error {
+	var list corev1.PodList
+	if err := c.apiReader.List(ctx, &list, client.MatchingFields{index.PodNodeName: node.Name}); err != nil {
+		return fmt.Errorf("listing pods on node: %w", err)
+	}
+	for i := range list.Items {
+		pod := &list.Items[i]
+		uid := pod.UID
+		err := c.kubeClient.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &uid})
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("deleting pod %s/%s stranded on a node whose instance is gone: %w", pod.Namespace, pod.Name, err)
+		}
+		log.FromContext(ctx).Info("deleted pod of a node whose instance is gone", "Pod", klog.KObj(pod), "Node", klog.KObj(node))
+	}
+	return nil
+}
+
 // awaitVolumeDetachment waits until the attach-detach controller removed
 // the node's VolumeAttachments, except those of pods the drain leaves
 // running. Past the deadline it no longer waits.
