@@ -75,9 +75,16 @@ E2E_PARALLEL ?= 4
 MODULE := $(shell $(GO) list -m)
 E2E_LONGEST = $(addprefix $(MODULE)/test/e2e/,chaos aws signals faults availability disruption)
 .PHONY: e2e
+# Each e2e test appends its time to E2E_TIMES (framework.TimesEnv); the
+# tier ends, passed or failed, with the slowest 15.
+E2E_TIMES := $(BIN)/e2e-times.tsv
 e2e: tools build ## run the end-to-end tier against the full local control plane
-	KARP_TEST_TIER=e2e KARP_E2E_PREBUILT_DIR=$(BIN) $(GO) test -p $(E2E_PARALLEL) $(TEST_FLAGS) -timeout 30m \
-		$(E2E_LONGEST) $(filter-out $(E2E_LONGEST),$(call TIER_PKGS,e2e))
+	@rm -f $(E2E_TIMES)
+	KARP_E2E_TIMES=$(E2E_TIMES) KARP_TEST_TIER=e2e KARP_E2E_PREBUILT_DIR=$(BIN) $(GO) test -p $(E2E_PARALLEL) $(TEST_FLAGS) -timeout 30m \
+		$(E2E_LONGEST) $(filter-out $(E2E_LONGEST),$(call TIER_PKGS,e2e)) || status=$$?; \
+	echo "e2e: the slowest tests (seconds, package, test, result):"; \
+	if [[ -f $(E2E_TIMES) ]]; then sort -rn $(E2E_TIMES) | head -15 || true; fi; \
+	exit $${status:-0}
 
 .PHONY: availability
 availability: tools build ## run the availability e2e verbose, each phase also with karp's protections off (upstream's behaviour), and print both figures

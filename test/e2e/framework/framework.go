@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -97,8 +98,49 @@ func Current(t testing.TB) *Framework {
 	if current == nil {
 		t.Fatal("no local cluster: the package's TestMain must call framework.Main(m)")
 	}
-	restateFailures(t)
+	if _, seen := registered.LoadOrStore(t, true); !seen {
+		t.Cleanup(func() { registered.Delete(t) })
+		restateFailures(t)
+		recordDuration(t, time.Now())
+	}
 	return current
+}
+
+// registered holds the tests whose first Current registered their
+// clean-ups (restateFailures, recordDuration).
+var registered sync.Map // testing.TB → bool
+
+// TimesEnv names a file each test of the tier appends a line to when it
+// ends: its seconds from its first Current, its package, its name and
+// PASS or FAIL, tab-separated. `make e2e` prints the slowest of them, so
+// a CI log says which tests the tier's minutes went to.
+const TimesEnv = "KARP_E2E_TIMES"
+
+// recordDuration appends the test's line to the KARP_E2E_TIMES file when
+// the test ends. One short O_APPEND write a line, so the packages the
+// tier runs at once do not interleave within a line.
+func recordDuration(t testing.TB, start time.Time) {
+	path := os.Getenv(TimesEnv)
+	if path == "" {
+		return
+	}
+	pkg := strings.TrimSuffix(filepath.Base(os.Args[0]), ".test")
+	t.Cleanup(func() {
+		result := "PASS"
+		if t.Failed() {
+			result = "FAIL"
+		}
+		line := fmt.Sprintf("%.1f\t%s\t%s\t%s\n", time.Since(start).Seconds(), pkg, t.Name(), result)
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Logf("recording the test's time: %v", err)
+			return
+		}
+		_, werr := f.WriteString(line)
+		if err := errors.Join(werr, f.Close()); err != nil {
+			t.Logf("recording the test's time: %v", err)
+		}
+	})
 }
 
 // failures holds, per test, the messages the framework's waits failed
@@ -135,15 +177,14 @@ func recordFailure(t testing.TB, msg string) {
 // Registered once per test, on its first Current, so the clean-up runs
 // after every later one.
 func restateFailures(t testing.TB) {
-	if _, done := failures.LoadOrStore(t, &failureLog{}); done {
-		return
-	}
 	t.Cleanup(func() {
-		v, _ := failures.LoadAndDelete(t)
-		l := v.(*failureLog)
-		l.mu.Lock()
-		msgs := slices.Clone(l.msgs)
-		l.mu.Unlock()
+		var msgs []string
+		if v, ok := failures.LoadAndDelete(t); ok {
+			l := v.(*failureLog)
+			l.mu.Lock()
+			msgs = slices.Clone(l.msgs)
+			l.mu.Unlock()
+		}
 		if !t.Failed() {
 			return
 		}

@@ -22,7 +22,7 @@ type Settle struct {
 	// Stable is how long the pool's set of NodeClaims must stay the same.
 	Stable time.Duration
 	// Timeout bounds the wait; Interval is the time between readings
-	// (Eventually's when zero: large pools want a slower pace).
+	// (Eventually's backoff when zero: large pools want a slower pace).
 	Timeout, Interval time.Duration
 	// Seen, when set, gets the NodeClaims of every reading.
 	Seen func(claims []karpv1.NodeClaim)
@@ -35,11 +35,11 @@ type Settle struct {
 func SettleNodePool(tb testing.TB, cl client.Client, s Settle) time.Time {
 	tb.Helper()
 	lastChange, lastKey := time.Now(), ""
-	interval := s.Interval
-	if interval == 0 {
-		interval = pollInterval
+	next := backoff
+	if s.Interval != 0 {
+		next = func(time.Duration) time.Duration { return s.Interval }
 	}
-	Poll(tb, s.Timeout, interval, func(ctx context.Context) (bool, string) {
+	poll(tb, s.Timeout, next, func(ctx context.Context) (bool, string) {
 		claims := PoolNodeClaims(ctx, cl, s.Pool)
 		if s.Seen != nil {
 			s.Seen(claims)
