@@ -75,15 +75,20 @@ E2E_PARALLEL ?= 4
 MODULE := $(shell $(GO) list -m)
 E2E_LONGEST = $(addprefix $(MODULE)/test/e2e/,chaos aws signals faults availability disruption)
 .PHONY: e2e
-# Each e2e test appends its time to E2E_TIMES (framework.TimesEnv); the
-# tier ends, passed or failed, with the slowest 15.
+# Each e2e test appends its time to E2E_TIMES, and each package its wall
+# time and CPU (framework.TimesEnv); the tier ends, passed or failed,
+# with the packages and the slowest 15 tests.
 E2E_TIMES := $(BIN)/e2e-times.tsv
 e2e: tools build ## run the end-to-end tier against the full local control plane
 	@rm -f $(E2E_TIMES)
 	KARP_E2E_TIMES=$(E2E_TIMES) KARP_TEST_TIER=e2e KARP_E2E_PREBUILT_DIR=$(BIN) $(GO) test -p $(E2E_PARALLEL) $(TEST_FLAGS) -timeout 30m \
 		$(E2E_LONGEST) $(filter-out $(E2E_LONGEST),$(call TIER_PKGS,e2e)) || status=$$?; \
-	echo "e2e: the slowest tests (seconds, package, test, result):"; \
-	if [[ -f $(E2E_TIMES) ]]; then sort -rn $(E2E_TIMES) | head -15 || true; fi; \
+	if [[ -f $(E2E_TIMES) ]]; then \
+		echo "e2e: packages (wall seconds, package, CPU of the package and its processes):"; \
+		grep -P '\t\(package\)\t' $(E2E_TIMES) | sort -rn | cut -f1,2,4 || true; \
+		echo "e2e: the slowest tests (seconds, package, test, result):"; \
+		grep -vP '\t\(package\)\t' $(E2E_TIMES) | sort -rn | head -15 || true; \
+	fi; \
 	exit $${status:-0}
 
 .PHONY: availability

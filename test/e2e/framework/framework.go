@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -41,6 +42,7 @@ func Main(m *testing.M) {
 // Run is Main without the exit, for a TestMain with its own set-up and
 // clean-up around it; it returns the exit status.
 func Run(m *testing.M) int {
+	began := time.Now()
 	f, dir, err := start()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: starting the local cluster: %v\n", err)
@@ -61,6 +63,7 @@ func Run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "e2e: stopping the local cluster: %v\n", err)
 		code = 1
 	}
+	recordPackage(began)
 	if code == 0 && os.Getenv("KARP_E2E_KEEP_CLUSTER") == "" {
 		_ = os.RemoveAll(dir)
 	} else {
@@ -112,35 +115,65 @@ var registered sync.Map // testing.TB → bool
 
 // TimesEnv names a file each test of the tier appends a line to when it
 // ends: its seconds from its first Current, its package, its name and
-// PASS or FAIL, tab-separated. `make e2e` prints the slowest of them, so
-// a CI log says which tests the tier's minutes went to.
+// PASS or FAIL, tab-separated; each package adds one line when it stops,
+// its wall seconds, its name, "(package)" and the CPU it and its child
+// processes used (its control plane and controllers). `make e2e` prints
+// them, so a CI log says where the tier's minutes and CPU went.
 const TimesEnv = "KARP_E2E_TIMES"
 
+// packageName is the test binary's package, for KARP_E2E_TIMES.
+func packageName() string {
+	return strings.TrimSuffix(filepath.Base(os.Args[0]), ".test")
+}
+
 // recordDuration appends the test's line to the KARP_E2E_TIMES file when
-// the test ends. One short O_APPEND write a line, so the packages the
-// tier runs at once do not interleave within a line.
+// the test ends.
 func recordDuration(t testing.TB, start time.Time) {
 	path := os.Getenv(TimesEnv)
 	if path == "" {
 		return
 	}
-	pkg := strings.TrimSuffix(filepath.Base(os.Args[0]), ".test")
 	t.Cleanup(func() {
 		result := "PASS"
 		if t.Failed() {
 			result = "FAIL"
 		}
-		line := fmt.Sprintf("%.1f\t%s\t%s\t%s\n", time.Since(start).Seconds(), pkg, t.Name(), result)
-		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-		if err != nil {
-			t.Logf("recording the test's time: %v", err)
-			return
-		}
-		_, werr := f.WriteString(line)
-		if err := errors.Join(werr, f.Close()); err != nil {
+		line := fmt.Sprintf("%.1f\t%s\t%s\t%s\n", time.Since(start).Seconds(), packageName(), t.Name(), result)
+		if err := appendLine(path, line); err != nil {
 			t.Logf("recording the test's time: %v", err)
 		}
 	})
+}
+
+// recordPackage appends the package's line to the KARP_E2E_TIMES file:
+// called once the cluster stopped, so the CPU of its processes, waited
+// for, counts among the children's.
+func recordPackage(start time.Time) {
+	path := os.Getenv(TimesEnv)
+	if path == "" {
+		return
+	}
+	var self, children syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &self) != nil || syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children) != nil {
+		return
+	}
+	cpu := time.Duration(self.Utime.Nano() + self.Stime.Nano() + children.Utime.Nano() + children.Stime.Nano())
+	line := fmt.Sprintf("%.1f\t%s\t(package)\tcpu=%.0fs\n", time.Since(start).Seconds(), packageName(), cpu.Seconds())
+	if err := appendLine(path, line); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: recording the package's time: %v\n", err)
+	}
+}
+
+// appendLine appends line to the file at path with one short O_APPEND
+// write, so the packages the tier runs at once do not interleave within
+// a line.
+func appendLine(path, line string) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	_, werr := f.WriteString(line)
+	return errors.Join(werr, f.Close())
 }
 
 // failures holds, per test, the messages the framework's waits failed
