@@ -1,6 +1,7 @@
 package fake
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strconv"
@@ -248,7 +249,7 @@ func (e *EC2) DescribeSpotPriceHistory(_ context.Context, in *ec2.DescribeSpotPr
 		if c := deref(b.Timestamp).Compare(deref(a.Timestamp)); c != 0 {
 			return c
 		}
-		return strings.Compare(string(a.InstanceType)+deref(a.AvailabilityZone), string(b.InstanceType)+deref(b.AvailabilityZone))
+		return cmp.Or(strings.Compare(string(a.InstanceType), string(b.InstanceType)), strings.Compare(deref(a.AvailabilityZone), deref(b.AvailabilityZone)))
 	})
 	items, next, err := page(matched, in.MaxResults, in.NextToken, 5, 10000)
 	if err != nil {

@@ -101,7 +101,7 @@ func (p *Pricing) GetProducts(_ context.Context, in *pricing.GetProductsInput, _
 	products := slices.Clone(p.products)
 	p.mu.Unlock()
 
-	var docs []string
+	var matched []Product
 	for _, product := range products {
 		if !strings.EqualFold(product.Attributes["servicecode"], deref(in.ServiceCode)) {
 			continue
@@ -111,20 +111,27 @@ func (p *Pricing) GetProducts(_ context.Context, in *pricing.GetProductsInput, _
 			return nil, err
 		}
 		if ok {
-			doc, err := product.priceListDocument()
-			if err != nil {
-				return nil, err
-			}
-			docs = append(docs, doc)
+			matched = append(matched, product)
 		}
 	}
 	maxResults := in.MaxResults
 	if maxResults == nil {
 		maxResults = ptr(int32(100))
 	}
-	items, next, err := page(docs, maxResults, in.NextToken, 1, 100)
+	// Only the page's products are rendered: rendering every match for
+	// each page made a full listing of the catalog's 1,400 products
+	// render 20,000 documents.
+	onPage, next, err := page(matched, maxResults, in.NextToken, 1, 100)
 	if err != nil {
 		return nil, err
+	}
+	items := make([]string, 0, len(onPage))
+	for _, product := range onPage {
+		doc, err := product.priceListDocument()
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, doc)
 	}
 	return &pricing.GetProductsOutput{FormatVersion: ptr("aws_v1"), PriceList: items, NextToken: next}, nil
 }
@@ -137,10 +144,13 @@ func productMatches(product Product, filters []pricingtypes.Filter) (bool, error
 			return false, APIError("InvalidParameterException", fmt.Sprintf("filter type %s is not supported by this fake", f.Type))
 		}
 		field := deref(f.Field)
-		var have string
-		for k, v := range product.Attributes {
-			if strings.EqualFold(k, field) {
-				have = v
+		have, ok := product.Attributes[field]
+		if !ok {
+			// Field names are case-insensitive.
+			for k, v := range product.Attributes {
+				if strings.EqualFold(k, field) {
+					have = v
+				}
 			}
 		}
 		if have != deref(f.Value) {
