@@ -137,9 +137,6 @@ func poll(t testing.TB, timeout time.Duration, next func(elapsed time.Duration) 
 	start := time.Now()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
-	// Reset on a timer that fired unread is safe since Go 1.23.
-	wait := time.NewTimer(next(0))
-	defer wait.Stop()
 	lastLog := start
 	for {
 		// cond gets the test's context, not one bounded by timeout, so
@@ -153,13 +150,12 @@ func poll(t testing.TB, timeout time.Duration, next func(elapsed time.Duration) 
 			t.Logf("waiting: %s", desc)
 			lastLog = time.Now()
 		}
-		wait.Reset(next(time.Since(start)))
 		select {
 		case <-deadline.C:
 			msg := fmt.Sprintf("condition not met within %s: %s", timeout, desc)
 			recordFailure(t, msg)
 			t.Fatal(msg)
-		case <-wait.C:
+		case <-time.After(next(time.Since(start))):
 		}
 	}
 }

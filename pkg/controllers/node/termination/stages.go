@@ -32,11 +32,11 @@ const (
 // drain evicts the pods of the first non-empty group and force-deletes
 // pods out of time; it is done when no pod is left to wait for.
 func (c *Controller) drain(ctx context.Context, p *pass) (reconcile.Result, bool, error) {
-	var list corev1.PodList
-	if err := c.apiReader.List(ctx, &list, client.MatchingFields{index.PodNodeName: p.node.Name}); err != nil {
-		return reconcile.Result{}, false, fmt.Errorf("listing pods on node: %w", err)
+	pods, err := c.podsOn(ctx, p.node)
+	if err != nil {
+		return reconcile.Result{}, false, err
 	}
-	p.pods = list.Items
+	p.pods = pods
 	plan := planDrain(p.pods, p.deadline, p.now)
 	for _, pod := range plan.forceDelete {
 		if err := c.forceDelete(ctx, pod, p); err != nil {
@@ -87,13 +87,12 @@ func (c *Controller) forceDelete(ctx context.Context, pod *corev1.Pod, p *pass) 
 	if pod.DeletionTimestamp != nil && pod.DeletionGracePeriodSeconds != nil && *pod.DeletionGracePeriodSeconds <= grace {
 		return nil // Already deleted with a grace period that ends in time.
 	}
-	uid := pod.UID
-	err := c.kubeClient.Delete(ctx, pod, client.GracePeriodSeconds(grace), client.Preconditions{UID: &uid})
-	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return nil
-	}
+	deleted, err := c.deletePod(ctx, pod, grace)
 	if err != nil {
-		return fmt.Errorf("deleting pod %s/%s at the termination deadline: %w", pod.Namespace, pod.Name, err)
+		return fmt.Errorf("at the termination deadline: %w", err)
+	}
+	if !deleted {
+		return nil
 	}
 	c.recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonDisrupted, "Delete",
 		"Deleting the pod to accommodate the terminationTime %s of the node. The pod was granted %d seconds of grace-period of its %d terminationGracePeriodSeconds. This bypasses the PDB of the pod and the do-not-disrupt annotation.",
@@ -111,23 +110,44 @@ func (c *Controller) forceDelete(ctx context.Context, pod *corev1.Pod, p *pass) 
 // do-not-disrupt are not consulted: the pods are already gone with their
 // instance.
 func (c *Controller) deleteStrandedPods(ctx context.Context, node *corev1.Node) error {
-	var list corev1.PodList
-	if err := c.apiReader.List(ctx, &list, client.MatchingFields{index.PodNodeName: node.Name}); err != nil {
-		return fmt.Errorf("listing pods on node: %w", err)
+	pods, err := c.podsOn(ctx, node)
+	if err != nil {
+		return err
 	}
-	for i := range list.Items {
-		pod := &list.Items[i]
-		uid := pod.UID
-		err := c.kubeClient.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &uid})
-		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-			continue
-		}
+	for i := range pods {
+		pod := &pods[i]
+		deleted, err := c.deletePod(ctx, pod, 0)
 		if err != nil {
-			return fmt.Errorf("deleting pod %s/%s stranded on a node whose instance is gone: %w", pod.Namespace, pod.Name, err)
+			return fmt.Errorf("its instance is gone: %w", err)
 		}
-		log.FromContext(ctx).Info("deleted pod of a node whose instance is gone", "Pod", klog.KObj(pod), "Node", klog.KObj(node))
+		if deleted {
+			log.FromContext(ctx).Info("deleted pod of a node whose instance is gone", "Pod", klog.KObj(pod), "Node", klog.KObj(node))
+		}
 	}
 	return nil
+}
+
+// podsOn lists the pods bound to the node, from the API server.
+func (c *Controller) podsOn(ctx context.Context, node *corev1.Node) ([]corev1.Pod, error) {
+	var list corev1.PodList
+	if err := c.apiReader.List(ctx, &list, client.MatchingFields{index.PodNodeName: node.Name}); err != nil {
+		return nil, fmt.Errorf("listing pods on node: %w", err)
+	}
+	return list.Items, nil
+}
+
+// deletePod deletes this very pod (its UID) with the grace period given;
+// deleted is false when it is gone already or the name is a newer pod's.
+func (c *Controller) deletePod(ctx context.Context, pod *corev1.Pod, grace int64) (deleted bool, err error) {
+	uid := pod.UID
+	err = c.kubeClient.Delete(ctx, pod, client.GracePeriodSeconds(grace), client.Preconditions{UID: &uid})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("deleting pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return true, nil
 }
 
 // awaitVolumeDetachment waits until the attach-detach controller removed
