@@ -29,6 +29,14 @@ type Condition struct {
 type pool struct {
 	tracker   Tracker
 	condition Condition
+	// resetFor is the spec the outcomes were last reset for.
+	resetFor Generations
+}
+
+// Generations identifies the spec a NodePool's outcomes belong to: the
+// NodePool's generation and its NodeClass's.
+type Generations struct {
+	NodePool, NodeClass int64
 }
 
 // State holds the outcomes and condition of each NodePool, by UID; safe
@@ -118,10 +126,16 @@ func (s *State) Seed(nodePool types.UID, status Status) {
 	s.pools[nodePool] = p
 }
 
-// Reset forgets the NodePool's outcomes (its spec or NodeClass changed):
-// its Condition is Unknown again.
-func (s *State) Reset(nodePool types.UID) {
+// Reset forgets the NodePool's outcomes (its spec or NodeClass changed),
+// so its Condition is Unknown again, unless they were reset for these
+// generations already: a writer reading a NodePool older than its own
+// last write (a cache behind the API server) must not forget what was
+// recorded since.
+func (s *State) Reset(nodePool types.UID, generations Generations) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.pools, nodePool)
+	if p, ok := s.pools[nodePool]; ok && p.resetFor == generations {
+		return
+	}
+	s.pools[nodePool] = pool{resetFor: generations}
 }

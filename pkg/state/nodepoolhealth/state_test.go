@@ -57,9 +57,34 @@ func TestStatePerNodePool(t *testing.T) {
 	if got := s.Status(b); got != StatusUnknown {
 		t.Errorf("another pool's failures leaked: %s", got)
 	}
-	s.Reset(a)
+	s.Reset(a, Generations{NodePool: 1, NodeClass: 1})
 	if got, want := s.Condition(a), (Condition{}); got != want || s.Status(a) != StatusUnknown {
 		t.Errorf("after Reset: %+v/%s, want Unknown", got, s.Status(a))
+	}
+}
+
+// TestResetOncePerSpec: a second Reset for the same generations (a
+// writer reading a copy older than its own reset) keeps the outcomes
+// recorded since the first; a Reset for a new spec forgets them.
+func TestResetOncePerSpec(t *testing.T) {
+	s := NewState()
+	first := Generations{NodePool: 1, NodeClass: 1}
+	s.Reset("p", first)
+	s.Record("p", "pool", timeout)
+	s.Record("p", "pool", timeout)
+	s.Reset("p", first)
+	if got := s.Condition("p"); got.Status != StatusUnhealthy {
+		t.Errorf("after a second Reset for the same spec: %+v, want Unhealthy kept", got)
+	}
+	s.Reset("p", Generations{NodePool: 2, NodeClass: 1})
+	if got := s.Condition("p"); got.Status != StatusUnknown || s.Status("p") != StatusUnknown {
+		t.Errorf("after a Reset for a new NodePool generation: %+v/%s, want Unknown", got, s.Status("p"))
+	}
+	s.Record("p", "pool", timeout)
+	s.Record("p", "pool", timeout)
+	s.Reset("p", Generations{NodePool: 2, NodeClass: 2})
+	if got := s.Condition("p"); got.Status != StatusUnknown {
+		t.Errorf("after a Reset for a new NodeClass generation: %+v, want Unknown", got)
 	}
 }
 

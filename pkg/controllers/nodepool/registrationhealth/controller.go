@@ -93,18 +93,21 @@ func (c *Controller) Reconcile(ctx context.Context, nodePool *karpv1.NodePool) (
 	if err != nil || nodeClass == nil {
 		return reconcile.Result{}, err
 	}
-	// 1. After a restart the State is empty: seed it from the stored
-	// condition, so it goes on from there.
-	c.state.Seed(nodePool.UID, nodepoolhealth.StoredStatus(nodePool))
-	// 2. Decide the condition on a copy.
+	// 1. A stale condition (another spec's) starts again from Unknown:
+	// the State forgets its outcomes once per spec, so a copy read from a
+	// cache that has not yet seen the reset's own write keeps what was
+	// recorded since. Otherwise, after a restart the State is empty: seed
+	// it from the stored condition, so it goes on from there.
 	want := nodePool.DeepCopy()
 	conditions := want.StatusConditions().WithClock(c.clock)
 	if stale(nodePool, nodeClass.GetGeneration()) {
 		conditions.SetUnknown(karpv1.ConditionTypeNodeRegistrationHealthy)
-		c.state.Reset(nodePool.UID)
+		c.state.Reset(nodePool.UID, nodepoolhealth.Generations{NodePool: nodePool.Generation, NodeClass: nodeClass.GetGeneration()})
 	} else {
-		apply(conditions, c.state.Condition(nodePool.UID))
+		c.state.Seed(nodePool.UID, nodepoolhealth.StoredStatus(nodePool))
 	}
+	// 2. Move the copy's condition to the State's verdict.
+	apply(conditions, c.state.Condition(nodePool.UID))
 	want.Status.NodeClassObservedGeneration = nodeClass.GetGeneration()
 	cond := conditions.Get(karpv1.ConditionTypeNodeRegistrationHealthy)
 	stored := nodePool.StatusConditions().Get(karpv1.ConditionTypeNodeRegistrationHealthy)

@@ -104,6 +104,34 @@ func TestResetsOnNodePoolAndNodeClassChanges(t *testing.T) {
 	}
 }
 
+// A reconcile of a NodePool copy older than the controller's own reset
+// (the cache has not seen that write yet) keeps the outcomes recorded
+// since the reset: it neither forgets them nor writes Unknown over them.
+func TestACopyOlderThanTheResetKeepsLaterOutcomes(t *testing.T) {
+	h.Reset(t)
+	state := nodepoolhealth.NewState()
+	c := registrationhealth.NewController(h.Client, fake.New(), h.Clock, state)
+	h.Create(t, test.MakeKWOKNodeClass("default").Obj(), test.MakeNodePool("pool").Obj())
+	old := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "pool"}}
+	h.Get(t, old)
+	if got := reconciled(t, c, "pool"); healthy(got) != metav1.ConditionUnknown {
+		t.Fatalf("new pool: NodeRegistrationHealthy %s, want Unknown", healthy(got))
+	}
+	state.Record(old.UID, old.Name, nodepoolhealth.Outcome{Reason: "RegistrationFailed", Message: "Failed to register node"})
+	state.Record(old.UID, old.Name, nodepoolhealth.Outcome{Reason: "RegistrationFailed", Message: "Failed to register node"})
+	if _, err := c.Reconcile(t.Context(), old); err != nil {
+		t.Fatal(err)
+	}
+	if got := state.Status(old.UID); got != nodepoolhealth.StatusUnhealthy {
+		t.Errorf("outcomes after reconciling the older copy: %s, want Unhealthy kept", got)
+	}
+	after := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "pool"}}
+	h.Get(t, after)
+	if got := condition(after); got.Status != metav1.ConditionFalse || got.Reason != "RegistrationFailed" {
+		t.Errorf("after reconciling the older copy: NodeRegistrationHealthy %s/%s, want False/RegistrationFailed", got.Status, got.Reason)
+	}
+}
+
 func TestMissingNodeClassIsLeftAlone(t *testing.T) {
 	h.Reset(t)
 	c := registrationhealth.NewController(h.Client, fake.New(), h.Clock, nodepoolhealth.NewState())
