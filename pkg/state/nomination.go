@@ -45,27 +45,29 @@ func (c *Cluster) NominateUnhinted(pod *corev1.Pod, nodeID string, ttl time.Dura
 	c.markDecided(pod)
 }
 
-// RenewNominations extends the unexpired nominations to the StateNode
-// with the given ID to last at least ttl from now, and returns how many it
+// RenewNominations extends the nominations to the StateNode with the
+// given ID to last at least ttl from now, and returns how many it
 // extended. A nomination counts down from when it was made, but pods
 // cannot land on a node the batch hold keeps closed: once the hold is
 // lifted, its pods get a full ttl to be bound, instead of expiring while
 // the scheduler works through a large batch and being solved again (with
-// events, hints and possibly another node) moments before they land.
+// events, hints and possibly another node) moments before they land. A
+// nomination that ran out while the hold lasted is renewed too: the pod
+// is still pending (a bound or deleted pod's nomination is gone) and no
+// solve has sent it elsewhere since (that would have replaced it), so
+// this node is still where it is going.
 func (c *Cluster) RenewNominations(nodeID string, ttl time.Duration) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	now := c.now()
+	until := c.now().Add(ttl)
 	renewed := 0
 	for key, n := range c.nominations {
-		if n.nodeID != nodeID || !now.Before(n.expires) {
+		if n.nodeID != nodeID || !n.expires.Before(until) {
 			continue
 		}
-		if until := now.Add(ttl); n.expires.Before(until) {
-			n.expires = until
-			c.nominations[key] = n
-			renewed++
-		}
+		n.expires = until
+		c.nominations[key] = n
+		renewed++
 	}
 	return renewed
 }

@@ -36,3 +36,41 @@ func TestReleaseNominationsFreesOnlyThatNode(t *testing.T) {
 		t.Errorf("second ReleaseNominations(%s) = %d, want 0", repl, got)
 	}
 }
+
+// TestRenewNominationsRevivesThoseTheHoldOutlasted: a batch hold longer
+// than the nomination TTL lets the nominations to its node run out; the
+// lift renews them all for a TTL, and leaves those to other nodes alone.
+func TestRenewNominationsRevivesThoseTheHoldOutlasted(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+	cluster := state.NewCluster(clk, nil)
+	held, other := state.NodeClaimID("held"), state.NodeClaimID("other")
+	early, late, elsewhere := test.MakePod("early").Obj(), test.MakePod("late").Obj(), test.MakePod("elsewhere").Obj()
+	cluster.Nominate(early, held, 20*time.Second)
+	clk.Step(15 * time.Second)
+	cluster.NominateUnhinted(late, held, 20*time.Second)
+	cluster.Nominate(elsewhere, other, 20*time.Second)
+	clk.Step(10 * time.Second) // early ran out, late has 10 s left
+	key := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: "default", Name: name} }
+	if got := cluster.NominatedNode(key("early")); got != "" {
+		t.Fatalf("early nominated to %q past its TTL", got)
+	}
+	if got := cluster.RenewNominations(held, 20*time.Second); got != 2 {
+		t.Errorf("RenewNominations(%s) = %d, want 2 (one run out, one not)", held, got)
+	}
+	clk.Step(15 * time.Second)
+	for _, name := range []string{"early", "late"} {
+		if got := cluster.NominatedNode(key(name)); got != held {
+			t.Errorf("%s nominated to %q 15 s after the renewal, want %q", name, got, held)
+		}
+	}
+	if got := cluster.HintedNode(key("late")); got != "" {
+		t.Errorf("the unhinted nomination of late got a hint (%q) from its renewal", got)
+	}
+	if got := cluster.NominatedNode(key("elsewhere")); got != "" {
+		t.Errorf("elsewhere nominated to %q: another node's renewal extended it", got)
+	}
+	clk.Step(10 * time.Second)
+	if got := cluster.NominatedNode(key("early")); got != "" {
+		t.Errorf("early nominated to %q a TTL after the renewal", got)
+	}
+}

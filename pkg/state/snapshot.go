@@ -112,6 +112,13 @@ func (c *Cluster) toSimulation(sn *StateNode) *simulation.Node {
 // nominated to it forever.
 const BatchHoldGrace = 2 * time.Minute
 
+// BatchHeld reports whether the node carries its batch hold and the hold
+// is expected to go (see BatchHoldGrace): no pod can land on it yet, so
+// it is empty because it is new, not because it is not needed.
+func (c *Cluster) BatchHeld(sn *StateNode) bool {
+	return sn.Node != nil && slices.ContainsFunc(sn.Node.Spec.Taints, karpv1.IsBatchHoldTaint) && c.holdExpected(sn)
+}
+
 // holdExpected reports whether the node's batch hold is expected to go.
 func (c *Cluster) holdExpected(sn *StateNode) bool {
 	if sn.NodeClaim == nil {

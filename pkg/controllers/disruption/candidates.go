@@ -25,9 +25,13 @@ import (
 // Reasons a node is not disrupted, used as the DisruptionBlocked
 // condition's reason.
 const (
-	BlockedDoNotDisrupt     = "DoNotDisrupt"
-	BlockedPDB              = "PodDisruptionBudget"
-	BlockedNominated        = "Nominated"
+	BlockedDoNotDisrupt = "DoNotDisrupt"
+	BlockedPDB          = "PodDisruptionBudget"
+	BlockedNominated    = "Nominated"
+	// BlockedBatchHold: the node is new and still closed to the scheduler
+	// by its batch hold, so the pods it was launched for cannot be on it
+	// yet.
+	BlockedBatchHold        = "BatchHold"
 	BlockedNodePool         = "NodePoolNotFound"
 	BlockedBudget           = "Budget"
 	BlockedConsolidateAfter = "ConsolidateAfter"
@@ -183,6 +187,10 @@ func (c *Controller) newCandidate(ctx context.Context, w *world, sn *state.State
 	}
 	if len(sn.Nominated) > 0 {
 		w.block(name, BlockedNominated, "node is nominated for %d pending pod(s)", len(sn.Nominated))
+		return nil
+	}
+	if c.cluster.BatchHeld(sn) {
+		w.block(name, BlockedBatchHold, "node is held from the scheduler until its launch batch is ready")
 		return nil
 	}
 	c.events.nodeDoNotDisrupt(sn)

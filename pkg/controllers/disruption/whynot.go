@@ -24,12 +24,13 @@ var searchReasons = map[string]bool{BlockedNoCheaper: true, BlockedBudget: true,
 
 // transientReasons are blockers that last only while pods are on their
 // way to the node: a node nominated for pending pods is one karp has just
-// launched or is filling. Writing them would cost a condition patch and an
-// event per node of every scale-up (and again as the pod count in the
-// message falls), at the moment the API server is busiest, for a state
-// that is gone seconds later. The node is skipped as before; what is
+// launched or is filling, a node under its batch hold one just launched.
+// Writing them would cost a condition patch and an event per node of
+// every scale-up (and again as the pod count in the message falls), at
+// the moment the API server is busiest, for a state that is gone seconds
+// later. The node is skipped as before; what is
 // recorded is the reason that holds once its pods have landed.
-var transientReasons = map[string]bool{BlockedNominated: true}
+var transientReasons = map[string]bool{BlockedNominated: true, BlockedBatchHold: true}
 
 // explain records why every managed node the pass did not disrupt is kept:
 // the DisruptionBlocked condition on its NodeClaim and an event on its

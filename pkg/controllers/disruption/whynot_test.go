@@ -93,6 +93,29 @@ func TestDoNotDisruptReasonClearsWhenTheAnnotationGoes(t *testing.T) {
 	}
 }
 
+// A new node still under its batch hold is empty because no pod can land
+// on it yet: it is kept (without recording it) however long the pods it
+// was launched for take to be nominated again, and taken once a hold
+// still there long after initialization counts as a fault.
+func TestNodeUnderItsBatchHoldIsKept(t *testing.T) {
+	h := newHarness(t)
+	h.readyNodePool(test.MakeNodePool("default").Budgets(karpv1.Budget{Nodes: "100%"}).
+		ConsolidateAfter(karpv1.NewNillableDuration(0)).Obj())
+	hold := []corev1.Taint{karpv1.BatchHoldNoScheduleTaint}
+	h.runningNode("held", nodeOpts{it: largeType, taints: hold, initialized: h.clock.Now().Add(-10 * time.Second)})
+	h.runningNode("stuck", nodeOpts{it: largeType, taints: hold, initialized: h.clock.Now().Add(-state.BatchHoldGrace - time.Minute)})
+	h.decide()
+	if h.gone("held") {
+		t.Fatal("an empty node under its batch hold was disrupted")
+	}
+	if c := h.blocked("held"); c != nil {
+		t.Fatalf("DisruptionBlocked = %s (%s), want no condition while the node is only held", c.Reason, c.Message)
+	}
+	if !h.gone("stuck") {
+		t.Error("an empty node whose batch hold outlived its grace was kept")
+	}
+}
+
 // A node nominated for pending pods (one karp just launched, whose pods
 // are on their way) is kept without a DisruptionBlocked condition or
 // event: that state lasts seconds, and recording it cost a status patch
