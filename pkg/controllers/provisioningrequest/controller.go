@@ -184,7 +184,11 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if perr := c.patchStatus(ctx, stored, pr); perr != nil {
 		err = errors.Join(err, perr)
 	}
-	return res, err
+	if err != nil {
+		// Retried with backoff; a requeue beside an error is dropped.
+		return reconcile.Result{}, err
+	}
+	return res, nil
 }
 
 // act carries out one step, setting the request's conditions in memory.

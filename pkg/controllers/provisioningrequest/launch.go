@@ -103,7 +103,11 @@ func (c *Controller) rollback(ctx context.Context, pr *autoscalingv1.Provisionin
 	msg := fmt.Sprintf("some NodeClaims of the atomic launch did not launch; deleted the other %d: %v", len(deleted), deleted)
 	log.FromContext(ctx).Info("rolled back provisioningrequest launch", "ProvisioningRequest", klog.KObj(pr), "deleted", len(deleted))
 	c.notFound(pr, msg)
-	return reconcile.Result{RequeueAfter: retryPeriod}, errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		// Retried with backoff; a requeue beside an error is dropped.
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: retryPeriod}, nil
 }
 
 // release ends the booking of the request's NodeClaims (the request

@@ -132,8 +132,13 @@ func (c *Controller) Reconcile(ctx context.Context, node *corev1.Node) (reconcil
 	if perr := c.patchNodeClaimStatus(ctx, p); perr != nil {
 		err = errors.Join(err, perr)
 	}
-	if err != nil || !done {
-		return res, err
+	// controller-runtime drops a requeue returned with an error (and logs
+	// a warning for it): an error is retried with backoff instead.
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if !done {
+		return res, nil
 	}
 	return reconcile.Result{}, c.release(ctx, node, nodeClaim)
 }

@@ -74,7 +74,11 @@ func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	if c.runs <= fastRuns {
 		next = fastInterval
 	}
-	return reconcile.Result{RequeueAfter: next}, c.Collect(ctx)
+	if err := c.Collect(ctx); err != nil {
+		// Retried with backoff; a requeue beside an error is dropped.
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: next}, nil
 }
 
 // instanceIdentifier is the optional capability of providers whose

@@ -118,8 +118,13 @@ func (c *Controller) Reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	}
 	for _, s := range c.steps {
 		done, res, err := s(ctx, nodeClaim)
-		if err != nil || !done {
-			return res, err
+		if err != nil {
+			// An error is retried with backoff; a requeue beside it would
+			// be dropped.
+			return reconcile.Result{}, err
+		}
+		if !done {
+			return res, nil
 		}
 	}
 	return reconcile.Result{}, c.removeFinalizer(ctx, nodeClaim)

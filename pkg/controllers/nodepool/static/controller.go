@@ -124,7 +124,11 @@ func (c *Controller) Reconcile(ctx context.Context, nodePool *karpv1.NodePool) (
 	if err := c.patchCondition(ctx, nodePool, served, reason, message); err != nil {
 		errs = append(errs, err)
 	}
-	return reconcile.Result{RequeueAfter: resyncPeriod}, errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		// Retried with backoff; a requeue beside an error is dropped.
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: resyncPeriod}, nil
 }
 
 // members lists the NodePool's nodes from the cluster state, with the

@@ -64,7 +64,11 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 
 // Reconcile runs one pass and schedules the next.
 func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
-	return reconcile.Result{RequeueAfter: interval}, c.Collect(ctx)
+	if err := c.Collect(ctx); err != nil {
+		// Retried with backoff; a requeue beside an error is dropped.
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: interval}, nil
 }
 
 // Collect runs one pass: 1. list the profiles and what uses them; 2.
