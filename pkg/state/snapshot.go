@@ -79,7 +79,7 @@ func (c *Cluster) toSimulation(sn *StateNode) *simulation.Node {
 	switch {
 	case sn.Node != nil:
 		n.Taints = sn.Node.Spec.Taints
-		if slices.ContainsFunc(n.Taints, karpv1.IsBatchHoldTaint) && c.holdExpected(sn) {
+		if c.BatchHeld(sn) {
 			// karp lifts its own batch hold: the node's room is real.
 			n.Taints = slices.DeleteFunc(slices.Clone(n.Taints), karpv1.IsBatchHoldTaint)
 		}

@@ -28,8 +28,8 @@ var searchReasons = map[string]bool{BlockedNoCheaper: true, BlockedBudget: true,
 // Writing them would cost a condition patch and an event per node of
 // every scale-up (and again as the pod count in the message falls), at
 // the moment the API server is busiest, for a state that is gone seconds
-// later. The node is skipped as before; what is
-// recorded is the reason that holds once its pods have landed.
+// later. The node is skipped as before; what is recorded is the reason
+// that holds once its pods have landed.
 var transientReasons = map[string]bool{BlockedNominated: true, BlockedBatchHold: true}
 
 // explain records why every managed node the pass did not disrupt is kept:
