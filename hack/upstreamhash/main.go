@@ -2,12 +2,12 @@
 // NodePool.Hash() (sigs.k8s.io/karpenter, see go.mod for the version), the
 // template hashes of the cases in a testdata directory's templates.yaml and
 // writes them to upstream-hashes.yaml in the same directory. karp's golden
-// test (pkg/controllers/nodepool/hash) compares its own hashes with these.
+// test (pkg/apis/v1) compares its own hashes with these.
 //
 // It is a separate module so that upstream's module is never a dependency of
 // karp itself. Usage:
 //
-//	cd hack/upstreamhash && go run . ../../pkg/controllers/nodepool/hash/testdata
+//	cd hack/upstreamhash && go run . ../../pkg/apis/v1/testdata
 package main
 
 import (

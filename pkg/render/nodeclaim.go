@@ -17,7 +17,7 @@ import (
 // NodePool (blocking its deletion), with its termination finalizer,
 // labeled with the template labels, the NodePool, the NodeClass and every
 // single-valued requirement the provider will not set itself, carrying the
-// template's annotations and hash, the narrowed requirements (instance
+// template's annotations and its hash (NodePool.Hash), the narrowed requirements (instance
 // types cheapest first, capacity types), the pods' requests plus DaemonSet
 // overhead, and the template's nodeClassRef, taints, expiry and
 // termination grace period. The object carries no TypeMeta: a client
@@ -43,11 +43,10 @@ func NodeClaim(nc *simulation.NodeClaim) *karpv1.NodeClaim {
 	for k, v := range tmpl.ObjectMeta.Annotations {
 		annotations[k] = v
 	}
-	for _, k := range []string{karpv1.NodePoolHashAnnotationKey, karpv1.NodePoolHashVersionAnnotationKey} {
-		if v, ok := nodePool.Annotations[k]; ok {
-			annotations[k] = v
-		}
-	}
+	// The hash of the template this NodeClaim is rendered from, not the
+	// NodePool's annotation, which lags a template change (NodePool.Hash).
+	annotations[karpv1.NodePoolHashAnnotationKey] = nodePool.Hash()
+	annotations[karpv1.NodePoolHashVersionAnnotationKey] = karpv1.NodePoolHashVersion
 	if nc.MinValuesRelaxed {
 		annotations[karpv1.NodeClaimMinValuesRelaxedAnnotationKey] = strconv.FormatBool(true)
 	}

@@ -54,10 +54,12 @@ func TestNodeClaimRendersTheDecision(t *testing.T) {
 		// NodePool's and the NodeClass's.
 		Labels: map[string]string{"app": "web", "billing": "team-a", karpv1.NodePoolLabelKey: "team",
 			"karpenter.kwok.sh/kwoknodeclass": "default"},
-		// The template's annotations and the NodePool's hash, nothing else
-		// of the NodePool's.
-		Annotations: map[string]string{"note": "kept", karpv1.NodePoolHashAnnotationKey: "123", karpv1.NodePoolHashVersionAnnotationKey: "v3"},
-		Finalizers:  []string{karpv1.TerminationFinalizer},
+		// The template's annotations and the hash of the template it was
+		// rendered from (the NodePool's own annotation, stale here, is not
+		// copied), nothing else of the NodePool's.
+		Annotations: map[string]string{"note": "kept", karpv1.NodePoolHashAnnotationKey: decision().NodePool.Hash(),
+			karpv1.NodePoolHashVersionAnnotationKey: karpv1.NodePoolHashVersion},
+		Finalizers: []string{karpv1.TerminationFinalizer},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "karpenter.sh/v1", Kind: "NodePool", Name: "team", UID: "pool-uid",
 			BlockOwnerDeletion: &blockOwnerDeletion}},
 	}

@@ -118,7 +118,7 @@ type NodeClaimTemplateSpec struct {
 	// +kubebuilder:validation:MaxItems:=100
 	// +kubebuilder:validation:XValidation:message="label \"karpenter.sh/nodepool\" is restricted",rule="self.all(x, x.key != 'karpenter.sh/nodepool')"
 	// +required
-	Requirements []NodeSelectorRequirementWithMinValues `json:"requirements" hash:"ignore"` // not in the template hash (see pkg/controllers/nodepool/hash)
+	Requirements []NodeSelectorRequirementWithMinValues `json:"requirements" hash:"ignore"` // not in the template hash (see NodePool.Hash)
 	// NodeClassRef names the provider NodeClass nodes are launched with.
 	// Its group and kind cannot change.
 	// +kubebuilder:validation:XValidation:message="nodeClassRef.group is immutable",rule="self.group == oldSelf.group"

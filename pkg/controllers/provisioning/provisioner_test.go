@@ -21,6 +21,7 @@ func TestPendingPodGetsNodeClaim(t *testing.T) {
 		Annotations(map[string]string{"example.com/owner": "ops"}).
 		Requirement("example.com/tier", corev1.NodeSelectorOpIn, "gold").
 		Obj()
+	// A stale hash annotation: the NodeClaim takes its template's hash.
 	np.Annotations = map[string]string{karpv1.NodePoolHashAnnotationKey: "1234"}
 	h.readyNodePool(np)
 	pods := h.pendingPods(test.MakePod("web").Requests("cpu", "1", "memory", "1Gi").Obj())
@@ -40,7 +41,7 @@ func TestPendingPodGetsNodeClaim(t *testing.T) {
 	if diff := cmp.Diff(wantLabels, nc.Labels); diff != "" {
 		t.Errorf("labels (-want,+got):\n%s", diff)
 	}
-	if nc.Annotations[karpv1.NodePoolHashAnnotationKey] != "1234" || nc.Annotations["example.com/owner"] != "ops" {
+	if nc.Annotations[karpv1.NodePoolHashAnnotationKey] != np.Hash() || nc.Annotations["example.com/owner"] != "ops" {
 		t.Errorf("annotations = %v, want the template's and the nodepool hash", nc.Annotations)
 	}
 	if len(nc.OwnerReferences) != 1 || nc.OwnerReferences[0].Kind != "NodePool" || nc.OwnerReferences[0].UID != np.UID ||

@@ -19,10 +19,10 @@ import (
 
 // upstreamCase is the NodePool template of the hash golden test case the
 // pool uses, and the hash upstream's NodePool.Hash() computed for it
-// (pkg/controllers/nodepool/hash/testdata, written by hack/upstreamhash).
+// (pkg/apis/v1/testdata, written by hack/upstreamhash).
 func upstreamCase(t *testing.T, name string) (karpv1.NodeClaimTemplate, string, string) {
 	t.Helper()
-	dir := fixtures.Path(t, "pkg", "controllers", "nodepool", "hash", "testdata")
+	dir := fixtures.Path(t, "pkg", "apis", "v1", "testdata")
 	var cases []struct {
 		Name     string                   `json:"name"`
 		Template karpv1.NodeClaimTemplate `json:"template"`

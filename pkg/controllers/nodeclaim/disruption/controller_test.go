@@ -30,13 +30,14 @@ func hashed(hash string) map[string]string {
 	}
 }
 
-// pool is NodePool "p" stamped with a template hash.
-func pool(hash string) *test.NodePoolWrapper { return poolAnnotated(hashed(hash)) }
+// pool is NodePool "p", whose template launchedClaim's hash is of; the
+// NodePool carries no hash annotation (drift does not read it).
+func pool() *test.NodePoolWrapper { return test.MakeNodePool("p") }
 
-func poolAnnotated(annotations map[string]string) *test.NodePoolWrapper {
-	w := test.MakeNodePool("p")
-	w.ObjectMeta.Annotations = annotations
-	return w
+// changedPool is pool with a template label added: its template hash
+// differs from launchedClaim's.
+func changedPool() *test.NodePoolWrapper {
+	return pool().Labels(map[string]string{"example.com/changed": "yes"})
 }
 
 // launchedClaim is a launched, initialized default-instance-type NodeClaim
@@ -50,7 +51,7 @@ func launchedClaim(name string) *test.NodeClaimWrapper {
 			corev1.LabelTopologyZone:       "test-zone-1",
 			karpv1.CapacityTypeLabelKey:    karpv1.CapacityTypeOnDemand,
 		}).
-		Annotations(hashed("h1")).
+		Annotations(hashed(pool().Obj().Hash())).
 		ProviderID("fake:///"+name).
 		Condition(karpv1.ConditionTypeLaunched, metav1.ConditionTrue, "Launched", now).
 		Condition(karpv1.ConditionTypeRegistered, metav1.ConditionTrue, "Registered", now).
@@ -93,54 +94,71 @@ func TestDriftReasons(t *testing.T) {
 		want   string
 	}{
 		"same hash and compatible labels": {
-			pool:  pool("h1").Obj(),
+			pool:  pool().Obj(),
 			claim: launchedClaim("c").Obj(),
 			want:  "",
 		},
 		"template hash changed": {
-			pool:  pool("h2").Obj(),
+			pool:  changedPool().Obj(),
 			claim: launchedClaim("c").Obj(),
 			want:  string(disruption.ReasonNodePoolDrifted),
 		},
-		"hash version changed is not drift": {
-			pool: poolAnnotated(map[string]string{
-				karpv1.NodePoolHashAnnotationKey: "h2", karpv1.NodePoolHashVersionAnnotationKey: "v0",
-			}).Obj(),
+		// The pool's annotation lags a template change: drift reads the
+		// template, not the annotation, either way.
+		"template changed, the pool's annotation not yet": {
+			pool:  withAnnotations(changedPool().Obj(), hashed(pool().Obj().Hash())),
+			claim: launchedClaim("c").Obj(),
+			want:  string(disruption.ReasonNodePoolDrifted),
+		},
+		"template unchanged, the pool's annotation stale": {
+			pool:  withAnnotations(pool().Obj(), hashed("12345")),
 			claim: launchedClaim("c").Obj(),
 			want:  "",
 		},
+		"a claim hash of another version is not drift": {
+			pool: changedPool().Obj(),
+			claim: launchedClaim("c").Annotations(map[string]string{
+				karpv1.NodePoolHashAnnotationKey: "12345", karpv1.NodePoolHashVersionAnnotationKey: "v0",
+			}).Obj(),
+			want: "",
+		},
+		"a claim without a hash is not drift": {
+			pool:  changedPool().Obj(),
+			claim: launchedClaim("c").Annotations(nil).Obj(),
+			want:  "",
+		},
 		"requirements exclude the node's zone": {
-			pool: pool("h1").
+			pool: pool().
 				Requirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "test-zone-2").Obj(),
 			claim: launchedClaim("c").Obj(),
 			want:  string(disruption.ReasonRequirementsDrifted),
 		},
 		"requirements still include the node's zone": {
-			pool: pool("h1").
+			pool: pool().
 				Requirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "test-zone-1", "test-zone-2").Obj(),
 			claim: launchedClaim("c").Obj(),
 			want:  "",
 		},
 		"instance type gone": {
-			pool:  pool("h1").Obj(),
+			pool:  pool().Obj(),
 			claim: launchedClaim("c").Label(corev1.LabelInstanceTypeStable, "retired-type").Obj(),
 			want:  string(disruption.ReasonInstanceTypeNotFound),
 		},
 		"no offering in the node's capacity type and zone": {
-			pool: pool("h1").Obj(),
+			pool: pool().Obj(),
 			// Default fake types have spot only in zones 1 and 2.
 			claim: launchedClaim("c").Label(corev1.LabelTopologyZone, "test-zone-3").
 				Label(karpv1.CapacityTypeLabelKey, karpv1.CapacityTypeSpot).Obj(),
 			want: string(disruption.ReasonInstanceTypeNotFound),
 		},
 		"provider reports NodeClass drift": {
-			pool:   pool("h1").Obj(),
+			pool:   pool().Obj(),
 			claim:  launchedClaim("c").Obj(),
 			driftd: func(cp *fake.CloudProvider) { cp.SetDrifted("fake:///c", cloudprovider.NodeClassDrift) },
 			want:   string(cloudprovider.NodeClassDrift),
 		},
 		"not launched never drifts": {
-			pool: pool("h2").Obj(),
+			pool: changedPool().Obj(),
 			claim: test.MakeNodeClaim("c").NodePool("p").Annotations(hashed("h1")).
 				Condition(karpv1.ConditionTypeLaunched, metav1.ConditionUnknown, "Launching", h.Clock.Now()).Obj(),
 			want: "",
@@ -167,7 +185,7 @@ func TestDriftReasons(t *testing.T) {
 
 func TestDriftClearsWhenTheNodeMatchesAgain(t *testing.T) {
 	_, c := setup(t)
-	nodePool := pool("h2").Obj()
+	nodePool := changedPool().Obj()
 	h.Create(t, nodePool)
 	create(t, launchedClaim("c").Obj())
 	if _, got := reconcileClaim(t, c, "c"); driftReason(got) != string(disruption.ReasonNodePoolDrifted) {
@@ -175,7 +193,7 @@ func TestDriftClearsWhenTheNodeMatchesAgain(t *testing.T) {
 	}
 	// The template is changed back.
 	h.Get(t, nodePool)
-	nodePool.Annotations = hashed("h1")
+	nodePool.Spec.Template.ObjectMeta.Labels = pool().Obj().Spec.Template.ObjectMeta.Labels
 	if err := h.Env.Client.Update(t.Context(), nodePool); err != nil {
 		t.Fatal(err)
 	}
@@ -185,13 +203,19 @@ func TestDriftClearsWhenTheNodeMatchesAgain(t *testing.T) {
 	}
 }
 
+// withAnnotations sets the NodePool's own annotations.
+func withAnnotations(nodePool *karpv1.NodePool, annotations map[string]string) *karpv1.NodePool {
+	nodePool.Annotations = annotations
+	return nodePool
+}
+
 func consolidatable(nc *karpv1.NodeClaim) bool {
 	return nc.StatusConditions().IsTrue(karpv1.ConditionTypeConsolidatable)
 }
 
 func TestConsolidatableAfterConsolidateAfterSinceInitialization(t *testing.T) {
 	_, c := setup(t)
-	h.Create(t, pool("h1").ConsolidateAfter(karpv1.NewNillableDuration(30*time.Second)).Obj())
+	h.Create(t, pool().ConsolidateAfter(karpv1.NewNillableDuration(30*time.Second)).Obj())
 	create(t, launchedClaim("c").Obj())
 
 	requeue, got := reconcileClaim(t, c, "c")
@@ -229,11 +253,11 @@ func TestNotConsolidatable(t *testing.T) {
 		claim *karpv1.NodeClaim
 	}{
 		"consolidateAfter Never": {
-			pool:  pool("h1").ConsolidateAfter(karpv1.NillableDuration{}).Obj(),
+			pool:  pool().ConsolidateAfter(karpv1.NillableDuration{}).Obj(),
 			claim: launchedClaim("c").Obj(),
 		},
 		"not initialized": {
-			pool: pool("h1").Obj(),
+			pool: pool().Obj(),
 			claim: launchedClaim("c").
 				Condition(karpv1.ConditionTypeInitialized, metav1.ConditionUnknown, "NodeNotReady", h.Clock.Now()).Obj(),
 		},

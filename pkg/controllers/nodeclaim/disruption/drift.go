@@ -65,19 +65,17 @@ func (c *Controller) drift(ctx context.Context, nodePool *karpv1.NodePool, nodeC
 	return requeueIn(DriftRecheckInterval), nil
 }
 
-// nodePoolDrift compares template hashes of the same hash version; a
-// missing hash or a version change is never drift (the hash controller
-// re-stamps NodeClaims after an algorithm change).
+// nodePoolDrift compares the NodeClaim's template hash with the hash of
+// the NodePool's current template, computed here rather than read from the
+// pool's annotation, which lags a template change. A NodeClaim without a
+// hash, or with one of another hash version, is not drifted: the hash
+// controller re-stamps NodeClaims after an algorithm change.
 func nodePoolDrift(_ context.Context, nodePool *karpv1.NodePool, nodeClaim *karpv1.NodeClaim) (cloudprovider.DriftReason, string, error) {
-	poolHash := nodePool.Annotations[karpv1.NodePoolHashAnnotationKey]
 	claimHash := nodeClaim.Annotations[karpv1.NodePoolHashAnnotationKey]
-	if poolHash == "" || claimHash == "" {
+	if claimHash == "" || nodeClaim.Annotations[karpv1.NodePoolHashVersionAnnotationKey] != karpv1.NodePoolHashVersion {
 		return "", "", nil
 	}
-	if nodePool.Annotations[karpv1.NodePoolHashVersionAnnotationKey] != nodeClaim.Annotations[karpv1.NodePoolHashVersionAnnotationKey] {
-		return "", "", nil
-	}
-	if poolHash != claimHash {
+	if claimHash != nodePool.Hash() {
 		return ReasonNodePoolDrifted, fmt.Sprintf("NodePool %s template changed", nodePool.Name), nil
 	}
 	return "", "", nil

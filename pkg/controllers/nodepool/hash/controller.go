@@ -46,7 +46,7 @@ func (c *Controller) Reconcile(ctx context.Context, nodePool *karpv1.NodePool) (
 	if !nodePool.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil
 	}
-	want := Template(&nodePool.Spec.Template)
+	want := nodePool.Hash()
 	if err := c.restampNodeClaims(ctx, nodePool, want); err != nil {
 		return reconcile.Result{}, err
 	}

@@ -13,6 +13,12 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/test/operatortest"
 )
 
+// base is NodePool "p" with template labels and taints.
+func base() *test.NodePoolWrapper {
+	return test.MakeNodePool("p").Labels(map[string]string{"team": "a", "tier": "web"}).
+		Taint(corev1.Taint{Key: "a", Value: "1", Effect: corev1.TaintEffectNoSchedule})
+}
+
 func reconcilePool(t *testing.T, c *hash.Controller, name string) *karpv1.NodePool {
 	t.Helper()
 	if _, err := operatortest.Reconcile(t, h, c, name); err != nil {
@@ -30,8 +36,8 @@ func TestNodePoolIsStampedAndRestampedOnChange(t *testing.T) {
 
 	got := reconcilePool(t, c, "p")
 	first := got.Annotations[karpv1.NodePoolHashAnnotationKey]
-	if first != hash.Template(&got.Spec.Template) {
-		t.Errorf("hash annotation = %q, want %q", first, hash.Template(&got.Spec.Template))
+	if first != got.Hash() {
+		t.Errorf("hash annotation = %q, want %q", first, got.Hash())
 	}
 	if v := got.Annotations[karpv1.NodePoolHashVersionAnnotationKey]; v != karpv1.NodePoolHashVersion {
 		t.Errorf("hash version = %q, want %q", v, karpv1.NodePoolHashVersion)

@@ -1,4 +1,4 @@
-package hash_test
+package v1_test
 
 import (
 	"os"
@@ -8,7 +8,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
-	"github.com/karp-autoscaler/karp/pkg/controllers/nodepool/hash"
 )
 
 // upstreamHashes is testdata/upstream-hashes.yaml, written by
@@ -56,7 +55,8 @@ func TestTemplateHashMatchesUpstream(t *testing.T) {
 			if !ok {
 				t.Fatalf("no upstream hash for %q: regenerate testdata (see templates.yaml)", tc.Name)
 			}
-			if got := hash.Template(&tc.Template); got != want {
+			pool := karpv1.NodePool{Spec: karpv1.NodePoolSpec{Template: tc.Template}}
+			if got := pool.Hash(); got != want {
 				t.Errorf("hash = %s, upstream (%s) = %s", got, golden.Source, want)
 			}
 		})
