@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -31,6 +32,11 @@ type Options struct {
 	// Clock dates the generated certificates and times the kwok resync.
 	// Default the real clock.
 	Clock clock.PassiveClock
+	// GOMAXPROCS, when positive, is the GOMAXPROCS every component runs
+	// with; zero leaves them the machine's processors. Test suites that
+	// run several clusters at once on a small machine set 1: each
+	// cluster's garbage collectors and schedulers then do less work.
+	GOMAXPROCS int
 }
 
 // DefaultDir is $HOME/.karp/local.
@@ -247,7 +253,11 @@ func (c *Cluster) startAll(ctx context.Context) error {
 // launch starts one component, records it and watches for its exit.
 func (c *Cluster) launch(comp component) error {
 	fmt.Fprintf(c.opts.Progress, "starting %s\n", comp.name)
-	p, err := startProcess(comp.name, filepath.Join(c.opts.BinDir, comp.name), comp.args, c.layout.log(comp.name))
+	var env []string
+	if c.opts.GOMAXPROCS > 0 {
+		env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(c.opts.GOMAXPROCS))
+	}
+	p, err := startProcess(comp.name, filepath.Join(c.opts.BinDir, comp.name), comp.args, env, c.layout.log(comp.name))
 	if err != nil {
 		return err
 	}

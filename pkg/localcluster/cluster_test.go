@@ -2,7 +2,9 @@ package localcluster_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,7 +27,7 @@ func startCluster(t *testing.T) *localcluster.Cluster {
 }
 
 func TestClusterStartsServesCRDsAndStopsClean(t *testing.T) {
-	c := startCluster(t)
+	c, _ := environment.StartLocalCluster(t, func(o *localcluster.Options) { o.GOMAXPROCS = 1 })
 	ctx := t.Context()
 
 	state, err := localcluster.ReadState(c.Dir)
@@ -38,6 +40,14 @@ func TestClusterStartsServesCRDsAndStopsClean(t *testing.T) {
 	for _, r := range state.Components {
 		if !r.Alive() {
 			t.Errorf("%s (pid %d) is not running", r.Name, r.PID)
+		}
+		// Options.GOMAXPROCS reaches every component.
+		environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", r.PID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(strings.Split(string(environ), "\x00"), "GOMAXPROCS=1") {
+			t.Errorf("%s (pid %d) runs without GOMAXPROCS=1", r.Name, r.PID)
 		}
 	}
 	for _, port := range c.Ports.All() {

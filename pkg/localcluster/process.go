@@ -25,13 +25,15 @@ type process struct {
 }
 
 // startProcess runs bin with args in its own process group, its output
-// appended to logPath. The process is killed if the calling process dies.
-func startProcess(name, bin string, args []string, logPath string) (*process, error) {
+// appended to logPath, with env as its environment (nil: this process's).
+// The process is killed if the calling process dies.
+func startProcess(name, bin string, args, env []string, logPath string) (*process, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s log: %w", name, err)
 	}
 	cmd := exec.Command(bin, args...)
+	cmd.Env = env
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

@@ -12,14 +12,18 @@ import (
 // kube-apiserver, kube-scheduler, kube-controller-manager, kwok) in a fresh
 // directory for one test, building the binaries first if needed, and stops
 // it when the test ends. It returns the cluster and a client with karp's
-// scheme.
-func StartLocalCluster(t testing.TB) (*localcluster.Cluster, client.Client) {
+// scheme. Each option edits the cluster's Options before it starts.
+func StartLocalCluster(t testing.TB, options ...func(*localcluster.Options)) (*localcluster.Cluster, client.Client) {
 	t.Helper()
 	binDir, err := EnsureBinaries()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cluster, err := localcluster.Start(t.Context(), localcluster.Options{Dir: t.TempDir(), BinDir: binDir})
+	opts := localcluster.Options{Dir: t.TempDir(), BinDir: binDir}
+	for _, o := range options {
+		o(&opts)
+	}
+	cluster, err := localcluster.Start(t.Context(), opts)
 	if err != nil {
 		t.Fatalf("starting local cluster: %v", err)
 	}

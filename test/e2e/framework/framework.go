@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -81,8 +82,12 @@ func start() (*Framework, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	procs, err := controlPlaneGOMAXPROCS()
+	if err != nil {
+		return nil, dir, err
+	}
 	cluster, err := localcluster.Start(context.Background(), localcluster.Options{
-		Dir: dir, BinDir: binDir, Timeout: 3 * time.Minute,
+		Dir: dir, BinDir: binDir, Timeout: 3 * time.Minute, GOMAXPROCS: procs,
 	})
 	if err != nil {
 		return nil, dir, err
@@ -92,6 +97,25 @@ func start() (*Framework, string, error) {
 		return nil, dir, errors.Join(fmt.Errorf("building client: %w", err), cluster.Stop())
 	}
 	return &Framework{Cluster: cluster, Config: cluster.Config, Client: cl, BinDir: binDir}, dir, nil
+}
+
+// ControlPlaneGOMAXPROCSEnv names the GOMAXPROCS the package's control
+// plane components run with (localcluster.Options.GOMAXPROCS); unset,
+// they have the machine's processors. `make e2e`, which runs four packages
+// at once on a 2-core machine, sets 1; the benchmarks and the scale suite,
+// which run alone, do not.
+const ControlPlaneGOMAXPROCSEnv = "KARP_E2E_CONTROL_PLANE_GOMAXPROCS"
+
+func controlPlaneGOMAXPROCS() (int, error) {
+	v := os.Getenv(ControlPlaneGOMAXPROCSEnv)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%s=%q: want a positive integer", ControlPlaneGOMAXPROCSEnv, v)
+	}
+	return n, nil
 }
 
 // Current returns the package's running cluster; it fails the test when
