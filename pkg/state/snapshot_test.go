@@ -89,3 +89,59 @@ func TestSnapshotsIgnoreTheBatchHold(t *testing.T) {
 		t.Errorf("provisioning snapshot taints long after initialization = %v, want the hold back", got)
 	}
 }
+
+// TestRegisteringNodeTakesWhatItDoesNotReportYetFromItsNodeClaim: until its
+// NodeClaim is Initialized, a Node whose device plugin has not advertised
+// its GPU yet (missing, or zero) keeps the NodeClaim's GPU, so the pod it
+// was launched for still fits it; what the Node does report wins, and once
+// Initialized the Node's own figures are all there is.
+func TestRegisteringNodeTakesWhatItDoesNotReportYetFromItsNodeClaim(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	const gpu = corev1.ResourceName("nvidia.com/gpu")
+	claim := func(initialized bool) *karpv1.NodeClaim {
+		w := test.MakeNodeClaim("nc").NodePool("pool").ProviderID("fake://nc").NodeName("n").
+			Capacity(test.ResourceList("cpu", "8", "memory", "32Gi", string(gpu), "1")).
+			Allocatable(test.ResourceList("cpu", "7910m", "memory", "30Gi", string(gpu), "1"))
+		if initialized {
+			w = w.Condition(karpv1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", now)
+		}
+		return w.Obj()
+	}
+	for name, tc := range map[string]struct {
+		node        *corev1.Node
+		initialized bool
+		want        corev1.ResourceList
+	}{
+		"gpu not listed yet": {
+			node: test.MakeNode("n").ProviderID("fake://nc").Allocatable("cpu", "7900m", "memory", "29Gi").Obj(),
+			want: test.ResourceList("cpu", "7900m", "memory", "29Gi", string(gpu), "1"),
+		},
+		"gpu listed as zero": {
+			node: test.MakeNode("n").ProviderID("fake://nc").Allocatable("cpu", "7900m", "memory", "29Gi", string(gpu), "0").Obj(),
+			want: test.ResourceList("cpu", "7900m", "memory", "29Gi", string(gpu), "1"),
+		},
+		"initialized: the node's own": {
+			node:        test.MakeNode("n").ProviderID("fake://nc").Allocatable("cpu", "7900m", "memory", "29Gi", string(gpu), "0").Obj(),
+			initialized: true,
+			want:        test.ResourceList("cpu", "7900m", "memory", "29Gi", string(gpu), "0"),
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cluster := state.NewCluster(clocktesting.NewFakeClock(now), nil)
+			cluster.UpdateNodeClaim(claim(tc.initialized))
+			cluster.UpdateNode(tc.node)
+			nodes, _ := cluster.ProvisioningSnapshot()
+			if len(nodes) != 1 {
+				t.Fatalf("%d nodes, want 1", len(nodes))
+			}
+			for res, want := range tc.want {
+				if got := nodes[0].Allocatable[res]; got.Cmp(want) != 0 {
+					t.Errorf("allocatable %s = %s, want %s (all: %v)", res, got.String(), want.String(), nodes[0].Allocatable)
+				}
+			}
+			if len(nodes[0].Allocatable) != len(tc.want) {
+				t.Errorf("allocatable = %v, want %v", nodes[0].Allocatable, tc.want)
+			}
+		})
+	}
+}

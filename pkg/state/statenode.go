@@ -73,26 +73,57 @@ func (n *StateNode) Initialized() bool {
 }
 
 // Capacity is the Node's capacity, else what the NodeClaim's instance was
-// launched with; empty while the NodeClaim has not launched.
+// launched with; empty while the NodeClaim has not launched. Until the
+// NodeClaim is Initialized, a resource the Node does not report yet, or
+// reports as zero, is the NodeClaim's (see registering).
 func (n *StateNode) Capacity() corev1.ResourceList {
-	if n.Node != nil && len(n.Node.Status.Capacity) > 0 {
-		return n.Node.Status.Capacity
-	}
-	if n.NodeClaim != nil {
-		return n.NodeClaim.Status.Capacity
-	}
-	return nil
+	return n.resources(func(nodeStatus *corev1.NodeStatus) corev1.ResourceList { return nodeStatus.Capacity },
+		func(status *karpv1.NodeClaimStatus) corev1.ResourceList { return status.Capacity })
 }
 
-// Allocatable is the Node's allocatable, else the NodeClaim's.
+// Allocatable is the Node's allocatable, else the NodeClaim's, filled in
+// from the NodeClaim's as Capacity is until it is Initialized.
 func (n *StateNode) Allocatable() corev1.ResourceList {
-	if n.Node != nil && len(n.Node.Status.Allocatable) > 0 {
-		return n.Node.Status.Allocatable
+	return n.resources(func(nodeStatus *corev1.NodeStatus) corev1.ResourceList { return nodeStatus.Allocatable },
+		func(status *karpv1.NodeClaimStatus) corev1.ResourceList { return status.Allocatable })
+}
+
+// resources reads one of the Node's resource lists, else the NodeClaim's.
+// A registering Node (its NodeClaim not yet Initialized) reports resources
+// as they come up: a device plugin advertises its GPUs or EFA devices
+// after the kubelet registered the Node, and until then the Node lists
+// them as zero or not at all. Those are taken from the NodeClaim, which
+// holds what the instance was launched with, so the pods the node was
+// launched for still fit it and no second node is launched for them.
+func (n *StateNode) resources(ofNode func(*corev1.NodeStatus) corev1.ResourceList,
+	ofClaim func(*karpv1.NodeClaimStatus) corev1.ResourceList) corev1.ResourceList {
+	var fromNode, fromClaim corev1.ResourceList
+	if n.Node != nil {
+		fromNode = ofNode(&n.Node.Status)
 	}
 	if n.NodeClaim != nil {
-		return n.NodeClaim.Status.Allocatable
+		fromClaim = ofClaim(&n.NodeClaim.Status)
 	}
-	return nil
+	switch {
+	case len(fromNode) == 0:
+		return fromClaim
+	case n.Initialized() || len(fromClaim) == 0:
+		return fromNode
+	}
+	var out corev1.ResourceList
+	for name, q := range fromClaim {
+		if have, ok := fromNode[name]; ok && !have.IsZero() {
+			continue
+		}
+		if out == nil {
+			out = fromNode.DeepCopy()
+		}
+		out[name] = q
+	}
+	if out == nil {
+		return fromNode
+	}
+	return out
 }
 
 // PodRequests sums the requests of the bound pods that still hold
