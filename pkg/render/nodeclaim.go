@@ -17,10 +17,10 @@ import (
 // NodePool (blocking its deletion), with its termination finalizer,
 // labeled with the template labels, the NodePool, the NodeClass and every
 // single-valued requirement the provider will not set itself, carrying the
-// template's annotations and its hash (NodePool.Hash), the narrowed requirements (instance
-// types cheapest first, capacity types), the pods' requests plus DaemonSet
-// overhead, and the template's nodeClassRef, taints, expiry and
-// termination grace period. The object carries no TypeMeta: a client
+// template's annotations and its hash (NodePool.Hash), the narrowed
+// requirements (instance types cheapest first, capacity types), the pods'
+// requests plus DaemonSet overhead, and the template's nodeClassRef,
+// taints, expiry and termination grace period. The object carries no TypeMeta: a client
 // fills it in from its scheme.
 func NodeClaim(nc *simulation.NodeClaim) *karpv1.NodeClaim {
 	nodePool := nc.NodePool

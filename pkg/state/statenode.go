@@ -75,7 +75,7 @@ func (n *StateNode) Initialized() bool {
 // Capacity is the Node's capacity, else what the NodeClaim's instance was
 // launched with; empty while the NodeClaim has not launched. Until the
 // NodeClaim is Initialized, a resource the Node does not report yet, or
-// reports as zero, is the NodeClaim's (see registering).
+// reports as zero, is the NodeClaim's (see resources).
 func (n *StateNode) Capacity() corev1.ResourceList {
 	return n.resources(func(nodeStatus *corev1.NodeStatus) corev1.ResourceList { return nodeStatus.Capacity },
 		func(status *karpv1.NodeClaimStatus) corev1.ResourceList { return status.Capacity })

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -123,8 +124,12 @@ func Start(ctx context.Context) (*Environment, error) {
 // requests keep neither server busy on more than one core, and on one
 // processor their garbage collector and scheduler do less work: a start
 // and a handful of requests took 3.6 CPU-seconds against 4.3, at the same
-// wall time, and the integration tier starts one per package.
+// wall time, and the integration tier starts one per package. The setting
+// lives in this process's environment while the servers start, so starts
+// take turns (startMu).
 func startOnOneProcessor(env *envtest.Environment) (*rest.Config, error) {
+	startMu.Lock()
+	defer startMu.Unlock()
 	was, set := os.LookupEnv("GOMAXPROCS")
 	if err := os.Setenv("GOMAXPROCS", "1"); err != nil {
 		return nil, err
@@ -138,6 +143,9 @@ func startOnOneProcessor(env *envtest.Environment) (*rest.Config, error) {
 	}()
 	return env.Start()
 }
+
+// startMu serializes startOnOneProcessor's changes to the environment.
+var startMu sync.Mutex
 
 // New starts an Environment for one test and stops it when the test ends.
 // A start failure fails the test; it is never skipped.
