@@ -46,6 +46,14 @@ RUN_EXAMPLES ?= examples/nodepools-default-stable.yaml examples/nodepool-gpu.yam
 # makes most of it uncached.
 TEST_FLAGS := -count=1 -ldflags=-w -vet=off
 
+# The tiers run their packages with hack/gotest, which is `go test -count=1`
+# but for the link: go test links every test binary again on each run
+# (about 4.5 CPU-s each, some 126 in make test), gotest only those whose
+# packages' code changed since the last run, keeping the others in
+# KARP_TEST_BIN_CACHE (default ~/.cache/karp/testbin, one binary per
+# package, about 50 MB each). It never vets, as -vet=off above.
+GOTEST = $(GO) run ./hack/gotest -ldflags=-w
+
 # The test tiers. hack/test-tiers.sh puts every package in exactly one:
 # e2e (test/e2e), integration (tests that start an API server) or unit (the
 # rest). `make test` runs verify and the three tiers, in that order.
@@ -57,12 +65,12 @@ test: ## run everything CI runs: verify, then the unit, integration and end-to-e
 
 .PHONY: test-unit
 test-unit: ## run the unit tier: pure tests, no API server (well under a minute)
-	KARP_TEST_TIER=unit $(GO) test $(TEST_FLAGS) -timeout 5m $(call TIER_PKGS,unit)
+	KARP_TEST_TIER=unit $(GOTEST) -timeout 5m $(call TIER_PKGS,unit)
 
 .PHONY: test-race
 test-race: tools ## run the unit and integration tiers under the race detector (outside make test: several times slower)
-	KARP_TEST_TIER=unit $(GO) test -race $(TEST_FLAGS) -timeout 20m $(call TIER_PKGS,unit)
-	KARP_TEST_TIER=integration $(GO) test -race $(TEST_FLAGS) -timeout 40m $(call TIER_PKGS,integration)
+	KARP_TEST_TIER=unit $(GOTEST) -race -timeout 20m $(call TIER_PKGS,unit)
+	KARP_TEST_TIER=integration $(GOTEST) -race -timeout 40m $(call TIER_PKGS,integration)
 
 # Integration packages spend much of their time waiting (on their API
 # server, on controllers' timers): at go test's default of two packages at
@@ -70,7 +78,7 @@ test-race: tools ## run the unit and integration tiers under the race detector (
 INTEGRATION_PARALLEL ?= 4
 .PHONY: test-integration
 test-integration: tools ## run the integration tier: controller and API tests against a real etcd + kube-apiserver (envtest)
-	KARP_TEST_TIER=integration $(GO) test -p $(INTEGRATION_PARALLEL) $(TEST_FLAGS) -timeout 20m $(call TIER_PKGS,integration)
+	KARP_TEST_TIER=integration $(GOTEST) -p $(INTEGRATION_PARALLEL) -timeout 20m $(call TIER_PKGS,integration)
 
 # The e2e packages run the binaries `make build` just linked
 # (KARP_E2E_PREBUILT_DIR) instead of each linking its own. Each package
@@ -96,7 +104,7 @@ E2E_LONGEST = $(addprefix $(MODULE)/test/e2e/,aws disruption chaos availability 
 E2E_TIMES := $(BIN)/e2e-times.tsv
 e2e: tools build ## run the end-to-end tier against the full local control plane
 	@rm -f $(E2E_TIMES)
-	KARP_E2E_CONTROL_PLANE_GOMAXPROCS=1 KARP_E2E_TIMES=$(E2E_TIMES) KARP_TEST_TIER=e2e KARP_E2E_PREBUILT_DIR=$(BIN) $(GO) test -p $(E2E_PARALLEL) $(TEST_FLAGS) -timeout 30m \
+	KARP_E2E_CONTROL_PLANE_GOMAXPROCS=1 KARP_E2E_TIMES=$(E2E_TIMES) KARP_TEST_TIER=e2e KARP_E2E_PREBUILT_DIR=$(BIN) $(GOTEST) -p $(E2E_PARALLEL) -timeout 30m \
 		$(E2E_LONGEST) $(filter-out $(E2E_LONGEST),$(call TIER_PKGS,e2e)) || status=$$?; \
 	if [[ -f $(E2E_TIMES) ]]; then \
 		echo "e2e: packages (wall seconds, package, CPU of the package and its processes):"; \

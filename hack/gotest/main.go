@@ -1,0 +1,457 @@
+// Command gotest runs the tests of a list of packages the way `go test
+// -count=1` does, but links each package's test binary only when its
+// inputs changed since the last run.
+//
+// `go test` compiles through the build cache but links every test binary
+// again on each run: about 4.5 CPU-seconds for one of karp's (the
+// controller-runtime, client-go and AWS SDK packages they carry), so about
+// 540 CPU-seconds of a `make test` that links some 126 of them, the same
+// binaries as the run before whenever the commit changed no Go code they
+// contain. gotest keys each test binary by the build IDs of every package
+// linked into it (as `go list -export` reports them, after compiling through
+// the build cache) and the flags that shape the link, keeps the newest one
+// per package in a cache directory, and runs it; a package whose binary is
+// not there is linked with `go test -c`, so what runs is what `go test`
+// would have built.
+//
+// Output follows `go test`'s: "ok <package> <time>" for a package that
+// passed, its whole output and "FAIL <package> <time>" for one that failed
+// (and with -v every package's output), "? <package> [no test files]" for
+// one without tests. Packages start in the order given, -p at a time.
+//
+// Usage:
+//
+//	go run ./hack/gotest [-p n] [-timeout d] [-race] [-ldflags flags] [-v] [-run regexp] [-cache dir] packages...
+//
+// The cache directory is $KARP_TEST_BIN_CACHE, else karp/testbin under the
+// user's cache directory (~/.cache). It holds one binary per package and
+// mode (with or without -race), about 50 MB each.
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// cacheFormat changes whenever the key's recipe or the cache's layout does,
+// so a binary cached under another recipe is never taken for a match.
+const cacheFormat = "karp-testbin 1"
+
+// killGrace is how long a test binary may run past its own -test.timeout
+// (after which it panics with every goroutine's stack) before gotest kills
+// it, as `go test` does.
+const killGrace = time.Minute
+
+type options struct {
+	parallel int
+	timeout  time.Duration
+	race     bool
+	ldflags  string
+	verbose  bool
+	run      string
+	cacheDir string
+}
+
+func main() {
+	opts := options{}
+	flag.IntVar(&opts.parallel, "p", 2, "test binaries linked and run at once")
+	flag.DurationVar(&opts.timeout, "timeout", 10*time.Minute, "each package's -test.timeout")
+	flag.BoolVar(&opts.race, "race", false, "build with the race detector")
+	flag.StringVar(&opts.ldflags, "ldflags", "", "linker flags of the test binaries")
+	flag.BoolVar(&opts.verbose, "v", false, "run with -test.v and print every package's output")
+	flag.StringVar(&opts.run, "run", "", "run only the tests matching this regular expression")
+	flag.StringVar(&opts.cacheDir, "cache", "", "directory of the cached test binaries (default $KARP_TEST_BIN_CACHE, else ~/.cache/karp/testbin)")
+	flag.Parse()
+	if flag.NArg() == 0 {
+		fmt.Fprintln(os.Stderr, "gotest: no packages given")
+		os.Exit(2)
+	}
+	if opts.parallel < 1 {
+		opts.parallel = 1
+	}
+	if opts.cacheDir == "" {
+		opts.cacheDir = defaultCacheDir()
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ok, err := run(ctx, opts, flag.Args(), os.Stdout)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gotest:", err)
+		os.Exit(2)
+	}
+	if !ok {
+		os.Exit(1)
+	}
+}
+
+func defaultCacheDir() string {
+	if dir := os.Getenv("KARP_TEST_BIN_CACHE"); dir != "" {
+		return dir
+	}
+	if dir, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(dir, "karp", "testbin")
+	}
+	return filepath.Join(os.TempDir(), "karp-testbin")
+}
+
+// testPackage is one package of the list: where it is, whether it has tests,
+// and the key of its test binary.
+type testPackage struct {
+	ImportPath   string
+	Dir          string
+	TestGoFiles  []string
+	XTestGoFiles []string
+
+	key string
+}
+
+func (p *testPackage) hasTests() bool { return len(p.TestGoFiles)+len(p.XTestGoFiles) > 0 }
+
+// result is what running one package's tests printed and how it ended.
+type result struct {
+	output  []byte
+	passed  bool
+	elapsed time.Duration
+	// linked: its test binary was linked by this run; cached: taken from
+	// the cache.
+	linked, cached bool
+}
+
+func run(ctx context.Context, opts options, patterns []string, out io.Writer) (bool, error) {
+	pkgs, err := listPackages(ctx, opts, patterns)
+	if err != nil {
+		return false, err
+	}
+	if err := keyPackages(ctx, opts, pkgs); err != nil {
+		return false, err
+	}
+	if err := os.MkdirAll(opts.cacheDir, 0o755); err != nil {
+		return false, err
+	}
+	runDir, err := os.MkdirTemp(opts.cacheDir, "run-")
+	if err != nil {
+		return false, err
+	}
+	defer os.RemoveAll(runDir)
+
+	results := make([]chan result, len(pkgs))
+	for i := range results {
+		results[i] = make(chan result, 1)
+	}
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range opts.parallel {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				results[i] <- testOne(ctx, opts, runDir, pkgs[i], i)
+			}
+		}()
+	}
+	go func() {
+		defer close(work)
+		for i, p := range pkgs {
+			if !p.hasTests() {
+				results[i] <- result{passed: true}
+				continue
+			}
+			select {
+			case work <- i:
+			case <-ctx.Done():
+				results[i] <- result{output: []byte("gotest: interrupted before it started\n")}
+			}
+		}
+	}()
+
+	allPassed := true
+	linked, reused := 0, 0
+	for i, p := range pkgs {
+		r := <-results[i]
+		// One write a package, so a block never interleaves with what
+		// another process writes to the same log.
+		var block bytes.Buffer
+		switch {
+		case !p.hasTests():
+			fmt.Fprintf(&block, "?   \t%s\t[no test files]\n", p.ImportPath)
+		case r.passed:
+			if opts.verbose {
+				block.Write(r.output)
+			}
+			fmt.Fprintf(&block, "ok  \t%s\t%.3fs\n", p.ImportPath, r.elapsed.Seconds())
+		default:
+			allPassed = false
+			block.Write(r.output)
+			fmt.Fprintf(&block, "FAIL\t%s\t%.3fs\n", p.ImportPath, r.elapsed.Seconds())
+		}
+		if r.linked {
+			linked++
+		}
+		if r.cached {
+			reused++
+		}
+		if _, err := out.Write(block.Bytes()); err != nil {
+			return false, err
+		}
+	}
+	wg.Wait()
+	fmt.Fprintf(out, "gotest: %d test binaries linked, %d taken from %s\n", linked, reused, opts.cacheDir)
+	if !allPassed {
+		fmt.Fprintln(out, "FAIL")
+	}
+	return allPassed, nil
+}
+
+// listPackages resolves the patterns to packages, in the order given.
+func listPackages(ctx context.Context, opts options, patterns []string) ([]*testPackage, error) {
+	args := []string{"list", "-json=ImportPath,Dir,TestGoFiles,XTestGoFiles"}
+	if opts.race {
+		args = append(args, "-race")
+	}
+	stdout, err := goCommand(ctx, append(args, patterns...)...)
+	if err != nil {
+		return nil, err
+	}
+	var pkgs []*testPackage
+	dec := json.NewDecoder(bytes.NewReader(stdout))
+	for {
+		p := &testPackage{}
+		if err := dec.Decode(p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("reading go list: %w", err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs, nil
+}
+
+// keyPackages compiles every package the test binaries contain (through the
+// build cache, as `go test` would) and keys each package's test binary by
+// the build ID of every package linked into it: any change to the code of
+// any of them, however deep, gives a new key. The link's own inputs (the Go
+// toolchain, its environment, the linker flags, the race detector) are part
+// of the key too.
+func keyPackages(ctx context.Context, opts options, pkgs []*testPackage) error {
+	var roots []string
+	for _, p := range pkgs {
+		if p.hasTests() {
+			roots = append(roots, p.ImportPath)
+		}
+	}
+	if len(roots) == 0 {
+		return nil
+	}
+	args := []string{"list", "-test", "-deps", "-export", "-json=ImportPath,BuildID,Deps"}
+	if opts.race {
+		args = append(args, "-race")
+	}
+	stdout, err := goCommand(ctx, append(args, roots...)...)
+	if err != nil {
+		return err
+	}
+	buildIDs := map[string]string{}
+	deps := map[string][]string{}
+	dec := json.NewDecoder(bytes.NewReader(stdout))
+	for {
+		var entry struct {
+			ImportPath string
+			BuildID    string
+			Deps       []string
+		}
+		if err := dec.Decode(&entry); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return fmt.Errorf("reading go list -export: %w", err)
+		}
+		buildIDs[entry.ImportPath] = entry.BuildID
+		deps[entry.ImportPath] = entry.Deps
+	}
+	env, err := goCommand(ctx, "env", "GOVERSION", "GOOS", "GOARCH", "GOAMD64", "GOARM64", "CGO_ENABLED", "CC", "GOFLAGS", "GOEXPERIMENT")
+	if err != nil {
+		return err
+	}
+	for _, p := range pkgs {
+		if !p.hasTests() {
+			continue
+		}
+		main := p.ImportPath + ".test"
+		if _, found := buildIDs[main]; !found {
+			return fmt.Errorf("go list -export reported no test main for %s", p.ImportPath)
+		}
+		h := sha256.New()
+		fmt.Fprintf(h, "%s\nrace=%v\nldflags=%q\n%s\n", cacheFormat, opts.race, opts.ldflags, env)
+		linked := append([]string{main}, deps[main]...)
+		sort.Strings(linked)
+		for _, name := range linked {
+			fmt.Fprintf(h, "%s %s\n", name, buildIDs[name])
+		}
+		p.key = hex.EncodeToString(h.Sum(nil))
+	}
+	return nil
+}
+
+// testOne gets the package's test binary (from the cache, or linked now)
+// and runs it in the package's directory.
+func testOne(ctx context.Context, opts options, runDir string, p *testPackage, index int) result {
+	start := time.Now()
+	binary := filepath.Join(runDir, fmt.Sprintf("%03d-%s.test", index, filepath.Base(p.ImportPath)))
+	linked, err := fetchOrLink(ctx, opts, p, binary)
+	if err != nil {
+		return result{output: []byte(err.Error() + "\n"), linked: linked, elapsed: time.Since(start)}
+	}
+	defer os.Remove(binary)
+
+	args := []string{"-test.paniconexit0", "-test.timeout=" + opts.timeout.String()}
+	if opts.verbose {
+		args = append(args, "-test.v=true")
+	}
+	if opts.run != "" {
+		args = append(args, "-test.run="+opts.run)
+	}
+	runCtx, cancel := context.WithTimeout(ctx, opts.timeout+killGrace)
+	defer cancel()
+	cmd := exec.CommandContext(runCtx, binary, args...)
+	cmd.Dir = p.Dir
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
+	// A process the tests started and left behind keeps the output pipe
+	// open; the package's result does not wait for it.
+	cmd.WaitDelay = 10 * time.Second
+	var output bytes.Buffer
+	cmd.Stdout = &output
+	cmd.Stderr = &output
+	start = time.Now()
+	err = cmd.Run()
+	elapsed := time.Since(start)
+	if err != nil && !bytes.HasSuffix(output.Bytes(), []byte("\n")) && output.Len() > 0 {
+		output.WriteByte('\n')
+	}
+	if err != nil && runCtx.Err() != nil && ctx.Err() == nil {
+		fmt.Fprintf(&output, "*** Test killed with quit: ran too long (%s).\n", opts.timeout+killGrace)
+	} else if err != nil {
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			fmt.Fprintf(&output, "gotest: %v\n", err)
+		}
+	}
+	return result{output: output.Bytes(), passed: err == nil, elapsed: elapsed, linked: linked, cached: !linked}
+}
+
+// fetchOrLink puts the package's test binary at path: a hard link to the
+// cached binary of the same key, else one linked now with `go test -c`
+// (and then cached, replacing the package's previous one).
+func fetchOrLink(ctx context.Context, opts options, p *testPackage, path string) (linked bool, err error) {
+	slot := filepath.Join(opts.cacheDir, slotName(p.ImportPath, opts.race))
+	cached := filepath.Join(slot, p.key)
+	if err := os.Link(cached, path); err == nil {
+		now := time.Now()
+		_ = os.Chtimes(cached, now, now)
+		return false, nil
+	}
+	args := []string{"test", "-c", "-o", path, "-vet=off"}
+	if opts.race {
+		args = append(args, "-race")
+	}
+	if opts.ldflags != "" {
+		args = append(args, "-ldflags="+opts.ldflags)
+	}
+	if _, err := goCommand(ctx, append(args, p.ImportPath)...); err != nil {
+		return true, fmt.Errorf("%w\nFAIL\t%s [build failed]", err, p.ImportPath)
+	}
+	storeInCache(slot, p.key, path)
+	return true, nil
+}
+
+// storeInCache makes the binary at path the package's cached one: linked in
+// under a temporary name and renamed, so another run never sees half of it,
+// then the package's older binaries are removed. A failure only costs the
+// next run a link.
+func storeInCache(slot, key, path string) {
+	if err := os.MkdirAll(slot, 0o755); err != nil {
+		return
+	}
+	tmp := filepath.Join(slot, fmt.Sprintf(".tmp-%d-%s", os.Getpid(), key))
+	if err := os.Link(path, tmp); err != nil {
+		if err := copyFile(path, tmp); err != nil {
+			_ = os.Remove(tmp)
+			return
+		}
+	}
+	if err := os.Rename(tmp, filepath.Join(slot, key)); err != nil {
+		_ = os.Remove(tmp)
+		return
+	}
+	entries, err := os.ReadDir(slot)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if e.Name() != key && !strings.HasPrefix(e.Name(), ".tmp-") {
+			_ = os.Remove(filepath.Join(slot, e.Name()))
+		}
+	}
+}
+
+// slotName is the cache directory of one package's binary in one mode.
+func slotName(importPath string, race bool) string {
+	name := importPath
+	if race {
+		name += " race"
+	}
+	sum := sha256.Sum256([]byte(name))
+	return filepath.Base(importPath) + "-" + hex.EncodeToString(sum[:8])
+}
+
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	outFile, err := os.OpenFile(to, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(outFile, in); err != nil {
+		outFile.Close()
+		return err
+	}
+	return outFile.Close()
+}
+
+// goCommand runs the go command and returns its standard output; on failure
+// the error carries its standard error.
+func goCommand(ctx context.Context, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, goBinary(), args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.Bytes(), nil
+}
+
+func goBinary() string {
+	if goBin := os.Getenv("GO"); goBin != "" {
+		return goBin
+	}
+	return "go"
+}

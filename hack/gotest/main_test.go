@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// module writes a small module: lib (no tests) imported by uses, whose test
+// reads a file from its own directory; alone, whose test fails; slow, whose
+// test outlives a short timeout.
+func module(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string]string{
+		"go.mod":              "module example.com/m\n\ngo 1.22\n",
+		"lib/lib.go":          "package lib\n\nfunc Answer() int { return answer() }\n\nfunc answer() int { return 42 }\n",
+		"uses/uses.go":        "package uses\n\nimport \"example.com/m/lib\"\n\nfunc Twice() int { return 2 * lib.Answer() }\n",
+		"uses/uses_test.go":   "package uses\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestTwice(t *testing.T) {\n\tif _, err := os.Stat(\"testdata/here\"); err != nil {\n\t\tt.Fatal(err)\n\t}\n\tt.Logf(\"twice is %d\", Twice())\n\tif Twice() != 84 {\n\t\tt.Fatalf(\"Twice() = %d\", Twice())\n\t}\n}\n",
+		"uses/testdata/here":  "",
+		"alone/alone.go":      "package alone\n",
+		"alone/alone_test.go": "package alone\n\nimport \"testing\"\n\nfunc TestFails(t *testing.T) { t.Fatal(\"alone fails on purpose\") }\n",
+		"slow/slow_test.go":   "package slow\n\nimport (\n\t\"testing\"\n\t\"time\"\n)\n\nfunc TestSlow(t *testing.T) { time.Sleep(time.Minute) }\n",
+		"notests/notests.go":  "package notests\n",
+		"uses/other_test.go":  "package uses_test\n\nimport \"testing\"\n\nfunc TestExternal(t *testing.T) {}\n",
+	}
+	for name, content := range files {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// runIn runs gotest's run in dir and returns whether it passed and what it
+// printed.
+func runIn(t *testing.T, dir string, opts options, patterns ...string) (bool, string) {
+	t.Helper()
+	t.Chdir(dir)
+	var out bytes.Buffer
+	ok, err := run(context.Background(), opts, patterns, &out)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	return ok, out.String()
+}
+
+func mustMatch(t *testing.T, output, pattern string) {
+	t.Helper()
+	if !regexp.MustCompile(pattern).MatchString(output) {
+		t.Errorf("output does not match %q:\n%s", pattern, output)
+	}
+}
+
+func TestLinksOnlyWhatChangedAndReportsLikeGoTest(t *testing.T) {
+	dir := module(t)
+	opts := options{parallel: 2, timeout: time.Minute, ldflags: "-w", cacheDir: t.TempDir()}
+
+	ok, out := runIn(t, dir, opts, "./uses", "./alone", "./notests")
+	if ok {
+		t.Errorf("run passed although alone's test fails:\n%s", out)
+	}
+	mustMatch(t, out, `(?m)^ok  \texample.com/m/uses\t[0-9.]+s$`)
+	mustMatch(t, out, `alone fails on purpose`)
+	mustMatch(t, out, `(?m)^FAIL\texample.com/m/alone\t[0-9.]+s$`)
+	mustMatch(t, out, `(?m)^\?   \texample.com/m/notests\t\[no test files\]$`)
+	mustMatch(t, out, `gotest: 2 test binaries linked, 0 taken from`)
+	if strings.Contains(out, "twice is") {
+		t.Errorf("a passing package's output is printed without -v:\n%s", out)
+	}
+	// The packages' lines come in the order given.
+	if strings.Index(out, "example.com/m/uses") > strings.Index(out, "example.com/m/notests") {
+		t.Errorf("packages out of order:\n%s", out)
+	}
+
+	_, out = runIn(t, dir, opts, "./uses", "./alone", "./notests")
+	mustMatch(t, out, `gotest: 0 test binaries linked, 2 taken from`)
+	mustMatch(t, out, `(?m)^ok  \texample.com/m/uses\t`)
+	mustMatch(t, out, `(?m)^FAIL\texample.com/m/alone\t`)
+
+	// A change inside lib that leaves its API and its importer's compiled
+	// code alone still changes what is linked into uses' test binary.
+	libFile := filepath.Join(dir, "lib", "lib.go")
+	if err := os.WriteFile(libFile, []byte("package lib\n\nfunc Answer() int { return answer() }\n\nfunc answer() int { return 41 }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ok, out = runIn(t, dir, opts, "./uses", "./alone")
+	mustMatch(t, out, `gotest: 1 test binaries linked, 1 taken from`)
+	mustMatch(t, out, `Twice\(\) = 82`)
+	mustMatch(t, out, `(?m)^FAIL\texample.com/m/uses\t`)
+	if ok {
+		t.Errorf("run passed with a failing package")
+	}
+
+	// Another mode is another binary; the cache keeps one per package and mode.
+	opts.race = true
+	opts.verbose = true
+	_, out = runIn(t, dir, opts, "./uses")
+	mustMatch(t, out, `gotest: 1 test binaries linked, 0 taken from`)
+	mustMatch(t, out, `=== RUN   TestTwice`)
+	opts.race = false
+	_, out = runIn(t, dir, opts, "./uses")
+	mustMatch(t, out, `gotest: 0 test binaries linked, 1 taken from`)
+	slots, err := filepath.Glob(filepath.Join(opts.cacheDir, "uses-*", "*"))
+	if err != nil || len(slots) != 2 {
+		t.Errorf("cached binaries of uses: %v (%v), want one per mode", slots, err)
+	}
+	if leftovers, _ := filepath.Glob(filepath.Join(opts.cacheDir, "run-*")); len(leftovers) > 0 {
+		t.Errorf("run directories left behind: %v", leftovers)
+	}
+}
+
+func TestTestTimeoutFailsThePackageWithStacks(t *testing.T) {
+	dir := module(t)
+	opts := options{parallel: 1, timeout: time.Second, cacheDir: t.TempDir(), run: "TestSlow"}
+	ok, out := runIn(t, dir, opts, "./slow")
+	if ok {
+		t.Errorf("a test past its timeout passed:\n%s", out)
+	}
+	mustMatch(t, out, `panic: test timed out after 1s`)
+	mustMatch(t, out, `(?m)^FAIL\texample.com/m/slow\t`)
+}
+
+func TestBuildFailureFailsThePackage(t *testing.T) {
+	dir := module(t)
+	if err := os.WriteFile(filepath.Join(dir, "alone", "broken_test.go"), []byte("package alone\n\nvar x int = \"no\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	var out bytes.Buffer
+	ok, err := run(context.Background(), options{parallel: 1, timeout: time.Minute, cacheDir: t.TempDir()}, []string{"./alone"}, &out)
+	if ok || err == nil {
+		t.Fatalf("a package that does not compile: ok=%v err=%v\n%s", ok, err, out.String())
+	}
+	mustMatch(t, err.Error(), `cannot use "no"`)
+}
