@@ -3,8 +3,10 @@ package disruption_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/controllers/disruption"
@@ -116,6 +118,39 @@ func TestNoCheaperPlacementIsExplained(t *testing.T) {
 	c := h.blocked("snug")
 	if c == nil || c.Reason != disruption.BlockedNoCheaper || !strings.Contains(c.Message, "no cheaper placement") {
 		t.Fatalf("DisruptionBlocked = %+v, want a no-cheaper-placement reason", c)
+	}
+}
+
+// TestReplacedPodIsSearchedAgain: a search that found nothing is not run
+// again while its input is unchanged, and a pod replaced by a smaller one
+// (a Deployment's rolling update to smaller requests, a VPA) changes it
+// though the node keeps as many pods.
+func TestReplacedPodIsSearchedAgain(t *testing.T) {
+	h := newHarness(t)
+	h.readyNodePool(test.MakeNodePool("default").Obj())
+	big := pod("big", "7")
+	h.runningNode("node", nodeOpts{it: largeType}, big)
+	h.decide()
+	if c := h.blocked("node"); c == nil || c.Reason != disruption.BlockedNoCheaper || len(h.replacements("node")) != 0 {
+		t.Fatalf("a node whose only pod needs it was disrupted or not explained: DisruptionBlocked = %+v", c)
+	}
+
+	if err := h.client.Delete(h.ctx, big, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	h.bind(pod("small", "500m"), "node")
+	h.eventually("the small pod in place of the big one", func() bool {
+		for _, sn := range h.cluster.Nodes() {
+			if sn.Name() == "node" {
+				return len(sn.Pods) == 1 && sn.Pods[0].Name == "small" && podsStarted(sn.Pods)
+			}
+		}
+		return false
+	})
+	h.clock.Step(time.Minute)
+	h.decide()
+	if repl := h.replacements("node"); len(repl) != 1 || instanceTypes(&repl[0]) != "small" {
+		t.Fatalf("%d replacements after the pod shrank (DisruptionBlocked = %+v), want one small node", len(repl), h.blocked("node"))
 	}
 }
 

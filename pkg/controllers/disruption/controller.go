@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -271,12 +274,23 @@ func (c *Controller) budgets(ctx context.Context, w *world, reason karpv1.Disrup
 }
 
 // memoKey fingerprints what a consolidation search depends on: every
-// node's pods and state, the candidates and the budgets.
+// node's state and pods, the candidates and the budgets. A pod counts by
+// its UID and resourceVersion, so a pod replaced by another (a rolling
+// update to smaller requests) or resized in place changes the key though
+// the node holds as many pods as before.
 func memoKey(w *world, cands []*Candidate, budgets Budgets) string {
 	var b strings.Builder
+	pods := fnv.New128a()
 	for _, sn := range w.stateNodes {
-		fmt.Fprintf(&b, "%s:%d:%d:%t:%t;", sn.ID(), len(sn.Pods), len(sn.Nominated), sn.MarkedForDeletion, sn.Initialized())
+		fmt.Fprintf(&b, "%s:%t:%t;", sn.ID(), sn.MarkedForDeletion, sn.Initialized())
+		for _, list := range [][]*corev1.Pod{sn.Pods, sn.Nominated} {
+			for _, p := range list {
+				_, _ = io.WriteString(pods, string(p.UID)+"/"+p.ResourceVersion+",")
+			}
+			_, _ = pods.Write([]byte{0})
+		}
 	}
+	fmt.Fprintf(&b, "%x", pods.Sum(nil))
 	b.WriteString("|")
 	for _, cand := range cands {
 		b.WriteString(cand.Name() + ",")
