@@ -43,6 +43,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -312,12 +313,18 @@ func keyPackages(ctx context.Context, opts options, pkgs []*testPackage) error {
 // and runs it in the package's directory.
 func testOne(ctx context.Context, opts options, runDir string, p *testPackage, index int) result {
 	start := time.Now()
-	binary := filepath.Join(runDir, fmt.Sprintf("%03d-%s.test", index, filepath.Base(p.ImportPath)))
+	// Named as go test names it (a test may read its own name), in a
+	// directory of its own.
+	dir := filepath.Join(runDir, strconv.Itoa(index))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return result{output: []byte(err.Error() + "\n")}
+	}
+	defer os.RemoveAll(dir)
+	binary := filepath.Join(dir, filepath.Base(p.ImportPath)+".test")
 	linked, err := fetchOrLink(ctx, opts, p, binary)
 	if err != nil {
 		return result{output: []byte(err.Error() + "\n"), linked: linked, elapsed: time.Since(start)}
 	}
-	defer os.Remove(binary)
 
 	args := []string{"-test.paniconexit0", "-test.timeout=" + opts.timeout.String()}
 	if opts.verbose {

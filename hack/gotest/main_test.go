@@ -21,7 +21,7 @@ func module(t *testing.T) string {
 		"go.mod":              "module example.com/m\n\ngo 1.22\n",
 		"lib/lib.go":          "package lib\n\nfunc Answer() int { return answer() }\n\nfunc answer() int { return 42 }\n",
 		"uses/uses.go":        "package uses\n\nimport \"example.com/m/lib\"\n\nfunc Twice() int { return 2 * lib.Answer() }\n",
-		"uses/uses_test.go":   "package uses\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestTwice(t *testing.T) {\n\tif _, err := os.Stat(\"testdata/here\"); err != nil {\n\t\tt.Fatal(err)\n\t}\n\tt.Logf(\"twice is %d\", Twice())\n\tif Twice() != 84 {\n\t\tt.Fatalf(\"Twice() = %d\", Twice())\n\t}\n}\n",
+		"uses/uses_test.go":   "package uses\n\nimport (\n\t\"os\"\n\t\"path/filepath\"\n\t\"testing\"\n)\n\nfunc TestTwice(t *testing.T) {\n\tif _, err := os.Stat(\"testdata/here\"); err != nil {\n\t\tt.Fatal(err)\n\t}\n\tif name := filepath.Base(os.Args[0]); name != \"uses.test\" {\n\t\tt.Fatalf(\"binary named %s\", name)\n\t}\n\tt.Logf(\"twice is %d\", Twice())\n\tif Twice() != 84 {\n\t\tt.Fatalf(\"Twice() = %d\", Twice())\n\t}\n}\n",
 		"uses/testdata/here":  "",
 		"alone/alone.go":      "package alone\n",
 		"alone/alone_test.go": "package alone\n\nimport \"testing\"\n\nfunc TestFails(t *testing.T) { t.Fatal(\"alone fails on purpose\") }\n",
