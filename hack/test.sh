@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # hack/test.sh is `make test`: the make targets verify, then e2e beside
 # test-unit and test-integration. It prints how long each took, on one line
-# at the end (also after a failure), so a CI log shows where the minutes went.
+# at the end (also after a failure), with the CPU seconds each used, so a CI
+# log shows where the minutes went.
 #
 # verify runs first and alone: a lint or generated-code failure ends the run
 # in seconds. The e2e tier then starts at once: it is the longest (14 minutes
@@ -16,15 +17,30 @@ set -euo pipefail
 MAKE="${MAKE:-make}"
 times=()
 report() { echo "make test: ${times[*]:-nothing finished}"; }
-trap report EXIT
 
-# target runs one make target and appends its time (and a failure) to times.
+# children_cpu sets cpu to the CPU seconds (user + system) of this shell's
+# finished children and everything they waited for, from bash's times (run
+# in this shell: in a command substitution or a pipeline it would count a
+# subshell's children, none).
+cpu_file=$(mktemp)
+cpu=0
+trap 'rm -f "${cpu_file}"; report' EXIT
+children_cpu() {
+  times >"${cpu_file}"
+  cpu=$(tail -1 "${cpu_file}" | awk '{ s = 0; for (i = 1; i <= 2; i++) { split($i, t, "m"); sub("s", "", t[2]); s += t[1] * 60 + t[2] } printf "%d", s }')
+}
+
+# target runs one make target and appends its wall time and CPU (and a
+# failure) to times.
 target() {
-  local name=$1 start status=0
+  local name=$1 start cpu_before status=0
   shift
   start=$(date +%s)
+  children_cpu
+  cpu_before=${cpu}
   "$@" "${MAKE}" --no-print-directory "${name}" || status=$?
-  times+=("${name}=$(($(date +%s) - start))s")
+  children_cpu
+  times+=("${name}=$(($(date +%s) - start))s/$((cpu - cpu_before))cpu-s")
   if [[ ${status} -ne 0 ]]; then
     times+=("(${name} failed)")
   fi
@@ -39,11 +55,14 @@ target tools || exit
 target build || exit
 
 state=$(mktemp -d)
-trap 'rm -rf "${state}"; report' EXIT
+trap 'rm -rf "${state}" "${cpu_file}"; report' EXIT
 (
   e2e_start=$(date +%s) status=0
+  children_cpu
+  e2e_cpu=${cpu}
   "${MAKE}" --no-print-directory e2e || status=$?
-  echo "e2e=$(($(date +%s) - e2e_start))s" >"${state}/e2e.time"
+  children_cpu
+  echo "e2e=$(($(date +%s) - e2e_start))s/$((cpu - e2e_cpu))cpu-s" >"${state}/e2e.time"
   exit "${status}"
 ) &
 e2e=$!
@@ -57,7 +76,8 @@ times+=("$(cat "${state}/e2e.time" 2>/dev/null || echo 'e2e=?')")
 if [[ ${e2e_status} -ne 0 ]]; then
   times+=("(e2e failed)")
 fi
-times+=("total=$(($(date +%s) - start))s")
+children_cpu
+times+=("total=$(($(date +%s) - start))s/${cpu}cpu-s")
 if [[ ${side} -ne 0 ]]; then
   exit "${side}"
 fi
