@@ -7,7 +7,7 @@
 // controller-runtime, client-go and AWS SDK packages they carry), so about
 // 540 CPU-seconds of a `make test` that links some 126 of them, the same
 // binaries as the run before whenever the commit changed no Go code they
-// contain. gotest keys each test binary by the build IDs of every package
+// contain. gotest keys each test binary by the content IDs of every package
 // linked into it (as `go list -export` reports them, after compiling through
 // the build cache) and the flags that shape the link, keeps the newest one
 // per package in a cache directory, and runs it; a package whose binary is
@@ -52,7 +52,7 @@ import (
 
 // cacheFormat changes whenever the key's recipe or the cache's layout does,
 // so a binary cached under another recipe is never taken for a match.
-const cacheFormat = "karp-testbin 1"
+const cacheFormat = "karp-testbin 2"
 
 // killGrace is how long a test binary may run past its own -test.timeout
 // (after which it panics with every goroutine's stack) before gotest kills
@@ -246,8 +246,9 @@ func listPackages(ctx context.Context, opts options, patterns []string) ([]*test
 
 // keyPackages compiles every package the test binaries contain (through the
 // build cache, as `go test` would) and keys each package's test binary by
-// the build ID of every package linked into it: any change to the code of
-// any of them, however deep, gives a new key. The link's own inputs (the Go
+// the content ID of every package linked into it: any change to the
+// compiled code of any of them, however deep, gives a new key, and two
+// checkouts of the same code share the binaries. The link's own inputs (the Go
 // toolchain, its environment, the linker flags, the race detector) are part
 // of the key too.
 func keyPackages(ctx context.Context, opts options, pkgs []*testPackage) error {
@@ -302,11 +303,22 @@ func keyPackages(ctx context.Context, opts options, pkgs []*testPackage) error {
 		linked := append([]string{main}, deps[main]...)
 		sort.Strings(linked)
 		for _, name := range linked {
-			fmt.Fprintf(h, "%s %s\n", name, buildIDs[name])
+			fmt.Fprintf(h, "%s %s\n", name, contentID(buildIDs[name]))
 		}
 		p.key = hex.EncodeToString(h.Sum(nil))
 	}
 	return nil
+}
+
+// contentID is the part of a build ID ("actionID/contentID") that hashes
+// the compiled package itself: what the linker reads. The action ID hashes
+// the compile's inputs, and the generated test main's differs between two
+// checkouts of the same commit.
+func contentID(buildID string) string {
+	if i := strings.LastIndexByte(buildID, '/'); i >= 0 {
+		return buildID[i+1:]
+	}
+	return buildID
 }
 
 // testOne gets the package's test binary (from the cache, or linked now)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -86,6 +87,25 @@ func TestLinksOnlyWhatChangedAndReportsLikeGoTest(t *testing.T) {
 	mustMatch(t, out, `gotest: 0 test binaries linked, 2 taken from`)
 	mustMatch(t, out, `(?m)^ok  \texample.com/m/uses\t`)
 	mustMatch(t, out, `(?m)^FAIL\texample.com/m/alone\t`)
+
+	// Another checkout of the same code takes the same binaries (with
+	// -trimpath, as make sets it; without it the code holds its paths),
+	// though its revision differs.
+	t.Setenv("GOFLAGS", "-trimpath")
+	_, out = runIn(t, dir, opts, "./uses", "./alone")
+	mustMatch(t, out, `gotest: 2 test binaries linked, 0 taken from`)
+	other := module(t)
+	for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q", "-m", "m"}} {
+		// A repository: go stamps the revision into main packages, the
+		// generated test mains among them.
+		cmd := exec.Command("git", args...)
+		cmd.Dir = other
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, b)
+		}
+	}
+	_, out = runIn(t, other, opts, "./uses", "./alone")
+	mustMatch(t, out, `gotest: 0 test binaries linked, 2 taken from`)
 
 	// A change inside lib that leaves its API and its importer's compiled
 	// code alone still changes what is linked into uses' test binary.
