@@ -1,17 +1,16 @@
 #!/usr/bin/env bash
-# hack/test.sh is `make test`: the make targets verify, then e2e beside
-# test-unit and test-integration. It prints how long each took, on one line
-# at the end (also after a failure), with the CPU seconds each used, so a CI
+# hack/test.sh is `make test`: the make targets verify and test-unit, then
+# e2e beside test-integration. It prints how long each took, on one line at
+# the end (also after a failure), with the CPU seconds each used, so a CI
 # log shows where the minutes went.
 #
 # verify runs first and alone: a lint or generated-code failure ends the run
-# in seconds. The e2e tier then starts at once: it is the longest (14 minutes
-# on two cores) and mostly waits, on its local clusters' timers, at about one
-# core of the two. The unit and integration tiers run beside it, one after
-# the other, at a lower CPU priority (nice), so they take the cores the e2e
-# tier leaves idle rather than slowing its timers: the integration tier
-# alone keeps both cores busy for about six minutes. Both sides run to their
-# end; the run fails if either failed.
+# in seconds; then the unit tier, alone too (about a minute). The e2e tier
+# then starts: it is the longest (14 minutes on two cores) and mostly waits,
+# on its local clusters' timers, at about one core of the two. The
+# integration tier runs beside it at a lower CPU priority (nice), so it
+# takes the core the e2e tier leaves idle rather than slowing its timers.
+# Both run to their end; the run fails if either failed.
 set -euo pipefail
 
 MAKE="${MAKE:-make}"
@@ -53,32 +52,44 @@ target verify || exit
 # not by two makes at once.
 target tools || exit
 target build || exit
+target test-unit || exit
 
 state=$(mktemp -d)
 trap 'rm -rf "${state}" "${cpu_file}"; report' EXIT
-(
-  e2e_start=$(date +%s) status=0
-  children_cpu
-  e2e_cpu=${cpu}
-  "${MAKE}" --no-print-directory e2e || status=$?
-  children_cpu
-  echo "e2e=$(($(date +%s) - e2e_start))s/$((cpu - e2e_cpu))cpu-s" >"${state}/e2e.time"
-  exit "${status}"
-) &
+
+# side starts one make target in the background, in a subshell that writes
+# its time and CPU to the state directory (the CPU a finished background
+# job used would otherwise count for whichever target was running then).
+side() {
+  local name=$1
+  shift
+  (
+    local start status=0 cpu_before
+    start=$(date +%s)
+    children_cpu
+    cpu_before=${cpu}
+    "$@" "${MAKE}" --no-print-directory "${name}" || status=$?
+    children_cpu
+    echo "${name}=$(($(date +%s) - start))s/$((cpu - cpu_before))cpu-s" >"${state}/${name}.time"
+    exit "${status}"
+  ) &
+}
+
+side e2e
 e2e=$!
+side test-integration nice -n 10
+integration=$!
 
-side=0
-target test-unit nice -n 10 && target test-integration nice -n 10 || side=$?
-
-e2e_status=0
-wait "${e2e}" || e2e_status=$?
-times+=("$(cat "${state}/e2e.time" 2>/dev/null || echo 'e2e=?')")
-if [[ ${e2e_status} -ne 0 ]]; then
-  times+=("(e2e failed)")
-fi
+status=0
+for job in "test-integration:${integration}" "e2e:${e2e}"; do
+  name=${job%:*} job_status=0
+  wait "${job#*:}" || job_status=$?
+  times+=("$(cat "${state}/${name}.time" 2>/dev/null || echo "${name}=?")")
+  if [[ ${job_status} -ne 0 ]]; then
+    times+=("(${name} failed)")
+    status=${job_status}
+  fi
+done
 children_cpu
 times+=("total=$(($(date +%s) - start))s/${cpu}cpu-s")
-if [[ ${side} -ne 0 ]]; then
-  exit "${side}"
-fi
-exit "${e2e_status}"
+exit "${status}"
