@@ -42,6 +42,11 @@ type class struct {
 	// terms is the representative pod's constraints split by kind, built
 	// once by podTerms.
 	terms *podTerms
+	// proto is the first class of this class's shape (itself for that
+	// one): classes that differ only in their requests share its split
+	// constraints, its variants' requirements and constraints, and the
+	// topology groups that count or block it (shareVariants).
+	proto *class
 }
 
 // podTerms returns the class's split constraints, splitting them on the
@@ -63,6 +68,10 @@ type variant struct {
 	relaxed     bool // a preference of the pod's is relaxed at this level
 	constraints []*constraint
 	pinKeys     []int // non-hostname topology keys whose domain must be fixed
+	// shared indexes the caches of checks that depend on the shape alone
+	// (NodePool checks, entry and existing-node compatibility, move
+	// facts): the same level of every class of one shape has the same.
+	shared int
 }
 
 type constraintKind int
@@ -98,18 +107,15 @@ type podInfo struct {
 	status  *scheduling.Status
 }
 
-// classKey renders everything that affects where a pod may go: namespace,
-// labels, requests, node selector, affinity, tolerations, spread
-// constraints, host ports and volume alternatives.
-func classKey(b *bytes.Buffer, pod *corev1.Pod, req scheduling.Vector, ports []scheduling.HostPort, vols []scheduling.Requirements) {
+// shapeKey renders everything but the requests that affects where a pod
+// may go: namespace, labels, node selector, affinity, tolerations, spread
+// constraints, host ports and volume alternatives. Pods of one shape
+// differ at most in their requests (writeRequests completes the class
+// key).
+func shapeKey(b *bytes.Buffer, pod *corev1.Pod, ports []scheduling.HostPort, vols []scheduling.Requirements) {
 	b.Reset()
 	b.WriteString(pod.Namespace)
 	writeMap(b, '|', pod.Labels)
-	b.WriteByte('|')
-	for _, x := range req {
-		b.Write(strconv.AppendInt(b.AvailableBuffer(), x, 36))
-		b.WriteByte(',')
-	}
 	writeMap(b, '|', pod.Spec.NodeSelector)
 	b.WriteByte('|')
 	if a := pod.Spec.Affinity; a != nil {
@@ -140,6 +146,16 @@ func classKey(b *bytes.Buffer, pod *corev1.Pod, req scheduling.Vector, ports []s
 	}
 }
 
+// writeRequests appends the request vector to a shape key, making it the
+// class key.
+func writeRequests(b *bytes.Buffer, req scheduling.Vector) {
+	b.WriteByte('|')
+	for _, x := range req {
+		b.Write(strconv.AppendInt(b.AvailableBuffer(), x, 36))
+		b.WriteByte(',')
+	}
+}
+
 func writeMap(b *bytes.Buffer, sep byte, m map[string]string) {
 	b.WriteByte(sep)
 	keys := make([]string, 0, len(m))
@@ -162,10 +178,12 @@ func (s *solver) classify(pod *corev1.Pod) *class {
 	req := s.podVector(pod)
 	ports := scheduling.PodHostPorts(pod)
 	vols := s.in.VolumeRequirements[pod.UID]
-	classKey(&s.classKeyBuf, pod, req, ports, vols)
+	shapeKey(&s.classKeyBuf, pod, ports, vols)
 	if pod != own {
 		s.classKeyBuf.WriteString("|default-spread")
 	}
+	shapeLen := s.classKeyBuf.Len()
+	writeRequests(&s.classKeyBuf, req)
 	if c, ok := s.classByKey[string(s.classKeyBuf.Bytes())]; ok {
 		return c
 	}
@@ -175,6 +193,12 @@ func (s *solver) classify(pod *corev1.Pod) *class {
 	c.size = s.sizeShare(req)
 	s.classByKey[key] = c
 	s.classes = append(s.classes, c)
+	if proto, ok := s.shapes[key[:shapeLen]]; ok {
+		s.shareVariants(c, proto)
+		return c
+	}
+	c.proto = c
+	s.shapes[key[:shapeLen]] = c
 	s.buildVariants(c, vols)
 	return c
 }

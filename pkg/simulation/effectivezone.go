@@ -27,10 +27,11 @@ func (s *solver) pendingByZone(pods []*podInfo) map[string]int {
 		if pi.pod.Status.Phase != corev1.PodPending || s.in.Headroom[pi.pod.UID] {
 			continue
 		}
-		z, ok := byClass[pi.class]
+		// Classes of one shape have the same effective zone.
+		z, ok := byClass[pi.class.proto]
 		if !ok {
-			z = s.effectiveZone(pi.class)
-			byClass[pi.class] = z
+			z = s.effectiveZone(pi.class.proto)
+			byClass[pi.class.proto] = z
 		}
 		out[z]++
 	}

@@ -80,6 +80,10 @@ func hasDaemonPod(d *daemon, pods []*corev1.Pod) bool {
 // topology keys each variant must pin.
 func (s *solver) linkGroups() {
 	for _, c := range s.classes {
+		if c.proto != c { // the shape's first class comes first
+			c.counts, c.inverse = c.proto.counts, c.proto.inverse
+			continue
+		}
 		for _, g := range s.topology.groups {
 			if g.matches(c.namespace, c.labels) {
 				c.counts = append(c.counts, g)
@@ -107,24 +111,37 @@ func (s *solver) linkGroups() {
 	// placed, so every count is recorded in a definite domain. Upstream
 	// leaves such NodeClaims open and its counts can drift from where the
 	// node lands.
-	for _, v := range s.variants {
-		keys := map[int]bool{}
-		add := func(g *group) {
-			if !g.hostname {
-				keys[g.kid] = true
+	for _, c := range s.classes {
+		if c.proto != c {
+			for i, v := range c.variants {
+				v.pinKeys = c.proto.variants[i].pinKeys
 			}
+			continue
 		}
-		for _, c := range v.constraints {
-			add(c.group)
+		for _, v := range c.variants {
+			s.linkPinKeys(v)
 		}
-		for _, list := range [][]*group{v.class.counts, v.class.owns, v.class.inverse} {
-			for _, g := range list {
-				add(g)
-			}
-		}
-		for k := range keys {
-			v.pinKeys = append(v.pinKeys, k)
-		}
-		sort.Ints(v.pinKeys)
 	}
+}
+
+// linkPinKeys derives the zone-like topology keys v must pin.
+func (s *solver) linkPinKeys(v *variant) {
+	keys := map[int]bool{}
+	add := func(g *group) {
+		if !g.hostname {
+			keys[g.kid] = true
+		}
+	}
+	for _, c := range v.constraints {
+		add(c.group)
+	}
+	for _, list := range [][]*group{v.class.counts, v.class.owns, v.class.inverse} {
+		for _, g := range list {
+			add(g)
+		}
+	}
+	for k := range keys {
+		v.pinKeys = append(v.pinKeys, k)
+	}
+	sort.Ints(v.pinKeys)
 }

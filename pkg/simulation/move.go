@@ -41,7 +41,8 @@ type hostRule struct {
 	pinned bool
 }
 
-// moveInfo caches, per pod variant, what a move of one of its pods checks.
+// moveInfo caches, per shared variant (variant.shared), what a move of one
+// of its pods checks.
 type moveInfo struct {
 	ready bool
 	// stays is set when the pod can never move.
@@ -88,10 +89,10 @@ func (s *solver) hostRules() []hostRule {
 
 // moveInfoOf returns the cached move checks of v.
 func (s *solver) moveInfoOf(v *variant) *moveInfo {
-	if len(s.moveInfos) <= v.id {
-		s.moveInfos = slices.Grow(s.moveInfos, len(s.variants)-len(s.moveInfos))[:len(s.variants)]
+	if len(s.moveInfos) <= v.shared {
+		s.moveInfos = slices.Grow(s.moveInfos, s.sharedVariants-len(s.moveInfos))[:s.sharedVariants]
 	}
-	mi := &s.moveInfos[v.id]
+	mi := &s.moveInfos[v.shared]
 	if mi.ready {
 		return mi
 	}

@@ -106,16 +106,16 @@ func (s *solver) tryExisting(v *variant, claims []claimRef, waiting bool) *targe
 		if t.closed && !waiting {
 			continue
 		}
-		for len(t.compat) <= v.id {
+		for len(t.compat) <= v.shared {
 			t.compat = append(t.compat, unchecked)
 		}
-		if t.compat[v.id] == unchecked {
-			t.compat[v.id] = incompatible
+		if t.compat[v.shared] == unchecked {
+			t.compat[v.shared] = incompatible
 			if t.nodeReqs.StrictlyCompatible(v.reqs) == nil && tolerated(t.nodeTnts, v.class.tolerates, v.strictPNS) == nil {
-				t.compat[v.id] = compatible
+				t.compat[v.shared] = compatible
 			}
 		}
-		if t.compat[v.id] != compatible || !v.class.requests.Fits(t.free) ||
+		if t.compat[v.shared] != compatible || !v.class.requests.Fits(t.free) ||
 			claims != nil && !s.volumesFit(t, claims) {
 			continue
 		}
@@ -133,25 +133,25 @@ func (s *solver) tryExisting(v *variant, claims []claimRef, waiting bool) *targe
 // compatEntry is the entry of a NodeClaim with entry e after adding a pod
 // of variant v, nil when incompatible.
 func (s *solver) compatEntry(e *entry, v *variant) *entry {
-	for len(e.compat) <= v.id {
+	for len(e.compat) <= v.shared {
 		e.compat = append(e.compat, entryStep{})
 	}
-	switch step := e.compat[v.id]; step.verdict {
+	switch step := e.compat[v.shared]; step.verdict {
 	case incompatible:
 		return nil
 	case compatible:
 		return s.entries[step.next]
 	}
 	if e.reqs.Compatible(v.reqs, s.wellKnown) != nil {
-		e.compat[v.id] = entryStep{verdict: incompatible}
+		e.compat[v.shared] = entryStep{verdict: incompatible}
 		return nil
 	}
 	out := s.entryForIntersection(e.pool, e.reqs, v.reqs)
 	if len(out.order) == 0 {
-		e.compat[v.id] = entryStep{verdict: incompatible}
+		e.compat[v.shared] = entryStep{verdict: incompatible}
 		return nil
 	}
-	e.compat[v.id] = entryStep{verdict: compatible, next: int32(out.id)}
+	e.compat[v.shared] = entryStep{verdict: compatible, next: int32(out.id)}
 	return out
 }
 

@@ -67,7 +67,7 @@ type entry struct {
 	rank   []int     // pool type -> position in order (-1 if not ok)
 	over   []scheduling.Vector
 	ports  [][]scheduling.HostPort // per type: daemon host ports (nil when none)
-	compat []entryStep             // by variant id: where a pod of the variant leads
+	compat []entryStep             // by variant.shared: where a pod of the variant leads
 	pins   map[int64]int           // pinKey -> entry id
 	doms   [][]dom                 // by key id: possible domains (nil: not computed)
 	dom    []dom                   // by key id: the fixed domain, noDom, or unknownDom

@@ -39,25 +39,30 @@ type solver struct {
 
 	// Interning: pods, requirement sets and topology values get small ids
 	// so the hot loops index slices instead of hashing.
-	classes      []*class
-	classByKey   map[string]*class
-	classKeyBuf  bytes.Buffer // reused to build class keys
-	variants     []*variant
-	entries      []*entry          // by id
-	entryByKey   map[string]*entry // by pool and Requirements.AppendKey
-	keyBuf       []byte            // scratch for entryFor's and entryForIntersection's key
-	topoKeyIDs   map[string]int    // topology key -> id
-	topoKeys     []string          // by id
-	domainIDs    map[string]dom    // topology value -> dom
-	domainValues []string          // by dom
+	classes     []*class
+	classByKey  map[string]*class
+	classKeyBuf bytes.Buffer // reused to build class keys
+	// shapes holds the first class of each shape (shapeKey), whose
+	// variants later classes of the shape share; sharedVariants counts
+	// the variants' shared ids.
+	shapes         map[string]*class
+	sharedVariants int
+	variants       []*variant
+	entries        []*entry          // by id
+	entryByKey     map[string]*entry // by pool and Requirements.AppendKey
+	keyBuf         []byte            // scratch for entryFor's and entryForIntersection's key
+	topoKeyIDs     map[string]int    // topology key -> id
+	topoKeys       []string          // by id
+	domainIDs      map[string]dom    // topology value -> dom
+	domainValues   []string          // by dom
 
 	// Caches of checks and derived values, filled on first use.
-	poolChecks       [][]poolCheck // by variant id, then pool
+	poolChecks       [][]poolCheck // by variant.shared, then pool
 	typeRequirements map[[3]int]*scheduling.Requirement
 	eligibleGroups   []*group               // groups with eligibility lists to extend as NodeClaims open
 	newFitMemos      map[[2]int]*newFitMemo // by entry id and variant id
 	rules            []hostRule             // by group id, for moves (move.go)
-	moveInfos        []moveInfo             // by variant id, for moves (move.go)
+	moveInfos        []moveInfo             // by variant.shared, for moves (move.go)
 	zeroVector       scheduling.Vector      // an all-zero vector, never written
 
 	// Results: where pods go, as the solve proceeds.
@@ -289,7 +294,7 @@ func (s *solver) countHeldReservations() {
 }
 
 func newSolver(in *Input) *solver {
-	s := &solver{in: in, classByKey: map[string]*class{}, entryByKey: map[string]*entry{}, pinCounts: map[int64]int{},
+	s := &solver{in: in, classByKey: map[string]*class{}, shapes: map[string]*class{}, entryByKey: map[string]*entry{}, pinCounts: map[int64]int{},
 		typeRequirements: map[[3]int]*scheduling.Requirement{}, reservationUse: map[string]int{}, topoKeyIDs: map[string]int{},
 		domainIDs: map[string]dom{}}
 	s.countHeldReservations()
@@ -470,13 +475,13 @@ func terminal(p *corev1.Pod) bool {
 
 // poolFor caches the variant's pool check.
 func (s *solver) poolFor(v *variant, pi int) *poolCheck {
-	for len(s.poolChecks) <= v.id {
+	for len(s.poolChecks) <= v.shared {
 		s.poolChecks = append(s.poolChecks, nil)
 	}
-	if s.poolChecks[v.id] == nil {
-		s.poolChecks[v.id] = make([]poolCheck, len(s.pools))
+	if s.poolChecks[v.shared] == nil {
+		s.poolChecks[v.shared] = make([]poolCheck, len(s.pools))
 	}
-	pc := &s.poolChecks[v.id][pi]
+	pc := &s.poolChecks[v.shared][pi]
 	if pc.verdict != unchecked {
 		return pc
 	}

@@ -15,7 +15,7 @@ type target struct {
 	free     scheduling.Vector // room left on the current shape
 	ports    []scheduling.HostPort
 	pods     []*podInfo
-	compat   []verdict // existing: by variant id, whether its pods fit the node's labels and taints
+	compat   []verdict // existing: by variant.shared, whether its pods fit the node's labels and taints
 	doms     []dom     // existing: by key id
 	closed   bool      // existing: takes no pod (a Settling node in a consolidation)
 	// NodeClaims only:

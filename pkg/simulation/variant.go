@@ -170,10 +170,30 @@ func (s *solver) buildVariants(c *class, vols []scheduling.Requirements) {
 		}
 		for _, vol := range vols {
 			v := &variant{id: len(s.variants), class: c, reqs: reqs.Intersection(vol), strictPNS: !l.tolPNS, constraints: cons,
-				relaxed: s.relaxes(l)}
+				relaxed: s.relaxes(l), shared: s.sharedVariants}
+			s.sharedVariants++
 			s.variants = append(s.variants, v)
 			c.variants = append(c.variants, v)
 		}
+	}
+}
+
+// shareVariants gives c, whose pods differ from proto's only in their
+// requests, the variants of proto: requirements, constraints and the
+// caches of shape-level checks are the same, only the class (and so the
+// requests) differs.
+func (s *solver) shareVariants(c, proto *class) {
+	c.proto = proto
+	c.terms = proto.terms
+	c.owns = proto.owns
+	vs := make([]variant, len(proto.variants))
+	c.variants = make([]*variant, len(proto.variants))
+	for i, pv := range proto.variants {
+		v := &vs[i]
+		*v = variant{id: len(s.variants), class: c, reqs: pv.reqs, strictPNS: pv.strictPNS, relaxed: pv.relaxed,
+			constraints: pv.constraints, shared: pv.shared}
+		s.variants = append(s.variants, v)
+		c.variants[i] = v
 	}
 }
 
