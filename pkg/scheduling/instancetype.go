@@ -33,13 +33,31 @@ type Offering struct {
 // CompatibleWith reports whether the offering satisfies the zone, capacity
 // type and reservation requirements in reqs (other keys are ignored).
 func (o *Offering) CompatibleWith(reqs Requirements) bool {
-	if r := reqs[corev1.LabelTopologyZone]; r != nil && !r.Has(o.Zone) {
+	return offeringFilterOf(reqs).admits(o)
+}
+
+// offeringFilter holds the requirements of a set that offerings are judged
+// by, looked up once for all the offerings of a type.
+type offeringFilter struct {
+	zone, capacityType, reservation *Requirement
+}
+
+func offeringFilterOf(reqs Requirements) offeringFilter {
+	if len(reqs) == 0 {
+		return offeringFilter{}
+	}
+	return offeringFilter{zone: reqs[corev1.LabelTopologyZone], capacityType: reqs[LabelCapacityType], reservation: reqs[LabelReservationID]}
+}
+
+// admits is CompatibleWith for the requirements f was made of.
+func (f offeringFilter) admits(o *Offering) bool {
+	if f.zone != nil && !f.zone.Has(o.Zone) {
 		return false
 	}
-	if r := reqs[LabelCapacityType]; r != nil && !r.Has(o.CapacityType) {
+	if f.capacityType != nil && !f.capacityType.Has(o.CapacityType) {
 		return false
 	}
-	if r := reqs[LabelReservationID]; r != nil {
+	if r := f.reservation; r != nil {
 		if o.ReservationID == "" {
 			return r.AcceptsAbsent()
 		}
@@ -118,8 +136,9 @@ func (it *InstanceType) CheapestOffering(reqs Requirements) (*Offering, bool) {
 // accepts (nil accepts all).
 func (it *InstanceType) CheapestOfferingWhere(reqs Requirements, keep func(*Offering) bool) (*Offering, bool) {
 	var best *Offering
+	f := offeringFilterOf(reqs)
 	for _, o := range it.Offerings {
-		if !o.Usable() || !o.CompatibleWith(reqs) || keep != nil && !keep(o) {
+		if !o.Usable() || !f.admits(o) || keep != nil && !keep(o) {
 			continue
 		}
 		if best == nil || offeringLess(o, best) {

@@ -2,7 +2,9 @@ package simulation
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -243,28 +245,35 @@ func (s *solver) sizeShare(req scheduling.Vector) float64 {
 // share, sizeShare), then cpu, memory, creation time, namespace/name and
 // UID.
 func sortPods(pods []*podInfo) {
-	sort.SliceStable(pods, func(a, b int) bool {
-		pa, pb := pods[a], pods[b]
-		if pa.class.size != pb.class.size {
-			return pa.class.size > pb.class.size
+	slices.SortStableFunc(pods, comparePods)
+}
+
+// comparePods is sortPods' order.
+func comparePods(pa, pb *podInfo) int {
+	if pa.class != pb.class {
+		if c := cmp.Compare(pb.class.size, pa.class.size); c != 0 {
+			return c
 		}
 		ra, rb := pa.class.requests, pb.class.requests
-		if ra[scheduling.SlotCPU] != rb[scheduling.SlotCPU] {
-			return ra[scheduling.SlotCPU] > rb[scheduling.SlotCPU]
+		if c := cmp.Compare(rb[scheduling.SlotCPU], ra[scheduling.SlotCPU]); c != 0 {
+			return c
 		}
-		if ra[scheduling.SlotMemory] != rb[scheduling.SlotMemory] {
-			return ra[scheduling.SlotMemory] > rb[scheduling.SlotMemory]
+		if c := cmp.Compare(rb[scheduling.SlotMemory], ra[scheduling.SlotMemory]); c != 0 {
+			return c
 		}
-		ta, tb := pa.pod.CreationTimestamp, pb.pod.CreationTimestamp
-		if !ta.Equal(&tb) {
-			return ta.Before(&tb)
+	}
+	ta, tb := pa.pod.CreationTimestamp, pb.pod.CreationTimestamp
+	if !ta.Equal(&tb) {
+		if ta.Before(&tb) {
+			return -1
 		}
-		if pa.pod.Namespace != pb.pod.Namespace {
-			return pa.pod.Namespace < pb.pod.Namespace
-		}
-		if pa.pod.Name != pb.pod.Name {
-			return pa.pod.Name < pb.pod.Name
-		}
-		return pa.pod.UID < pb.pod.UID
-	})
+		return 1
+	}
+	if c := cmp.Compare(pa.pod.Namespace, pb.pod.Namespace); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(pa.pod.Name, pb.pod.Name); c != 0 {
+		return c
+	}
+	return cmp.Compare(pa.pod.UID, pb.pod.UID)
 }
