@@ -33,24 +33,25 @@ type Offering struct {
 // CompatibleWith reports whether the offering satisfies the zone, capacity
 // type and reservation requirements in reqs (other keys are ignored).
 func (o *Offering) CompatibleWith(reqs Requirements) bool {
-	return offeringFilterOf(reqs).admits(o)
+	return NewOfferingFilter(reqs).Admits(o)
 }
 
-// offeringFilter holds the requirements of a set that offerings are judged
-// by, looked up once for all the offerings of a type.
-type offeringFilter struct {
+// OfferingFilter is Offering.CompatibleWith for one set of requirements,
+// which it looks up once for any number of offerings.
+type OfferingFilter struct {
 	zone, capacityType, reservation *Requirement
 }
 
-func offeringFilterOf(reqs Requirements) offeringFilter {
+// NewOfferingFilter returns the filter of reqs.
+func NewOfferingFilter(reqs Requirements) OfferingFilter {
 	if len(reqs) == 0 {
-		return offeringFilter{}
+		return OfferingFilter{}
 	}
-	return offeringFilter{zone: reqs[corev1.LabelTopologyZone], capacityType: reqs[LabelCapacityType], reservation: reqs[LabelReservationID]}
+	return OfferingFilter{zone: reqs[corev1.LabelTopologyZone], capacityType: reqs[LabelCapacityType], reservation: reqs[LabelReservationID]}
 }
 
-// admits is CompatibleWith for the requirements f was made of.
-func (f offeringFilter) admits(o *Offering) bool {
+// Admits reports whether o is compatible with the filter's requirements.
+func (f OfferingFilter) Admits(o *Offering) bool {
 	if f.zone != nil && !f.zone.Has(o.Zone) {
 		return false
 	}
@@ -136,9 +137,9 @@ func (it *InstanceType) CheapestOffering(reqs Requirements) (*Offering, bool) {
 // accepts (nil accepts all).
 func (it *InstanceType) CheapestOfferingWhere(reqs Requirements, keep func(*Offering) bool) (*Offering, bool) {
 	var best *Offering
-	f := offeringFilterOf(reqs)
+	f := NewOfferingFilter(reqs)
 	for _, o := range it.Offerings {
-		if !o.Usable() || !f.admits(o) || keep != nil && !keep(o) {
+		if !o.Usable() || !f.Admits(o) || keep != nil && !keep(o) {
 			continue
 		}
 		if best == nil || offeringLess(o, best) {

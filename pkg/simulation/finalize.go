@@ -11,14 +11,14 @@ import (
 
 // finish turns the solver state into a Result.
 func (s *solver) finish(failed []*podInfo) *Result {
-	res := &Result{}
-	claimIndex := map[*target]int{}
+	res := &Result{NodeClaims: make([]*NodeClaim, 0, len(s.claims)), Order: make([]Placement, 0, len(s.placements))}
+	claimIndex := make([]int, len(s.claims)) // by target.claim
 	s.shareSlack()
 	for _, t := range s.claims {
 		if len(t.pods) == 0 {
 			continue
 		}
-		claimIndex[t] = len(res.NodeClaims)
+		claimIndex[t.claim] = len(res.NodeClaims)
 		res.NodeClaims = append(res.NodeClaims, s.nodeClaim(t))
 	}
 	for _, t := range s.existing {
@@ -35,8 +35,14 @@ func (s *solver) finish(failed []*podInfo) *Result {
 		if pl.t.existing != nil {
 			res.Order = append(res.Order, Placement{Pod: pl.pod.pod, NodeClaim: -1, Node: pl.t.existing, Relaxed: pl.pod.relaxed})
 		} else {
-			res.Order = append(res.Order, Placement{Pod: pl.pod.pod, NodeClaim: claimIndex[pl.pod.at], Relaxed: pl.pod.relaxed})
+			res.Order = append(res.Order, Placement{Pod: pl.pod.pod, NodeClaim: claimIndex[pl.pod.at.claim], Relaxed: pl.pod.relaxed})
 		}
+	}
+	if len(res.NodeClaims) == 0 { // as without preallocation
+		res.NodeClaims = nil
+	}
+	if len(res.Order) == 0 {
+		res.Order = nil
 	}
 	sort.SliceStable(failed, func(i, j int) bool { return failed[i].index < failed[j].index })
 	for _, p := range failed {
@@ -60,6 +66,7 @@ func (s *solver) nodeClaim(t *target) *NodeClaim {
 	types := make([]*scheduling.InstanceType, 0, n)
 	positions := make([]int, 0, n)
 	var cts []string
+	var ctLists []int32
 	var most scheduling.Vector
 	for pos, i := range e.order {
 		if len(types) >= s.maxInstanceTypes {
@@ -76,9 +83,14 @@ func (s *solver) nodeClaim(t *target) *NodeClaim {
 		types = append(types, p.types[i].it)
 		positions = append(positions, pos)
 		most = maxVector(most, p.types[i].capacity)
-		for _, ct := range s.capacityTypes(e, i) {
-			if !slices.Contains(cts, ct) && (!pinned || ct == offering.CapacityType) {
-				cts = append(cts, ct)
+		// Most types offer the same capacity types: merge each distinct
+		// list once.
+		if id := s.capacityTypes(e, i); !slices.Contains(ctLists, id) {
+			ctLists = append(ctLists, id)
+			for _, ct := range s.ctLists[id] {
+				if !slices.Contains(cts, ct) && (!pinned || ct == offering.CapacityType) {
+					cts = append(cts, ct)
+				}
 			}
 		}
 	}
@@ -90,8 +102,9 @@ func (s *solver) nodeClaim(t *target) *NodeClaim {
 	requests.Add(over)
 	nc := &NodeClaim{NodePool: p.np, Requirements: reqs, InstanceTypes: types, InstanceType: it, Offering: offering,
 		Price: offering.Price, DaemonOverhead: s.resources.List(over), Requests: s.resources.List(requests), MinValuesRelaxed: t.relaxed}
-	for _, pi := range t.pods {
-		nc.Pods = append(nc.Pods, pi.pod)
+	nc.Pods = make([]*corev1.Pod, len(t.pods))
+	for i, pi := range t.pods {
+		nc.Pods[i] = pi.pod
 	}
 	return nc
 }
@@ -158,22 +171,37 @@ func maxVector(most, x scheduling.Vector) scheduling.Vector {
 	return most
 }
 
-// capacityTypes lists the capacity types of type i's available offerings
-// compatible with e, cached per entry.
-func (s *solver) capacityTypes(e *entry, i int) []string {
+// capacityTypes is the id in ctLists of the capacity types of type i's
+// available offerings compatible with e, cached per entry. Equal lists
+// have one id.
+func (s *solver) capacityTypes(e *entry, i int) int32 {
 	if e.cts == nil {
-		e.cts = make([][]string, len(e.pool.types))
+		e.cts = make([]int32, len(e.pool.types))
+		e.offers = scheduling.NewOfferingFilter(e.reqs)
 	}
-	if e.cts[i] == nil {
-		out := []string{}
+	if e.cts[i] == 0 {
+		var small [4]string
+		list := small[:0]
 		for _, o := range e.pool.types[i].it.Offerings {
-			if o.Usable() && o.CompatibleWith(e.reqs) && !slices.Contains(out, o.CapacityType) {
-				out = append(out, o.CapacityType)
+			if o.Usable() && e.offers.Admits(o) && !slices.Contains(list, o.CapacityType) {
+				list = append(list, o.CapacityType)
 			}
 		}
-		e.cts[i] = out
+		e.cts[i] = s.internCapacityTypes(list) + 1
 	}
-	return e.cts[i]
+	return e.cts[i] - 1
+}
+
+// internCapacityTypes returns the id of list in ctLists, adding a copy of
+// it if new (a solve sees a few distinct lists).
+func (s *solver) internCapacityTypes(list []string) int32 {
+	for id, l := range s.ctLists {
+		if slices.Equal(l, list) {
+			return int32(id)
+		}
+	}
+	s.ctLists = append(s.ctLists, slices.Clone(list))
+	return int32(len(s.ctLists) - 1)
 }
 
 // typeRequirement is instance-type In the listed types; a contiguous run of

@@ -98,15 +98,19 @@ func podRequests(p *corev1.Pod, limitRanges []corev1.LimitRange) corev1.Resource
 func addSpecResourceNames(names corev1.ResourceList, spec *corev1.PodSpec) {
 	for _, list := range [][]corev1.Container{spec.Containers, spec.InitContainers} {
 		for i := range list {
-			for n, q := range list[i].Resources.Requests {
-				names[n] = q
-			}
-			for n, q := range list[i].Resources.Limits {
-				names[n] = q
-			}
+			addNames(names, list[i].Resources.Requests)
+			addNames(names, list[i].Resources.Limits)
 		}
 	}
-	for n, q := range spec.Overhead {
-		names[n] = q
+	addNames(names, spec.Overhead)
+}
+
+// addNames adds the names of l to names; most are there already, and a
+// lookup costs less than writing the quantity again.
+func addNames(names, l corev1.ResourceList) {
+	for n, q := range l {
+		if _, ok := names[n]; !ok {
+			names[n] = q
+		}
 	}
 }

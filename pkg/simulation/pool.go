@@ -66,12 +66,13 @@ type entry struct {
 	order  []int     // ok types by price
 	rank   []int     // pool type -> position in order (-1 if not ok)
 	over   []scheduling.Vector
-	ports  [][]scheduling.HostPort // per type: daemon host ports (nil when none)
-	compat []entryStep             // by variant.shared: where a pod of the variant leads
-	pins   map[int64]int           // pinKey -> entry id
-	doms   [][]dom                 // by key id: possible domains (nil: not computed)
-	dom    []dom                   // by key id: the fixed domain, noDom, or unknownDom
-	cts    [][]string              // per type: capacity types offered under reqs (nil: not computed)
+	ports  [][]scheduling.HostPort   // per type: daemon host ports (nil when none)
+	compat []entryStep               // by variant.shared: where a pod of the variant leads
+	pins   map[int64]int             // pinKey -> entry id
+	doms   [][]dom                   // by key id: possible domains (nil: not computed)
+	dom    []dom                     // by key id: the fixed domain, noDom, or unknownDom
+	cts    []int32                   // per type: 1 + the capacityTypes id (0: not computed)
+	offers scheduling.OfferingFilter // reqs' filter of offerings, set with cts
 }
 
 // entryStep caches what adding a pod of one variant does to a NodeClaim

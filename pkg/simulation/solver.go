@@ -64,6 +64,7 @@ type solver struct {
 	rules            []hostRule             // by group id, for moves (move.go)
 	moveInfos        []moveInfo             // by variant.shared, for moves (move.go)
 	zeroVector       scheduling.Vector      // an all-zero vector, never written
+	ctLists          [][]string             // distinct capacity type lists, by capacityTypes id
 
 	// Results: where pods go, as the solve proceeds.
 	targets      []*target // existing nodes, then new NodeClaims, by id
