@@ -156,11 +156,17 @@ func (s *solver) capacityVector(it *scheduling.InstanceType) scheduling.Vector {
 
 // entryFor interns reqs for the pool.
 func (s *solver) entryFor(p *pool, reqs scheduling.Requirements) *entry {
+	return s.entryNarrowed(p, reqs, nil, "")
+}
+
+// entryNarrowed interns reqs for the pool; from, when not nil, is the
+// entry reqs narrow on the key narrowed alone (newEntry).
+func (s *solver) entryNarrowed(p *pool, reqs scheduling.Requirements, from *entry, narrowed string) *entry {
 	s.keyBuf = reqs.AppendKey(append(append(s.keyBuf[:0], p.name...), 0))
 	if e, ok := s.entryByKey[string(s.keyBuf)]; ok {
 		return e
 	}
-	return s.newEntry(p, reqs, string(s.keyBuf))
+	return s.newEntry(p, reqs, string(s.keyBuf), from, narrowed)
 }
 
 // entryForIntersection is entryFor(p, a.Intersection(b)), building the
@@ -170,11 +176,13 @@ func (s *solver) entryForIntersection(p *pool, a, b scheduling.Requirements) *en
 	if e, ok := s.entryByKey[string(s.keyBuf)]; ok {
 		return e
 	}
-	return s.newEntry(p, a.Intersection(b), string(s.keyBuf))
+	return s.newEntry(p, a.Intersection(b), string(s.keyBuf), nil, "")
 }
 
-// newEntry builds and interns the entry of reqs under key.
-func (s *solver) newEntry(p *pool, reqs scheduling.Requirements, key string) *entry {
+// newEntry builds and interns the entry of reqs under key. When reqs are
+// from's requirements narrowed on the key narrowed alone, only the types
+// from holds are candidates, and only that key can exclude one of them.
+func (s *solver) newEntry(p *pool, reqs scheduling.Requirements, key string, from *entry, narrowed string) *entry {
 	n := len(p.types)
 	e := &entry{id: len(s.entries), pool: p, reqs: reqs, ok: newBitset(n), price: make([]float64, n),
 		rank: make([]int, n), over: make([]scheduling.Vector, n), ports: make([][]scheduling.HostPort, n),
@@ -182,7 +190,14 @@ func (s *solver) newEntry(p *pool, reqs scheduling.Requirements, key string) *en
 	for i, t := range p.types {
 		e.price[i] = math.Inf(1)
 		e.rank[i] = -1
-		if reqs.Intersects(t.it.Requirements) != nil {
+		if from != nil {
+			if !from.ok.has(i) {
+				continue
+			}
+			if tr := t.it.Requirements[narrowed]; tr != nil && !reqs[narrowed].Intersects(tr) {
+				continue
+			}
+		} else if reqs.Intersects(t.it.Requirements) != nil {
 			continue
 		}
 		if o, ok := t.it.CheapestOffering(reqs); ok {
@@ -238,9 +253,10 @@ func (s *solver) pin(e *entry, kid int, d dom) *entry {
 	if id, ok := e.pins[k]; ok {
 		return s.entries[id]
 	}
+	key := s.topoKeys[kid]
 	reqs := e.reqs.Copy()
-	reqs.Add(scheduling.NewRequirement(s.topoKeys[kid], corev1.NodeSelectorOpIn, s.domainValues[d]))
-	out := s.entryFor(e.pool, reqs)
+	reqs.Add(scheduling.NewRequirement(key, corev1.NodeSelectorOpIn, s.domainValues[d]))
+	out := s.entryNarrowed(e.pool, reqs, e, key)
 	e.pins[k] = out.id
 	return out
 }

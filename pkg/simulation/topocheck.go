@@ -62,13 +62,13 @@ func (s *solver) chooseDomain(v *variant, t *target, e *entry, kid int, doms []d
 	var bestSum int32
 	bestPrice := math.Inf(1)
 	bestPinned := 0
-	firstReason := ""
+	firstFailed := noDom
 	committed := t.entry != nil && t.id < len(s.targets) && s.targets[t.id] == t
 	for _, d := range doms {
-		ok, reason, sum := s.checkDomain(v, t, kid, d, explain && firstReason == "")
+		ok, _, sum := s.checkDomain(v, t, kid, d, false)
 		if !ok {
-			if firstReason == "" {
-				firstReason = reason
+			if firstFailed == noDom {
+				firstFailed = d
 			}
 			continue
 		}
@@ -84,7 +84,14 @@ func (s *solver) chooseDomain(v *variant, t *target, e *entry, kid int, doms []d
 			best, bestSum, bestPrice, bestPinned = pe, sum, price, pinned
 		}
 	}
-	return best, firstReason
+	if best != nil {
+		return best, ""
+	}
+	// Explaining costs formatting, so only the failure returned is
+	// explained: the first domain's, checked again against the same
+	// counts.
+	_, reason, _ := s.checkDomain(v, t, kid, firstFailed, explain)
+	return nil, reason
 }
 
 // checkDomain evaluates every constraint of v on key kid at domain d.
