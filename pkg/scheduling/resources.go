@@ -152,7 +152,13 @@ func (idx *ResourceIndex) Slot(n corev1.ResourceName) int {
 // Vector converts a resource list; resources outside the index are dropped.
 // cpu is in millicores, everything else in base units.
 func (idx *ResourceIndex) Vector(rl corev1.ResourceList) Vector {
-	v := make(Vector, len(idx.names))
+	return idx.Fill(make(Vector, len(idx.names)), rl)
+}
+
+// Fill is Vector written into v, of length Len, which it returns: a
+// caller converting many lists it only reads once can reuse one vector.
+func (idx *ResourceIndex) Fill(v Vector, rl corev1.ResourceList) Vector {
+	clear(v)
 	for n, q := range rl {
 		if s, ok := idx.slots[n]; ok {
 			v[s] = quantityUnits(n, q)

@@ -177,7 +177,11 @@ func (s *solver) classify(pod *corev1.Pod) *class {
 	pod = scheduling.WithLimitRangeDefaults(pod, s.in.LimitRanges)
 	own := pod
 	pod = withDefaultSpread(pod, s.in.DefaultSpread[pod.UID])
-	req := s.podVector(pod)
+	// Most pods' class exists: their requests are only read for its key.
+	if len(s.reqBuf) != s.resources.Len() {
+		s.reqBuf = make(scheduling.Vector, s.resources.Len())
+	}
+	req := s.podVector(s.reqBuf, pod)
 	ports := scheduling.PodHostPorts(pod)
 	vols := s.in.VolumeRequirements[pod.UID]
 	shapeKey(&s.classKeyBuf, pod, ports, vols)
@@ -190,7 +194,9 @@ func (s *solver) classify(pod *corev1.Pod) *class {
 		return c
 	}
 	key := s.classKeyBuf.String()
-	c := &class{id: len(s.classes), namespace: pod.Namespace, labels: labels.Set(pod.Labels), pod: pod,
+	req = req.Clone()
+	c := s.newClass()
+	*c = class{id: len(s.classes), namespace: pod.Namespace, labels: labels.Set(pod.Labels), pod: pod,
 		requests: req, ports: ports, tolerates: pod.Spec.Tolerations, defaultSpread: pod != own}
 	c.size = s.sizeShare(req)
 	s.classByKey[key] = c
@@ -205,13 +211,28 @@ func (s *solver) classify(pod *corev1.Pod) *class {
 	return c
 }
 
+// classBlock is how many classes newClass allocates at once.
+const classBlock = 64
+
+// newClass returns a zero class, allocated with others in a block: a
+// solve makes hundreds.
+func (s *solver) newClass() *class {
+	if len(s.classBlock) == 0 {
+		s.classBlock = make([]class, classBlock)
+	}
+	c := &s.classBlock[0]
+	s.classBlock = s.classBlock[1:]
+	return c
+}
+
 // podVector is PodRequests as a vector, summing containers directly in the
 // common case (no init containers, no overhead) to avoid allocating.
-func (s *solver) podVector(pod *corev1.Pod) scheduling.Vector {
+// It writes into v (of the index's length), which it returns.
+func (s *solver) podVector(v scheduling.Vector, pod *corev1.Pod) scheduling.Vector {
 	if len(pod.Spec.InitContainers) > 0 || len(pod.Spec.Overhead) > 0 {
-		return s.resources.Vector(scheduling.PodRequests(pod))
+		return s.resources.Fill(v, scheduling.PodRequests(pod))
 	}
-	v := make(scheduling.Vector, s.resources.Len())
+	clear(v)
 	for i := range pod.Spec.Containers {
 		for name, q := range pod.Spec.Containers[i].Resources.Requests {
 			if slot := s.resources.Slot(name); slot >= 0 {

@@ -64,7 +64,7 @@ func (s *solver) nodeClaim(t *target) *NodeClaim {
 	pinned := offering.ReservationID != ""
 	n := min(len(e.order), s.maxInstanceTypes)
 	types := make([]*scheduling.InstanceType, 0, n)
-	positions := make([]int, 0, n)
+	first, last := -1, -1 // positions in e.order of the first and last listed types
 	var cts []string
 	var ctLists []int32
 	var most scheduling.Vector
@@ -81,7 +81,10 @@ func (s *solver) nodeClaim(t *target) *NodeClaim {
 			}
 		}
 		types = append(types, p.types[i].it)
-		positions = append(positions, pos)
+		if first < 0 {
+			first = pos
+		}
+		last = pos
 		most = maxVector(most, p.types[i].capacity)
 		// Most types offer the same capacity types: merge each distinct
 		// list once.
@@ -95,7 +98,7 @@ func (s *solver) nodeClaim(t *target) *NodeClaim {
 		}
 	}
 	p.takeSlack(most, curCap)
-	reqs.Add(s.typeRequirement(e, positions, types))
+	reqs.Add(s.typeRequirement(e, first, last, types))
 	reqs.Add(scheduling.NewRequirement(scheduling.LabelCapacityType, corev1.NodeSelectorOpIn, cts...))
 	over := s.overhead(e, t.cur)
 	requests := t.used.Clone()
@@ -204,13 +207,14 @@ func (s *solver) internCapacityTypes(list []string) int32 {
 	return int32(len(s.ctLists) - 1)
 }
 
-// typeRequirement is instance-type In the listed types; a contiguous run of
-// the entry's price order (the common case) is built once and shared.
-func (s *solver) typeRequirement(e *entry, positions []int, types []*scheduling.InstanceType) *scheduling.Requirement {
-	contiguous := len(positions) > 0 && positions[len(positions)-1]-positions[0] == len(positions)-1
-	key := [3]int{e.id, -1, len(positions)}
+// typeRequirement is instance-type In the listed types, which sit at
+// increasing positions of the entry's price order from first to last; a
+// contiguous run (the common case) is built once and shared.
+func (s *solver) typeRequirement(e *entry, first, last int, types []*scheduling.InstanceType) *scheduling.Requirement {
+	contiguous := len(types) > 0 && last-first == len(types)-1
+	key := [3]int{e.id, -1, len(types)}
 	if contiguous {
-		key[1] = positions[0]
+		key[1] = first
 		if r, ok := s.typeRequirements[key]; ok {
 			return r
 		}

@@ -80,15 +80,15 @@ func (s *solver) place(p *podInfo) *scheduling.Status {
 	}
 	var status *scheduling.Status
 	for _, v := range p.class.variants {
-		best := s.tryClaims(v)
-		if best != nil && best.delta == 0 {
-			s.commit(p, v, best)
+		best, ok := s.tryClaims(v)
+		if ok && best.delta == 0 {
+			s.commit(p, v, &best)
 			return nil
 		}
 		fresh, st := s.tryNew(v)
 		switch {
-		case best != nil && (fresh == nil || best.delta <= fresh.delta):
-			s.commit(p, v, best)
+		case ok && (fresh == nil || best.delta <= fresh.delta):
+			s.commit(p, v, &best)
 			return nil
 		case fresh != nil:
 			s.commit(p, v, fresh)
@@ -169,7 +169,7 @@ const (
 // free cpu, or for a memory-heavy pod from the least: NodeClaims short of
 // cpu are the ones likely to have memory to spare, while growing one with
 // idle cpu for memory leaves that cpu idle on a larger type).
-func (s *solver) tryClaims(v *variant) *option {
+func (s *solver) tryClaims(v *variant) (option, bool) {
 	if hc := s.hostCandidates(v); hc != nil {
 		return s.bestOf(v, hc)
 	}
@@ -194,7 +194,7 @@ func (s *solver) tryClaims(v *variant) *option {
 		}
 	}
 	if found > 0 {
-		return &best
+		return best, true
 	}
 	memHeavy := s.memHeavy(req)
 	for j := 0; j < len(s.claimsByFree) && found < growProbe; j++ {
@@ -209,10 +209,7 @@ func (s *solver) tryClaims(v *variant) *option {
 			}
 		}
 	}
-	if found == 0 {
-		return nil
-	}
-	return &best
+	return best, found > 0
 }
 
 func better(a, b *option) bool {
@@ -220,7 +217,7 @@ func better(a, b *option) bool {
 }
 
 // bestOf compares every NodeClaim in ts.
-func (s *solver) bestOf(v *variant, ts []*target) *option {
+func (s *solver) bestOf(v *variant, ts []*target) (option, bool) {
 	var best option
 	found := 0
 	for _, t := range ts {
@@ -237,7 +234,7 @@ func (s *solver) bestOf(v *variant, ts []*target) *option {
 		}
 	}
 	if found > 0 {
-		return &best
+		return best, true
 	}
 	for _, t := range ts {
 		if found >= growProbe {
@@ -252,10 +249,7 @@ func (s *solver) bestOf(v *variant, ts []*target) *option {
 			}
 		}
 	}
-	if found == 0 {
-		return nil
-	}
-	return &best
+	return best, found > 0
 }
 
 // admit runs the non-resource checks of putting v on NodeClaim t and
@@ -314,7 +308,9 @@ func (s *solver) grown(v *variant, t *target) (option, bool) {
 func (s *solver) tryNew(v *variant) (*option, *scheduling.Status) {
 	code := scheduling.UnschedulableAndUnresolvable
 	var reasons []scheduling.Reason
-	fresh := &target{id: len(s.targets)}
+	// The NodeClaim it would open, reused: the checks only read it.
+	fresh := &s.fresh
+	*fresh = target{id: len(s.targets)}
 	for pi, p := range s.pools {
 		pc := s.poolFor(v, pi)
 		if pc.entry == nil {

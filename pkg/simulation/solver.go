@@ -39,9 +39,15 @@ type solver struct {
 
 	// Interning: pods, requirement sets and topology values get small ids
 	// so the hot loops index slices instead of hashing.
-	classes     []*class
-	classByKey  map[string]*class
-	classKeyBuf bytes.Buffer // reused to build class keys
+	classes    []*class
+	classBlock []class // the classes newClass has yet to hand out
+	// variantBlock and variantPtrs hold the variants, and slots for
+	// pointers to them, newVariants has yet to hand out.
+	variantBlock []variant
+	variantPtrs  []*variant
+	reqBuf       scheduling.Vector // scratch for a pod's requests (classify)
+	classByKey   map[string]*class
+	classKeyBuf  bytes.Buffer // reused to build class keys
 	// shapes holds the first class of each shape (shapeKey), whose
 	// variants later classes of the shape share; sharedVariants counts
 	// the variants' shared ids.
@@ -71,6 +77,7 @@ type solver struct {
 	existing     []*target
 	claims       []*target
 	claimsByFree []*target     // NodeClaims by free cpu, then id
+	fresh        target        // the NodeClaim tryNew checks opening
 	placements   []placed      // every placement, in order
 	pinCounts    map[int64]int // pinKey -> NodeClaims pinned there
 	// reservationUse counts the NodeClaims using each capacity
@@ -263,6 +270,7 @@ func totalPrice(res *Result) float64 {
 // allocation: karp does not simulate device allocation, so like upstream's
 // default (--ignore-dra-requests) it reports them instead of guessing.
 func splitDRA(pods []*podInfo) (keep, rejected []*podInfo) {
+	keep = make([]*podInfo, 0, len(pods))
 	for _, p := range pods {
 		if len(p.pod.Spec.ResourceClaims) > 0 {
 			p.status = scheduling.NewStatus(scheduling.UnschedulableAndUnresolvable, scheduling.Because(scheduling.ReasonNotSimulated,
@@ -316,9 +324,10 @@ func newSolver(in *Input) *solver {
 	}
 	s.resources = scheduling.NewResourceIndex(s.resourceNames())
 	s.maxAlloc = make(scheduling.Vector, s.resources.Len())
+	alloc := make(scheduling.Vector, s.resources.Len())
 	for _, np := range in.NodePools {
 		for _, it := range np.InstanceTypes {
-			for i, x := range s.resources.Vector(it.Allocatable) {
+			for i, x := range s.resources.Fill(alloc, it.Allocatable) {
 				s.maxAlloc[i] = max(s.maxAlloc[i], x)
 			}
 		}
@@ -427,9 +436,11 @@ func weight(np *karpv1.NodePool) int32 {
 // reschedulable pods of nodes marked for deletion. It also registers
 // existing nodes and counts their pods in topology groups.
 func (s *solver) pendingPods() []*podInfo {
-	var out []*podInfo
-	for _, p := range s.in.Pods {
-		out = append(out, &podInfo{pod: p, index: len(out)})
+	infos := make([]podInfo, len(s.in.Pods)) // one allocation for all
+	out := make([]*podInfo, len(s.in.Pods))
+	for i, p := range s.in.Pods {
+		infos[i] = podInfo{pod: p, index: i}
+		out[i] = &infos[i]
 	}
 	for _, n := range s.in.Nodes {
 		if !n.MarkedForDeletion {

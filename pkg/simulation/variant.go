@@ -186,15 +186,35 @@ func (s *solver) shareVariants(c, proto *class) {
 	c.proto = proto
 	c.terms = proto.terms
 	c.owns = proto.owns
-	vs := make([]variant, len(proto.variants))
-	c.variants = make([]*variant, len(proto.variants))
+	c.variants = s.newVariants(len(proto.variants))
 	for i, pv := range proto.variants {
-		v := &vs[i]
+		v := c.variants[i]
 		*v = variant{id: len(s.variants), class: c, reqs: pv.reqs, strictPNS: pv.strictPNS, relaxed: pv.relaxed,
 			constraints: pv.constraints, shared: pv.shared}
 		s.variants = append(s.variants, v)
-		c.variants[i] = v
 	}
+}
+
+// variantBlock is how many variants newVariants allocates at once.
+const variantBlock = 64
+
+// newVariants returns n zero variants, allocated with others in blocks (a
+// solve makes hundreds), and a slice of them no append can share.
+func (s *solver) newVariants(n int) []*variant {
+	if len(s.variantBlock) < n {
+		s.variantBlock = make([]variant, max(n, variantBlock))
+	}
+	if cap(s.variantPtrs)-len(s.variantPtrs) < n {
+		s.variantPtrs = make([]*variant, 0, max(n, variantBlock))
+	}
+	at := len(s.variantPtrs)
+	s.variantPtrs = s.variantPtrs[:at+n]
+	out := s.variantPtrs[at : at+n : at+n]
+	for i := range out {
+		out[i] = &s.variantBlock[i]
+	}
+	s.variantBlock = s.variantBlock[n:]
+	return out
 }
 
 func (s *solver) spreadConstraint(c *class, tsc *corev1.TopologySpreadConstraint, required scheduling.Requirements, hard bool) *constraint {
