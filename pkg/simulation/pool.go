@@ -2,6 +2,7 @@ package simulation
 
 import (
 	"math"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -275,12 +276,15 @@ func (s *solver) domains(e *entry, kid int) []dom {
 		vals = r.Values()
 	} else {
 		seen := map[string]bool{}
+		offers := scheduling.NewOfferingFilter(e.reqs)
 		for _, i := range e.order {
 			it := e.pool.types[i].it
 			if key == corev1.LabelTopologyZone {
+				// A region has a few zones, which most types offer:
+				// a lookup in vals costs less than one in seen.
 				for _, o := range it.Offerings {
-					if o.Usable() && o.CompatibleWith(e.reqs) {
-						seen[o.Zone] = true
+					if o.Usable() && offers.Admits(o) && !slices.Contains(vals, o.Zone) {
+						vals = append(vals, o.Zone)
 					}
 				}
 				continue
