@@ -146,6 +146,7 @@ func run(ctx context.Context, opts options, patterns []string, out io.Writer) (b
 	if err := os.MkdirAll(opts.cacheDir, 0o755); err != nil {
 		return false, err
 	}
+	removeStaleRunDirs(opts.cacheDir)
 	runDir, err := os.MkdirTemp(opts.cacheDir, "run-")
 	if err != nil {
 		return false, err
@@ -218,6 +219,21 @@ func run(ctx context.Context, opts options, patterns []string, out io.Writer) (b
 		fmt.Fprintln(out, "FAIL")
 	}
 	return allPassed, nil
+}
+
+// staleRunAge is the age past which a run directory is taken to be left by
+// a run that was killed, not one still running.
+const staleRunAge = 24 * time.Hour
+
+// removeStaleRunDirs removes the run directories (hard links to the
+// binaries a run used) that killed runs left behind.
+func removeStaleRunDirs(cacheDir string) {
+	dirs, _ := filepath.Glob(filepath.Join(cacheDir, "run-*"))
+	for _, dir := range dirs {
+		if info, err := os.Stat(dir); err == nil && time.Since(info.ModTime()) > staleRunAge {
+			_ = os.RemoveAll(dir)
+		}
+	}
 }
 
 // listPackages resolves the patterns to packages, in the order given.

@@ -137,6 +137,26 @@ func TestLinksOnlyWhatChangedAndReportsLikeGoTest(t *testing.T) {
 	if leftovers, _ := filepath.Glob(filepath.Join(opts.cacheDir, "run-*")); len(leftovers) > 0 {
 		t.Errorf("run directories left behind: %v", leftovers)
 	}
+
+	// A killed run's directory goes once it is a day old; a running one's
+	// stays.
+	killed, running := filepath.Join(opts.cacheDir, "run-killed"), filepath.Join(opts.cacheDir, "run-running")
+	for _, dir := range []string{killed, running} {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-25 * time.Hour)
+	if err := os.Chtimes(killed, old, old); err != nil {
+		t.Fatal(err)
+	}
+	runIn(t, dir, opts, "./notests")
+	if _, err := os.Stat(killed); !os.IsNotExist(err) {
+		t.Errorf("a killed run's directory of a day ago is still there (%v)", err)
+	}
+	if _, err := os.Stat(running); err != nil {
+		t.Errorf("a running run's directory was removed: %v", err)
+	}
 }
 
 func TestTestTimeoutFailsThePackageWithStacks(t *testing.T) {
