@@ -51,7 +51,7 @@ TEST_FLAGS := -count=1 -ldflags=-w -vet=off
 # (about 4.5 CPU-s each, some 126 in make test), gotest only those whose
 # packages' code changed since the last run, keeping the others in
 # KARP_TEST_BIN_CACHE (default ~/.cache/karp/testbin, one binary per
-# package, about 50 MB each). It never vets, as -vet=off above.
+# package, up to about 50 MB each). It never vets, as -vet=off above.
 GOTEST = $(GO) run ./hack/gotest -ldflags=-w
 
 # The test tiers. hack/test-tiers.sh puts every package in exactly one:

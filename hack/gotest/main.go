@@ -25,7 +25,7 @@
 //
 // The cache directory is $KARP_TEST_BIN_CACHE, else karp/testbin under the
 // user's cache directory (~/.cache). It holds one binary per package and
-// mode (with or without -race), about 50 MB each.
+// mode (with or without -race), up to about 50 MB each.
 package main
 
 import (

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"time"
 )
 
@@ -30,14 +31,12 @@ func module(t *testing.T) string {
 		"notests/notests.go":  "package notests\n",
 		"uses/other_test.go":  "package uses_test\n\nimport \"testing\"\n\nfunc TestExternal(t *testing.T) {}\n",
 	}
+	fsys := fstest.MapFS{}
 	for name, content := range files {
-		path := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		fsys[name] = &fstest.MapFile{Data: []byte(content), Mode: 0o644}
+	}
+	if err := os.CopyFS(dir, fsys); err != nil {
+		t.Fatal(err)
 	}
 	return dir
 }
