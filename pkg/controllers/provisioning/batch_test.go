@@ -368,6 +368,74 @@ func TestBatchHoldLiftOnAStaleCacheIsQuiet(t *testing.T) {
 	}
 }
 
+// TestBatchHoldLiftRetriesWhenTheTaintsMovedUnderIt: the node lifecycle
+// controller lifts not-ready as a batch's nodes turn Ready, so the lift's
+// guard, made from a cache that still shows not-ready before the hold,
+// fails while the hold is still there. Without the API server's copy the
+// batch comes back within a second; with it, the lift is made again from
+// that copy at once.
+func TestBatchHoldLiftRetriesWhenTheTaintsMovedUnderIt(t *testing.T) {
+	h, _ := newBatchHarness(t)
+	h.readyNodePool(test.MakeNodePool("default").Obj())
+	_, nodeA := h.heldMember("moved-a", "b12", h.clock.Now())
+	_, nodeB := h.heldMember("moved-b", "b12", h.clock.Now())
+	notReady := corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}
+	setTaints := func(node *corev1.Node, taints ...corev1.Taint) {
+		t.Helper()
+		got := &corev1.Node{}
+		if err := h.client.Get(h.ctx, client.ObjectKeyFromObject(node), got); err != nil {
+			t.Fatal(err)
+		}
+		got.Spec.Taints = taints
+		if err := h.client.Update(h.ctx, got); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, node := range []*corev1.Node{nodeA, nodeB} {
+		setTaints(node, notReady, karpv1.BatchHoldNoScheduleTaint)
+	}
+	stale := map[string]client.Object{}
+	h.eventually("not-ready ahead of the hold in the cache", func() bool {
+		for _, node := range []*corev1.Node{nodeA, nodeB} {
+			got := &corev1.Node{}
+			if err := h.mgr.GetClient().Get(h.ctx, client.ObjectKeyFromObject(node), got); err != nil || len(got.Spec.Taints) != 2 {
+				return false
+			}
+			stale[node.Name] = got
+		}
+		return true
+	})
+	for _, node := range []*corev1.Node{nodeA, nodeB} {
+		setTaints(node, karpv1.BatchHoldNoScheduleTaint)
+	}
+	frozen := interceptor.NewClient(noWatch{h.mgr.GetClient()}, interceptor.Funcs{Get: laggingGets(stale)})
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Name: "b12"}}
+
+	cacheOnly := batchhold.NewController(frozen, h.cluster, h.clock, holdBound, nominationTTL)
+	h.reconcileBatch(cacheOnly, "b12", map[string]bool{"moved-a": true, "moved-b": true})
+	res, err := cacheOnly.Reconcile(h.ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !h.held(nodeA) || !h.held(nodeB) {
+		t.Fatal("a lift guarded by a stale copy removed something")
+	}
+	if res.RequeueAfter <= 0 || res.RequeueAfter > time.Second {
+		t.Errorf("guard failed with the hold still there: requeue after %s, want within a second", res.RequeueAfter)
+	}
+
+	withAPI := batchhold.NewController(frozen, h.cluster, h.clock, holdBound, nominationTTL).WithAPIReader(h.client)
+	if res, err = withAPI.Reconcile(h.ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if h.held(nodeA) || h.held(nodeB) {
+		t.Errorf("held a=%v b=%v after a lift with the API server's copy, want both lifted", h.held(nodeA), h.held(nodeB))
+	}
+	if res.RequeueAfter != 0 {
+		t.Errorf("requeue after %s once lifted, want none", res.RequeueAfter)
+	}
+}
+
 // noWatch lets interceptor wrap the manager's client, which has no Watch.
 type noWatch struct{ client.Client }
 

@@ -97,7 +97,7 @@ func (s *clusterState) unsettled(wantPods int) []string {
 		out = append(out, fmt.Sprintf("%d workload pods, want %d", workload, wantPods))
 	}
 	if len(notRunning) > 0 {
-		out = append(out, fmt.Sprintf("%d pods not Running and Ready (%s)", len(notRunning), sample(notRunning)))
+		out = append(out, fmt.Sprintf("%d pods not Running and Ready (%s; %s)", len(notRunning), s.podBreakdown(notRunning), sample(notRunning)))
 	}
 	out = append(out, s.instanceMismatches()...)
 	byNode := map[string]*karpv1.NodeClaim{}
@@ -112,7 +112,7 @@ func (s *clusterState) unsettled(wantPods int) []string {
 			}
 		}
 		if nc := byNode[n.Name]; nc != nil && !needed[n.Name] {
-			out = append(out, fmt.Sprintf("node %s (NodeClaim %s) runs no workload pod", n.Name, nc.Name))
+			out = append(out, fmt.Sprintf("node %s (NodeClaim %s) runs no workload pod%s", n.Name, nc.Name, nodeNote(n)))
 		}
 	}
 	return out
@@ -184,6 +184,59 @@ func ownedBy(p *corev1.Pod, kind string) bool {
 }
 
 // sample is the first few names of a list.
+// podBreakdown counts the named pods by app and by whether the scheduler
+// has bound them, so a settle that never comes says whether the pods wait
+// for a node or for kwok.
+func (s *clusterState) podBreakdown(names []string) string {
+	named := map[string]bool{}
+	for _, n := range names {
+		named[n] = true
+	}
+	apps := map[string]int{}
+	bound := 0
+	for i := range s.pods {
+		p := &s.pods[i]
+		if !named[p.Name] {
+			continue
+		}
+		apps[p.Labels["app"]]++
+		if p.Spec.NodeName != "" {
+			bound++
+		}
+	}
+	keys := make([]string, 0, len(apps))
+	for k := range apps {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys)+1)
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, apps[k]))
+	}
+	return fmt.Sprintf("%d bound; %s", bound, strings.Join(parts, " "))
+}
+
+// nodeNote is what may keep pods off a node: not Ready, or its taints.
+func nodeNote(n *corev1.Node) string {
+	var notes []string
+	ready := false
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+			ready = true
+		}
+	}
+	if !ready {
+		notes = append(notes, "not Ready")
+	}
+	for _, t := range n.Spec.Taints {
+		notes = append(notes, "taint "+t.Key)
+	}
+	if len(notes) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(notes, ", ") + ")"
+}
+
 func sample(names []string) string {
 	sort.Strings(names)
 	if len(names) > 5 {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -116,11 +117,17 @@ var batchChanged = predicate.Funcs{
 }
 
 // holdAppeared passes Nodes of a batch that carry the hold, when they
-// appear with it or gain it.
+// appear with it or gain it, and held Nodes whose taints change: a lift
+// whose guard failed on a stale copy is then made from the new one.
 var holdAppeared = predicate.Funcs{
 	CreateFunc: func(e event.CreateEvent) bool { return batchName(e.Object) != "" && isHeld(e.Object) },
 	UpdateFunc: func(e event.UpdateEvent) bool {
-		return batchName(e.ObjectNew) != "" && isHeld(e.ObjectNew) && !isHeld(e.ObjectOld)
+		if batchName(e.ObjectNew) == "" || !isHeld(e.ObjectNew) {
+			return false
+		}
+		before, okBefore := e.ObjectOld.(*corev1.Node)
+		after, okAfter := e.ObjectNew.(*corev1.Node)
+		return !isHeld(e.ObjectOld) || (okBefore && okAfter && !equality.Semantic.DeepEqual(before.Spec.Taints, after.Spec.Taints))
 	},
 	DeleteFunc:  func(event.DeleteEvent) bool { return false },
 	GenericFunc: func(event.GenericEvent) bool { return false },
@@ -199,15 +206,25 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			reason = "hold expired"
 		}
 		start := c.clock.Now()
-		hinted, err := c.lift(ctx, lift)
+		hinted, stale, err := c.lift(ctx, lift)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
-		log.FromContext(ctx).Info("lifted batch hold", "batch", req.Name, "nodes", len(lift), "reason", reason,
+		log.FromContext(ctx).Info("lifted batch hold", "batch", req.Name, "nodes", len(lift)-stale, "reason", reason,
 			"hintsWritten", hinted, "duration", c.clock.Since(start).String())
+		if stale > 0 && (wait == 0 || wait > staleRetry) {
+			// A Node whose taints changed under the lift may still be
+			// held, and no watch event need come for it: nothing else
+			// brings the batch back.
+			wait = staleRetry
+		}
 	}
 	return reconcile.Result{RequeueAfter: wait}, nil
 }
+
+// staleRetry is how soon a batch is reconciled again when a lift's guard
+// failed and the API server's copy could not settle it.
+const staleRetry = time.Second
 
 // due splits the held nodes into those to lift now and how long until the
 // next of the others may go (0: none left).
@@ -247,8 +264,10 @@ const liftWorkers = 128
 // lift re-hints the pods planned for each node (the scheduler clears a
 // pod's hint each time it fails to place it), confirming the hints
 // against the API server, then removes the hold from all the nodes as
-// close together as it can.
-func (c *Controller) lift(ctx context.Context, held []heldNode) (int, error) {
+// close together as it can. It returns the hints written and how many
+// nodes may still be held because their taints changed under the lift
+// and the API server's copy did not settle it.
+func (c *Controller) lift(ctx context.Context, held []heldNode) (int, int, error) {
 	var hints []hint.Hint
 	for _, h := range held {
 		for _, pod := range c.cluster.HintedPods(state.NodeClaimID(h.nodeClaim.Name)) {
@@ -262,26 +281,53 @@ func (c *Controller) lift(ctx context.Context, held []heldNode) (int, error) {
 		log.FromContext(ctx).Error(err, "confirming scheduler hints before the lift")
 	}
 	errs := make([]error, len(held))
+	stale := make([]bool, len(held))
 	workqueue.ParallelizeUntil(ctx, liftWorkers, len(held), func(i int) {
-		// A copy: the patch writes the response into it, and this is the
-		// cache's object.
-		node := held[i].node
-		errs[i] = c.kubeClient.Patch(ctx, node.DeepCopy(), client.RawPatch(types.JSONPatchType, liftPatch(node)))
-		switch {
-		case errs[i] == nil:
-			c.lifted.Store(node.Name, node.ResourceVersion)
-			c.cluster.RenewNominations(state.NodeClaimID(held[i].nodeClaim.Name), c.nominationTTL)
-		case apierrors.IsNotFound(errs[i]):
-			errs[i] = nil
-		case apierrors.IsInvalid(errs[i]):
-			// The test op failed: the taints changed since the cache's
-			// copy (most often, the hold is gone already). The Node
-			// watch brings the batch back if the hold is still there.
-			log.FromContext(ctx).V(1).Info("batch hold changed before the lift; waiting for the cache", "Node", node.Name)
-			errs[i] = nil
-		}
+		stale[i], errs[i] = c.liftOne(ctx, held[i])
 	})
-	return hinted, errors.Join(errs...)
+	return hinted, len(slices.DeleteFunc(stale, func(s bool) bool { return !s })), errors.Join(errs...)
+}
+
+// liftOne removes the hold from one node. The patch is guarded by the
+// cache's copy of the taints; when that guard fails (the node lifecycle
+// controller lifts not-ready as nodes of a batch turn Ready, and a busy
+// API server's watch lags), the lift is made again from the API server's
+// copy. It reports whether the node may still be held.
+func (c *Controller) liftOne(ctx context.Context, h heldNode) (bool, error) {
+	// A copy: the patch writes the response into it, and this is the
+	// cache's object.
+	node := h.node.DeepCopy()
+	err := c.kubeClient.Patch(ctx, node, client.RawPatch(types.JSONPatchType, liftPatch(h.node)))
+	if apierrors.IsInvalid(err) && c.apiReader != nil {
+		fresh := &corev1.Node{}
+		switch getErr := c.apiReader.Get(ctx, client.ObjectKeyFromObject(h.node), fresh); {
+		case apierrors.IsNotFound(getErr):
+			return false, nil
+		case getErr != nil:
+			return false, errors.Join(err, getErr)
+		case !slices.ContainsFunc(fresh.Spec.Taints, karpv1.IsBatchHoldTaint):
+			// Lifted already (by this controller before a restart, or
+			// its cache is behind its own write).
+			return false, nil
+		}
+		node = fresh.DeepCopy()
+		err = c.kubeClient.Patch(ctx, node, client.RawPatch(types.JSONPatchType, liftPatch(fresh)))
+	}
+	switch {
+	case err == nil:
+		c.lifted.Store(h.node.Name, h.node.ResourceVersion)
+		c.cluster.RenewNominations(state.NodeClaimID(h.nodeClaim.Name), c.nominationTTL)
+		return false, nil
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case apierrors.IsInvalid(err):
+		// The test op failed: the taints changed since the copy the
+		// patch was made from (most often the hold is gone already).
+		// The batch is reconciled again shortly in case it is not.
+		log.FromContext(ctx).V(1).Info("batch hold changed before the lift; trying again", "Node", h.node.Name)
+		return true, nil
+	}
+	return false, err
 }
 
 // liftPatch removes the hold taint, guarded by a test of that list
