@@ -30,6 +30,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -41,7 +42,9 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -130,6 +133,10 @@ type result struct {
 	output  []byte
 	passed  bool
 	elapsed time.Duration
+	// cpu is the user and system time of the test binary and of every
+	// process it started and waited for (an API server, etcd, a
+	// controller), as wait4 reports it.
+	cpu time.Duration
 	// linked: its test binary was linked by this run; cached: taken from
 	// the cache.
 	linked, cached bool
@@ -185,8 +192,12 @@ func run(ctx context.Context, opts options, patterns []string, out io.Writer) (b
 
 	allPassed := true
 	linked, reused := 0, 0
+	var costs []packageCost
 	for i, p := range pkgs {
 		r := <-results[i]
+		if p.hasTests() {
+			costs = append(costs, packageCost{name: p.ImportPath, cpu: r.cpu})
+		}
 		// One write a package, so a block never interleaves with what
 		// another process writes to the same log.
 		var block bytes.Buffer
@@ -215,10 +226,41 @@ func run(ctx context.Context, opts options, patterns []string, out io.Writer) (b
 	}
 	wg.Wait()
 	fmt.Fprintf(out, "gotest: %d test binaries linked, %d taken from %s\n", linked, reused, opts.cacheDir)
+	if line := cpuSummary(costs, topCosts); line != "" {
+		fmt.Fprintln(out, line)
+	}
 	if !allPassed {
 		fmt.Fprintln(out, "FAIL")
 	}
 	return allPassed, nil
+}
+
+// packageCost is the CPU one package's test binary used.
+type packageCost struct {
+	name string
+	cpu  time.Duration
+}
+
+// topCosts is how many packages the CPU summary names.
+const topCosts = 8
+
+// cpuSummary is one line with the packages' CPU time in all and the n
+// packages that used most of it: where to look to make a tier cheaper.
+func cpuSummary(costs []packageCost, n int) string {
+	if len(costs) == 0 {
+		return ""
+	}
+	var total time.Duration
+	for _, c := range costs {
+		total += c.cpu
+	}
+	sorted := slices.Clone(costs)
+	slices.SortStableFunc(sorted, func(a, b packageCost) int { return cmp.Compare(b.cpu, a.cpu) })
+	parts := make([]string, 0, n)
+	for _, c := range sorted[:min(n, len(sorted))] {
+		parts = append(parts, fmt.Sprintf("%s=%.1fs", path.Base(c.name), c.cpu.Seconds()))
+	}
+	return fmt.Sprintf("gotest: %.0f CPU-s in test binaries and what they ran; most: %s", total.Seconds(), strings.Join(parts, " "))
 }
 
 // staleRunAge is the age past which a run directory is taken to be left by
@@ -386,7 +428,11 @@ func testOne(ctx context.Context, opts options, runDir string, p *testPackage, i
 			fmt.Fprintf(&output, "gotest: %v\n", err)
 		}
 	}
-	return result{output: output.Bytes(), passed: err == nil, elapsed: elapsed, linked: linked, cached: !linked}
+	var cpu time.Duration
+	if cmd.ProcessState != nil {
+		cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
+	return result{output: output.Bytes(), passed: err == nil, elapsed: elapsed, cpu: cpu, linked: linked, cached: !linked}
 }
 
 // fetchOrLink puts the package's test binary at path: a hard link to the

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -30,6 +31,7 @@ func module(t *testing.T) string {
 		"slow/slow_test.go":   "package slow\n\nimport (\n\t\"testing\"\n\t\"time\"\n)\n\nfunc TestSlow(t *testing.T) { time.Sleep(time.Minute) }\n",
 		"notests/notests.go":  "package notests\n",
 		"uses/other_test.go":  "package uses_test\n\nimport \"testing\"\n\nfunc TestExternal(t *testing.T) {}\n",
+		"spin/spin_test.go":   spinTest,
 	}
 	fsys := fstest.MapFS{}
 	for name, content := range files {
@@ -40,6 +42,36 @@ func module(t *testing.T) string {
 	}
 	return dir
 }
+
+// spinTest runs itself again as a child process that spends 600 ms of CPU,
+// and waits for it: the child's time is the package's too.
+const spinTest = `package spin
+
+import (
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestSpin(t *testing.T) {
+	if os.Getenv("SPIN_CHILD") == "1" {
+		for {
+			var ru syscall.Rusage
+			_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+			if time.Duration(ru.Utime.Nano()+ru.Stime.Nano()) >= 600*time.Millisecond {
+				return
+			}
+		}
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=TestSpin")
+	cmd.Env = append(os.Environ(), "SPIN_CHILD=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+}
+`
 
 // runIn runs gotest's run in dir and returns whether it passed and what it
 // printed.
@@ -155,6 +187,26 @@ func TestLinksOnlyWhatChangedAndReportsLikeGoTest(t *testing.T) {
 	}
 	if _, err := os.Stat(running); err != nil {
 		t.Errorf("a running run's directory was removed: %v", err)
+	}
+}
+
+// TestReportsTheCPUOfEachPackageAndWhatItRan: the summary line counts the
+// CPU of the processes a test binary started and waited for (an API
+// server, etcd) as the package's, and names the costliest first.
+func TestReportsTheCPUOfEachPackageAndWhatItRan(t *testing.T) {
+	dir := module(t)
+	opts := options{parallel: 2, timeout: time.Minute, ldflags: "-w", cacheDir: t.TempDir()}
+	_, out := runIn(t, dir, opts, "./uses", "./spin")
+	m := regexp.MustCompile(`(?m)^gotest: ([0-9]+) CPU-s in test binaries and what they ran; most: spin=([0-9.]+)s uses=([0-9.]+)s$`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no CPU summary naming spin before uses:\n%s", out)
+	}
+	spin, err := strconv.ParseFloat(m[2], 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spin < 0.6 {
+		t.Errorf("spin used %.1f CPU-s, want at least the 0.6 its child spent", spin)
 	}
 }
 
