@@ -2,12 +2,15 @@ package metrics_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/fake"
 	cpmetrics "github.com/karp-autoscaler/karp/pkg/cloudprovider/metrics"
 	"github.com/karp-autoscaler/karp/pkg/metrics"
@@ -101,5 +104,55 @@ func TestDecoratorPublishesOfferingPrices(t *testing.T) {
 	}
 	if cp.Unwrap() != inner {
 		t.Error("Unwrap does not return the decorated provider")
+	}
+}
+
+// TestDecoratorExportsAListOncePerInterval: the same instance type list,
+// listed again (every NodeClaim's drift check lists its NodePool's), is not
+// exported again until republishAfter has passed; a change the provider
+// made to it in place shows then, and a new list shows at once.
+func TestDecoratorExportsAListOncePerInterval(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	inner := fake.New()
+	cp := cpmetrics.Decorate(inner).WithClock(clk)
+	types, err := cp.GetInstanceTypes(t.Context(), &karpv1.NodePool{})
+	if err != nil || len(types) == 0 || len(types[0].Offerings) == 0 {
+		t.Fatalf("types %v, err %v", types, err)
+	}
+	it, o := types[0], types[0].Offerings[0]
+	exported := func() float64 {
+		t.Helper()
+		price, _, ok := metrics.Offerings.Get(it.Name, o.CapacityType, o.Zone)
+		if !ok {
+			t.Fatalf("offering %s/%s/%s not exported", it.Name, o.CapacityType, o.Zone)
+		}
+		return price
+	}
+	first := o.Price
+	o.Price = first + 1
+	if _, err := cp.GetInstanceTypes(t.Context(), &karpv1.NodePool{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := exported(); got != first {
+		t.Errorf("price %v right after the list was exported, want %v kept until the interval passes", got, first)
+	}
+	clk.Step(10 * time.Second)
+	if _, err := cp.GetInstanceTypes(t.Context(), &karpv1.NodePool{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := exported(); got != first+1 {
+		t.Errorf("price %v once the interval passed, want %v", got, first+1)
+	}
+
+	// Another list (a provider's refresh) is exported at once.
+	other := *it
+	other.Name = "refreshed-type"
+	other.Offerings = []*cloudprovider.Offering{{CapacityType: o.CapacityType, Zone: o.Zone, Price: 7, Available: true}}
+	inner.Reset(&other)
+	if _, err := cp.GetInstanceTypes(t.Context(), &karpv1.NodePool{}); err != nil {
+		t.Fatal(err)
+	}
+	if price, _, ok := metrics.Offerings.Get("refreshed-type", o.CapacityType, o.Zone); !ok || price != 7 {
+		t.Errorf("a new list's offering exported as %v (%v), want 7 at once", price, ok)
 	}
 }
