@@ -3,6 +3,7 @@ package simulation
 import (
 	"fmt"
 	"math/rand"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -277,4 +278,69 @@ func fitsList(need, alloc corev1.ResourceList) bool {
 		}
 	}
 	return true
+}
+
+// TestWellKnownLabelsPassedInSolveAlike: a caller that computes
+// WellKnownLabelsOf once and passes it in Options (a disruption pass does,
+// for all its what-ifs) gets the solve it would get with the default, and
+// the set holds the label keys the pools' instance types define, a custom
+// one among them.
+func TestWellKnownLabelsPassedInSolveAlike(t *testing.T) {
+	sawRack := false
+	for seed := int64(1); seed <= 150; seed++ {
+		in := randomCluster(rand.New(rand.NewSource(seed)))
+		if seed%2 == 0 {
+			// A label only the instance types define (pods may not
+			// select it: the solve must treat it alike either way).
+			for _, it := range in.NodePools[0].InstanceTypes {
+				it.Requirements.Add(scheduling.NewRequirement("example.com/rack", corev1.NodeSelectorOpIn, "r1"))
+			}
+		}
+		given := in
+		given.Options.WellKnownLabels = WellKnownLabelsOf(in.NodePools)
+		if !given.Options.WellKnownLabels.HasAll(sets.List(karpv1.WellKnownLabels)...) {
+			t.Fatalf("seed %d: WellKnownLabelsOf lacks karp's well-known labels", seed)
+		}
+		for _, np := range in.NodePools {
+			for _, it := range np.InstanceTypes {
+				for k := range it.Requirements {
+					if !given.Options.WellKnownLabels.Has(k) {
+						t.Fatalf("seed %d: WellKnownLabelsOf lacks %s, a label of instance type %s", seed, k, it.Name)
+					}
+					sawRack = sawRack || k == "example.com/rack"
+				}
+			}
+		}
+		if a, b := solveSummary(Solve(t.Context(), in)), solveSummary(Solve(t.Context(), given)); a != b {
+			t.Errorf("seed %d: the solve differs with the labels passed in:\n%s\nvs\n%s", seed, a, b)
+		}
+	}
+	if !sawRack {
+		t.Error("no instance type was labelled example.com/rack: the check of custom labels never ran")
+	}
+}
+
+// solveSummary is what a solve decided, as text: each NodeClaim's pool,
+// instance type, price and pods, each existing node's pods, each pod left
+// out and why.
+func solveSummary(res *Result) string {
+	var b strings.Builder
+	for _, nc := range res.NodeClaims {
+		fmt.Fprintf(&b, "claim %s %s %.4f:", nc.NodePool.Name, nc.InstanceType.Name, nc.Price)
+		for _, p := range nc.Pods {
+			b.WriteString(" " + p.Name)
+		}
+		b.WriteString("\n")
+	}
+	for _, ep := range res.ExistingNodes {
+		fmt.Fprintf(&b, "node %s:", ep.Node.Name)
+		for _, p := range ep.Pods {
+			b.WriteString(" " + p.Name)
+		}
+		b.WriteString("\n")
+	}
+	for _, pe := range res.PodErrors {
+		fmt.Fprintf(&b, "unplaced %s: %s\n", pe.Pod.Name, pe.Status.Message())
+	}
+	return b.String()
 }

@@ -313,14 +313,7 @@ func newSolver(in *Input) *solver {
 	}
 	s.wellKnown = in.Options.WellKnownLabels
 	if s.wellKnown == nil {
-		s.wellKnown = karpv1.WellKnownLabels.Clone()
-		for _, np := range in.NodePools {
-			for _, it := range np.InstanceTypes {
-				for k := range it.Requirements {
-					s.wellKnown.Insert(k)
-				}
-			}
-		}
+		s.wellKnown = WellKnownLabelsOf(in.NodePools)
 	}
 	s.resources = scheduling.NewResourceIndex(s.resourceNames())
 	s.maxAlloc = make(scheduling.Vector, s.resources.Len())
@@ -338,6 +331,23 @@ func newSolver(in *Input) *solver {
 	s.topology = newTopology(in.Namespaces)
 	s.buildPools()
 	return s
+}
+
+// WellKnownLabelsOf is what Options.WellKnownLabels means when nil:
+// karpv1.WellKnownLabels plus every label key an instance type of the
+// NodePools has. A caller solving many times over the same NodePools (a
+// disruption pass's what-ifs) computes it once and passes it in Options:
+// over a large catalog it is a quarter of a solver's set-up.
+func WellKnownLabelsOf(nodePools []*NodePool) sets.Set[string] {
+	out := karpv1.WellKnownLabels.Clone()
+	for _, np := range nodePools {
+		for _, it := range np.InstanceTypes {
+			for k := range it.Requirements {
+				out.Insert(k)
+			}
+		}
+	}
+	return out
 }
 
 // resourceNames collects every resource a pod, DaemonSet, LimitRange or

@@ -53,6 +53,11 @@ func (s *passSimulator) refresh(ctx context.Context, c *Controller, w *world) er
 		}
 		in.NodePools = append(in.NodePools, &simulation.NodePool{NodePool: np, InstanceTypes: its})
 	}
+	// Every what-if of the pass solves over these NodePools: the label
+	// keys their instance types define are collected once, not per solve.
+	if in.Options.WellKnownLabels == nil {
+		in.Options.WellKnownLabels = simulation.WellKnownLabelsOf(in.NodePools)
+	}
 	if err := solverinput.Cluster(ctx, s.kubeClient, &in); err != nil {
 		return err
 	}
