@@ -17,9 +17,9 @@ help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
+# One go build for both: their links run side by side.
 build: ## build bin/karp (the CLI) and bin/karp-controller (the controller alone, the binary to deploy)
-	$(GO) build -o $(BIN)/karp ./cmd/karp
-	$(GO) build -o $(BIN)/karp-controller ./cmd/karp-controller
+	$(GO) build -o $(BIN)/ ./cmd/karp ./cmd/karp-controller
 
 .PHONY: tools
 tools: ## build the local control plane binaries into bin/k8s (no-op when the pins are unchanged)

@@ -10,6 +10,10 @@
 # test` and the test harness can call it freely. Concurrent callers (parallel
 # test packages) serialise on a lock file and the loser sees a fresh stamp.
 #
+# The binaries of each key are also kept in the tool cache every checkout
+# shares (hack/toolcache.sh), so a fresh clone takes them from there
+# instead of linking them again.
+#
 # Usage: hack/build-tools.sh [--check]
 #   --check   exit 0 if the binaries are up to date, 1 otherwise; build nothing.
 set -euo pipefail
@@ -18,6 +22,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS="${ROOT}/hack/tools"
 OUT="${KARP_BIN_DIR:-${ROOT}/bin}/k8s"
 GO="${GO:-go}"
+# shellcheck source=hack/toolcache.sh
+source "${ROOT}/hack/toolcache.sh"
 
 # Bump RECIPE when the flags or the list below change, to force a rebuild.
 RECIPE="v1"
@@ -73,6 +79,18 @@ main() {
     return 0
   fi
 
+  # The key fixes every input of the build: a cached set is the binaries
+  # this build would make. Checked like a build's before the stamp goes.
+  if toolcache_get "k8s-${key}" "${OUT}" "${BINARIES[@]}"; then
+    if verify 2>/dev/null; then
+      echo "${key}" >"${OUT}/.stamp"
+      echo "build-tools: control plane binaries taken from ${TOOLCACHE}/k8s-${key}" >&2
+      return 0
+    fi
+    echo "build-tools: the cached binaries in ${TOOLCACHE}/k8s-${key} do not run; building them again" >&2
+    toolcache_drop "k8s-${key}"
+  fi
+
   echo "build-tools: building control plane binaries into ${OUT} (several minutes from a cold cache)" >&2
   local start tmp ver
   start="$(date +%s)"
@@ -92,6 +110,7 @@ main() {
   done
   verify
   echo "${key}" >"${OUT}/.stamp"
+  toolcache_put "k8s-${key}" "${OUT}" "${BINARIES[@]}"
   echo "build-tools: done in $(($(date +%s) - start))s" >&2
 }
 

@@ -14,7 +14,9 @@
 # Usage: hack/generate.sh [crd-output-dir [rbac-output-dir]]
 #   With output dirs, only the CRDs (and the RBAC rules) are written there
 #   (used by `make verify` to compare against the committed ones).
-#   controller-gen is installed at the pinned version into bin/ on first use.
+#   controller-gen is installed at the pinned version into bin/ on first use
+#   (from the tool cache every checkout shares, hack/toolcache.sh, when it
+#   has it).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,9 +25,19 @@ cd "${ROOT}"
 CONTROLLER_GEN_VERSION=v0.21.0
 CONTROLLER_GEN_DIR="${ROOT}/bin/controller-gen-${CONTROLLER_GEN_VERSION}"
 CONTROLLER_GEN="${CONTROLLER_GEN_DIR}/controller-gen"
+# shellcheck source=hack/toolcache.sh
+source "${ROOT}/hack/toolcache.sh"
+CONTROLLER_GEN_ENTRY="controller-gen-$({
+  echo "${CONTROLLER_GEN_VERSION}"
+  go version
+} | sha256sum | cut -c1-16)"
+if [[ ! -x "${CONTROLLER_GEN}" ]] && toolcache_get "${CONTROLLER_GEN_ENTRY}" "${CONTROLLER_GEN_DIR}" controller-gen; then
+  echo "controller-gen ${CONTROLLER_GEN_VERSION} taken from ${TOOLCACHE}/${CONTROLLER_GEN_ENTRY}" >&2
+fi
 if [[ ! -x "${CONTROLLER_GEN}" ]]; then
   echo "installing controller-gen ${CONTROLLER_GEN_VERSION} into ${CONTROLLER_GEN_DIR}" >&2
   GOBIN="${CONTROLLER_GEN_DIR}" go install "sigs.k8s.io/controller-tools/cmd/controller-gen@${CONTROLLER_GEN_VERSION}"
+  toolcache_put "${CONTROLLER_GEN_ENTRY}" "${CONTROLLER_GEN_DIR}" controller-gen
 fi
 
 CRD_DIR="${1:-${ROOT}/pkg/apis/crds}"

@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# hack/test.sh is `make test`: the make targets verify and test-unit, then
-# e2e beside test-integration. It prints how long each took, on one line at
-# the end (also after a failure), with the CPU seconds each used, so a CI
-# log shows where the minutes went.
+# hack/test.sh is `make test`: the make targets verify, tools, build and
+# test-unit, with test-integration beside them from tools on, then e2e. It
+# prints how long each took, on one line at the end (also after a failure),
+# with the CPU seconds each used, so a CI log shows where the minutes went.
 #
 # verify runs first and alone: a lint or generated-code failure ends the run
-# in seconds; then the unit tier, alone too (about a minute). The e2e tier
-# then starts: it is the longest (14 minutes on two cores) and mostly waits,
-# on its local clusters' timers, at about one core of the two. The
-# integration tier runs beside it at a lower CPU priority (nice), so it
-# takes the core the e2e tier leaves idle rather than slowing its timers.
-# Both run to their end; the run fails if either failed.
+# in seconds. Once the control plane's binaries are there, the integration
+# tier starts in the background at a lower CPU priority (nice); karp's
+# binaries link and the unit tier runs (about a minute) in front of it. The
+# e2e tier then starts: it mostly waits, on its local clusters' timers, at
+# about one core of the two, and the integration tier takes the core it
+# leaves idle rather than slowing its timers. Both run to their end; the
+# run fails if any step failed.
 set -euo pipefail
 
 MAKE="${MAKE:-make}"
@@ -48,11 +49,9 @@ target() {
 
 start=$(date +%s)
 target verify || exit
-# Both sides need the control plane's binaries and karp's: built once here,
-# not by two makes at once.
+# Both tiers that start servers need the control plane's binaries: built
+# (or taken from the tool cache) once here, not by two makes at once.
 target tools || exit
-target build || exit
-target test-unit || exit
 
 state=$(mktemp -d)
 trap 'rm -rf "${state}" "${cpu_file}"; report' EXIT
@@ -75,13 +74,25 @@ side() {
   ) &
 }
 
-side e2e
-e2e=$!
+# The integration tier needs nothing more, and it is the longest: it starts
+# now, at its lower priority, while karp's binaries link and the unit tier
+# runs in front of it.
 side test-integration nice -n 10
-integration=$!
+jobs_started=("test-integration:$!")
 
 status=0
-for job in "test-integration:${integration}" "e2e:${e2e}"; do
+target build || status=$?
+if [[ ${status} -eq 0 ]]; then
+  target test-unit || status=$?
+fi
+if [[ ${status} -eq 0 ]]; then
+  side e2e
+  jobs_started+=("e2e:$!")
+fi
+
+# Every tier started runs to its end (a failure above still waits for the
+# integration tier: nothing is left running after make test).
+for job in "${jobs_started[@]}"; do
   name=${job%:*} job_status=0
   wait "${job#*:}" || job_status=$?
   times+=("$(cat "${state}/${name}.time" 2>/dev/null || echo "${name}=?")")
