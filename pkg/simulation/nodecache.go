@@ -15,14 +15,27 @@ import (
 // nodes; sharing a NodeCache, they derive these once per pass instead of
 // once per what-if, which at 5,000 nodes was a third of a pass.
 //
-// A NodeCache serves inputs with the same LimitRanges only, and its nodes
-// and pods must not change while it is in use (the cluster state's
+// It also keeps, per NodePool of the pass, the instance types compatible
+// with the NodePool and their resource vectors: every what-if solves over
+// the same NodePools, and filtering and converting a large catalog was a
+// fifth of the controller's CPU during consolidation.
+//
+// A NodeCache serves inputs with the same LimitRanges only, and its nodes,
+// pods and NodePools must not change while it is in use (the cluster state's
 // snapshot gives each pass its own; a solve that changes a node works on
 // a copy). It is safe for concurrent use.
 type NodeCache struct {
 	mu    sync.RWMutex
 	pods  map[*corev1.Pod]*podFacts
 	nodes map[*Node]scheduling.Requirements
+	pools map[poolTypesKey][]*itype
+}
+
+// poolTypesKey names one NodePool's compatible instance types under one
+// resource index (its names in slot order).
+type poolTypesKey struct {
+	pool      *NodePool
+	resources string
 }
 
 // podFacts are what the solver derives from one pod's spec.
@@ -33,7 +46,27 @@ type podFacts struct {
 
 // NewNodeCache returns an empty NodeCache.
 func NewNodeCache() *NodeCache {
-	return &NodeCache{pods: map[*corev1.Pod]*podFacts{}, nodes: map[*Node]scheduling.Requirements{}}
+	return &NodeCache{pods: map[*corev1.Pod]*podFacts{}, nodes: map[*Node]scheduling.Requirements{}, pools: map[poolTypesKey][]*itype{}}
+}
+
+// poolTypes returns the NodePool's compatible instance types under the
+// resource index, from the cache when there is one, else built. The
+// solver only reads them.
+func (c *NodeCache) poolTypes(key poolTypesKey, build func() []*itype) []*itype {
+	if c == nil {
+		return build()
+	}
+	c.mu.RLock()
+	types, ok := c.pools[key]
+	c.mu.RUnlock()
+	if ok {
+		return types
+	}
+	types = build()
+	c.mu.Lock()
+	c.pools[key] = types
+	c.mu.Unlock()
+	return types
 }
 
 // nodeRequirements are the node's labels as requirements, narrowed by its

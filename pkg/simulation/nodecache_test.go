@@ -2,6 +2,8 @@ package simulation
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -88,5 +90,47 @@ func TestWarmNodeCacheSavesPerPodWork(t *testing.T) {
 	if saved := without - with; saved < nodeCount*podsPerNode {
 		t.Errorf("a warm NodeCache saved %.0f allocations a solve (%.0f → %.0f), want at least one per pod (%d)",
 			saved, without, with, nodeCount*podsPerNode)
+	}
+}
+
+// TestWarmNodeCacheSavesPerInstanceTypeWork: with a warm NodeCache a solve
+// filters and converts none of its NodePools' instance types again (an
+// object and two vectors each); a solve under another resource index (a
+// pod asks for an extended resource) gets types converted for it, and
+// answers as a solve without the cache does.
+func TestWarmNodeCacheSavesPerInstanceTypeWork(t *testing.T) {
+	var types []*scheduling.InstanceType
+	for i := range 200 {
+		types = append(types, makeType(fmt.Sprintf("type-%d", i), "amd64", 0.1+float64(i)/1000,
+			"cpu", fmt.Sprint(2+i%16), "memory", fmt.Sprintf("%dGi", 4+i%32), "pods", "30", "example.com/gadget", fmt.Sprint(i%3)))
+	}
+	pool := withTypes(test.MakeNodePool("default").Obj(), onDemandOnly(types)...)
+	nodes := []*Node{poolNode("n-0", types[0], cpuPod("p", "100m"))}
+	uncached := Input{Nodes: nodes, Pods: []*corev1.Pod{cpuPod("pending", "500m")}, NodePools: []*NodePool{pool}}
+	cached := uncached
+	cached.NodeCache = NewNodeCache()
+	Solve(t.Context(), cached) // warm it
+	without := testing.AllocsPerRun(3, func() { Solve(t.Context(), uncached) })
+	with := testing.AllocsPerRun(3, func() { Solve(t.Context(), cached) })
+	t.Logf("allocations a solve: %.0f without a NodeCache, %.0f with a warm one", without, with)
+	if saved := without - with; saved < 2*float64(len(types)) {
+		t.Errorf("a warm NodeCache saved %.0f allocations a solve (%.0f → %.0f), want at least two per instance type (%d)",
+			saved, without, with, 2*len(types))
+	}
+
+	gadget := test.MakePod("gadget").Namespace("default").UID("gadget").Requests("cpu", "1", "example.com/gadget", "2").Obj()
+	withGadget := func(in Input) Input {
+		in.Pods = append(slices.Clone(in.Pods), gadget)
+		return in
+	}
+	want := solveSummary(Solve(t.Context(), withGadget(uncached)))
+	if got := solveSummary(Solve(t.Context(), withGadget(cached))); got != want {
+		t.Errorf("with a pod asking for example.com/gadget, the cached solve differs:\n%s\nvs without the cache:\n%s", got, want)
+	}
+	if !strings.Contains(want, "gadget") || strings.Contains(want, "unplaced gadget") {
+		t.Errorf("the pod asking for example.com/gadget was not placed, so the check proves little:\n%s", want)
+	}
+	if got := len(cached.NodeCache.pools); got != 2 {
+		t.Errorf("NodeCache holds %d pool type lists, want 2 (one per resource index)", got)
 	}
 }

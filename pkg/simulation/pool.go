@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -106,12 +107,16 @@ func (s *solver) newPool(in *NodePool) *pool {
 	}
 	p.reqs.Add(scheduling.NewRequirement(karpv1.NodePoolLabelKey, corev1.NodeSelectorOpIn, np.Name))
 	p.taints = np.Spec.Template.Spec.Taints
-	for _, it := range in.InstanceTypes {
-		if p.reqs.Intersects(it.Requirements) != nil {
-			continue
+	p.types = s.in.NodeCache.poolTypes(poolTypesKey{pool: in, resources: s.resourceKey()}, func() []*itype {
+		var types []*itype
+		for _, it := range in.InstanceTypes {
+			if p.reqs.Intersects(it.Requirements) != nil {
+				continue
+			}
+			types = append(types, &itype{it: it, idx: len(types), alloc: s.resources.Vector(it.Allocatable), capacity: s.capacityVector(it)})
 		}
-		p.types = append(p.types, &itype{it: it, idx: len(p.types), alloc: s.resources.Vector(it.Allocatable), capacity: s.capacityVector(it)})
-	}
+		return types
+	})
 	p.limits = make(scheduling.Vector, s.resources.Len())
 	for i := range p.limits {
 		p.limits[i] = -1
@@ -137,6 +142,20 @@ func (s *solver) newPool(in *NodePool) *pool {
 	}
 	buildBounds(p, s.resources.Len())
 	return p
+}
+
+// resourceKey names the solver's resource index: its resource names in
+// slot order.
+func (s *solver) resourceKey() string {
+	if s.resourceKeyStr == "" {
+		var b strings.Builder
+		for i := range s.resources.Len() {
+			b.WriteString(string(s.resources.Name(i)))
+			b.WriteByte(0)
+		}
+		s.resourceKeyStr = b.String()
+	}
+	return s.resourceKeyStr
 }
 
 func unitsOf(name corev1.ResourceName, q resource.Quantity) int64 {

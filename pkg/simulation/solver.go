@@ -19,6 +19,7 @@ type solver struct {
 	// Input and the settings derived from it.
 	in               *Input
 	wellKnown        sets.Set[string] // label keys the solver reasons about
+	resourceKeyStr   string           // see resourceKey
 	maxInstanceTypes int              // instance types listed per NodeClaim at most
 	resources        *scheduling.ResourceIndex
 	maxAlloc         scheduling.Vector // largest allocatable of any instance type, per resource
