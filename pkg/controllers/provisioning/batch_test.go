@@ -395,10 +395,14 @@ func TestBatchHoldLiftRetriesWhenTheTaintsMovedUnderIt(t *testing.T) {
 		setTaints(node, notReady, karpv1.BatchHoldNoScheduleTaint)
 	}
 	stale := map[string]client.Object{}
+	// The API server's admission appends not-ready to a new Node's
+	// taints: the cache may first show [hold, not-ready], where the
+	// hold's place is the same as after the change below.
 	h.eventually("not-ready ahead of the hold in the cache", func() bool {
 		for _, node := range []*corev1.Node{nodeA, nodeB} {
 			got := &corev1.Node{}
-			if err := h.mgr.GetClient().Get(h.ctx, client.ObjectKeyFromObject(node), got); err != nil || len(got.Spec.Taints) != 2 {
+			if err := h.mgr.GetClient().Get(h.ctx, client.ObjectKeyFromObject(node), got); err != nil || len(got.Spec.Taints) != 2 ||
+				got.Spec.Taints[0].Key != corev1.TaintNodeNotReady || !karpv1.IsBatchHoldTaint(got.Spec.Taints[1]) {
 				return false
 			}
 			stale[node.Name] = got
