@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -80,6 +81,47 @@ type Consolidation struct {
 // node, a replacement by two or more smaller nodes is accepted when it is
 // strictly cheaper (upstream issue 1442).
 func Consolidate(ctx context.Context, in Input, candidates []ConsolidationCandidate, opts ConsolidationOptions) *Consolidation {
+	return NewPass(in).Consolidate(ctx, candidates, opts)
+}
+
+// Pass is the consolidation what-ifs of one disruption pass over one input.
+// Where the input's waiting pods go (reserveForWaitingPods) is the same for
+// every candidate set, so a Pass solves it once, on the first what-if that
+// needs it, instead of once per what-if: with pods pending during a
+// scale-out that solve was as costly as the what-ifs themselves. A Pass is
+// safe for concurrent use; its input must not change while it is in use.
+type Pass struct {
+	in Input
+	mu sync.Mutex
+	// placed is where the waiting pods go, by existing node; nil until
+	// solved.
+	placed map[*Node][]*corev1.Pod
+}
+
+// NewPass returns the what-ifs over in.
+func NewPass(in Input) *Pass { return &Pass{in: in} }
+
+// waitingPlacement is where the input's waiting pods go on existing nodes,
+// solved on first use. A solve cut short by ctx is not kept.
+func (p *Pass) waitingPlacement(ctx context.Context) map[*Node][]*corev1.Pod {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.placed != nil {
+		return p.placed
+	}
+	placed := map[*Node][]*corev1.Pod{}
+	for _, ep := range Solve(ctx, p.in).ExistingNodes {
+		placed[ep.Node] = append(placed[ep.Node], ep.Pods...)
+	}
+	if ctx.Err() == nil {
+		p.placed = placed
+	}
+	return placed
+}
+
+// Consolidate is the package's Consolidate over the Pass's input.
+func (p *Pass) Consolidate(ctx context.Context, candidates []ConsolidationCandidate, opts ConsolidationOptions) *Consolidation {
+	in := p.in
 	names := make(map[string]bool, len(candidates))
 	price, allSpot := 0.0, len(candidates) > 0
 	for _, c := range candidates {
@@ -87,7 +129,7 @@ func Consolidate(ctx context.Context, in Input, candidates []ConsolidationCandid
 		price += c.Price
 		allSpot = allSpot && c.CapacityType == karpv1.CapacityTypeSpot
 	}
-	in = reserveForWaitingPods(ctx, in, names)
+	in = reserveForWaitingPods(ctx, in, names, p.waitingPlacement)
 	in.Nodes = withCandidatesMarked(in.Nodes, names)
 	in.settlingClosed = true
 	res := Solve(ctx, in)
@@ -190,7 +232,7 @@ func typeWorstPrice(it *scheduling.InstanceType, reqs scheduling.Requirements) (
 // provisioner places them. A pod placed on a candidate becomes one of its
 // pods and must find room elsewhere for the candidate to go; it stays a
 // waiting pod, which Settling nodes still take.
-func reserveForWaitingPods(ctx context.Context, in Input, candidates map[string]bool) Input {
+func reserveForWaitingPods(ctx context.Context, in Input, candidates map[string]bool, placement func(context.Context) map[*Node][]*corev1.Pod) Input {
 	waiting := len(in.Pods) > 0
 	for _, n := range in.Nodes {
 		waiting = waiting || (n.MarkedForDeletion && !candidates[n.Name])
@@ -200,10 +242,7 @@ func reserveForWaitingPods(ctx context.Context, in Input, candidates map[string]
 	if !waiting {
 		return out
 	}
-	placed := map[*Node][]*corev1.Pod{}
-	for _, ep := range Solve(ctx, in).ExistingNodes {
-		placed[ep.Node] = append(placed[ep.Node], ep.Pods...)
-	}
+	placed := placement(ctx)
 	out.Nodes = make([]*Node, 0, len(in.Nodes))
 	for _, n := range in.Nodes {
 		if n.MarkedForDeletion && !candidates[n.Name] {

@@ -134,3 +134,55 @@ func TestWarmNodeCacheSavesPerInstanceTypeWork(t *testing.T) {
 		t.Errorf("NodeCache holds %d pool type lists, want 2 (one per resource index)", got)
 	}
 }
+
+// TestPassPlacesTheWaitingPodsOnce: the what-ifs of a Pass answer as
+// Consolidate does for each candidate set alone, with pods pending (so
+// each what-if first reserves their room), and after the first what-if a
+// Pass solves no more for them: a what-if then allocates less than one
+// made alone.
+func TestPassPlacesTheWaitingPodsOnce(t *testing.T) {
+	small := makeType("general-small", "amd64", 0.10, "cpu", "2", "memory", "4Gi", "pods", "10")
+	big := makeType("general-huge", "amd64", 1.00, "cpu", "8", "memory", "16Gi", "pods", "40")
+	pool := withTypes(test.MakeNodePool("default").Obj(), onDemandOnly([]*scheduling.InstanceType{small, big})...)
+	nodes := []*Node{
+		poolNode("a", small, cpuPod("p1", "500m")),
+		poolNode("b", small, cpuPod("p2", "1")),
+		poolNode("c", big, cpuPod("p3", "5")),
+		poolNode("d", small, cpuPod("p4", "1")),
+	}
+	var pending []*corev1.Pod
+	for i := range 6 {
+		pending = append(pending, cpuPod(fmt.Sprintf("pending-%d", i), "300m"))
+	}
+	in := Input{Nodes: nodes, Pods: pending, NodePools: []*NodePool{pool}}
+	candidateSets := [][]string{{"a"}, {"b"}, {"a", "b"}, {"c"}, {"a", "d"}, {"b", "d"}, {"d"}}
+	cands := func(names []string) []ConsolidationCandidate {
+		var out []ConsolidationCandidate
+		for _, n := range names {
+			out = append(out, ConsolidationCandidate{Name: n, Price: 0.10})
+		}
+		return out
+	}
+	answer := func(c *Consolidation) string {
+		return fmt.Sprintf("%s %d replacements, saves %.2f: %s\n%s", c.Decision, len(c.Replacements), c.Savings, c.Reason, solveSummary(c.Result))
+	}
+	pass := NewPass(in)
+	for _, set := range candidateSets {
+		alone := answer(Consolidate(t.Context(), in, cands(set), ConsolidationOptions{RequireCheaper: true}))
+		if got := answer(pass.Consolidate(t.Context(), cands(set), ConsolidationOptions{RequireCheaper: true})); got != alone {
+			t.Errorf("candidates %v: the Pass answers\n%s\nalone:\n%s", set, got, alone)
+		}
+	}
+	if pass.placed == nil {
+		t.Fatal("the Pass kept no placement of the waiting pods")
+	}
+	opts := ConsolidationOptions{RequireCheaper: true}
+	alone := testing.AllocsPerRun(3, func() { Consolidate(t.Context(), in, cands([]string{"a"}), opts) })
+	inPass := testing.AllocsPerRun(3, func() { pass.Consolidate(t.Context(), cands([]string{"a"}), opts) })
+	waiting := testing.AllocsPerRun(3, func() { Solve(t.Context(), in) })
+	t.Logf("allocations a what-if: %.0f alone, %.0f in a Pass; the waiting pods' solve: %.0f", alone, inPass, waiting)
+	if alone-inPass < waiting/2 {
+		t.Errorf("a what-if in a Pass saved %.0f allocations (%.0f → %.0f), want most of the waiting pods' solve (%.0f)",
+			alone-inPass, alone, inPass, waiting)
+	}
+}

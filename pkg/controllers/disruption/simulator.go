@@ -15,8 +15,10 @@ import (
 // passSimulator answers what-ifs over the input gathered at the start of a
 // pass (refresh); probes of one pass share it.
 type passSimulator struct {
-	kubeClient    client.Client
-	in            simulation.Input
+	kubeClient client.Client
+	in         simulation.Input
+	// pass runs the what-ifs over in (the waiting pods placed once).
+	pass          *simulation.Pass
 	opts          simulation.Options
 	defaultSpread scheduling.SpreadDefaults
 	// buffers are the CapacityBuffers whose room is kept (nil: none).
@@ -73,6 +75,7 @@ func (s *passSimulator) refresh(ctx context.Context, c *Controller, w *world) er
 	in.VolumeRequirements = volumes
 	in.DefaultSpread = solverinput.DefaultSpread(ctx, s.kubeClient, s.defaultSpread, movablePods(in))
 	s.in = in
+	s.pass = simulation.NewPass(in)
 	return nil
 }
 
@@ -100,5 +103,5 @@ func (s *passSimulator) Simulate(ctx context.Context, opts simulation.Consolidat
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return simulation.Consolidate(ctx, s.in, cs, opts), nil
+	return s.pass.Consolidate(ctx, cs, opts), nil
 }
