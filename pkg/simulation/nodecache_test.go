@@ -80,17 +80,24 @@ func TestWarmNodeCacheSavesPerPodWork(t *testing.T) {
 		nodes = append(nodes, poolNode(fmt.Sprintf("n-%d", i), small, pods...))
 	}
 	pending := []*corev1.Pod{cpuPod("pending", "500m")}
-	uncached := Input{Nodes: nodes, Pods: pending, NodePools: []*NodePool{pool}}
+	checkWarmCacheSaves(t, Input{Nodes: nodes, Pods: pending, NodePools: []*NodePool{pool}}, nodeCount*podsPerNode, "one per pod")
+}
+
+// checkWarmCacheSaves fails unless a solve of in with a warm NodeCache
+// allocates at least want objects fewer than one without; it returns the
+// cached input.
+func checkWarmCacheSaves(t *testing.T, uncached Input, want int, what string) Input {
+	t.Helper()
 	cached := uncached
 	cached.NodeCache = NewNodeCache()
 	Solve(t.Context(), cached) // warm it
 	without := testing.AllocsPerRun(3, func() { Solve(t.Context(), uncached) })
 	with := testing.AllocsPerRun(3, func() { Solve(t.Context(), cached) })
 	t.Logf("allocations a solve: %.0f without a NodeCache, %.0f with a warm one", without, with)
-	if saved := without - with; saved < nodeCount*podsPerNode {
-		t.Errorf("a warm NodeCache saved %.0f allocations a solve (%.0f → %.0f), want at least one per pod (%d)",
-			saved, without, with, nodeCount*podsPerNode)
+	if saved := without - with; saved < float64(want) {
+		t.Errorf("a warm NodeCache saved %.0f allocations a solve (%.0f → %.0f), want at least %s (%d)", saved, without, with, what, want)
 	}
+	return cached
 }
 
 // TestWarmNodeCacheSavesPerInstanceTypeWork: with a warm NodeCache a solve
@@ -107,16 +114,7 @@ func TestWarmNodeCacheSavesPerInstanceTypeWork(t *testing.T) {
 	pool := withTypes(test.MakeNodePool("default").Obj(), onDemandOnly(types)...)
 	nodes := []*Node{poolNode("n-0", types[0], cpuPod("p", "100m"))}
 	uncached := Input{Nodes: nodes, Pods: []*corev1.Pod{cpuPod("pending", "500m")}, NodePools: []*NodePool{pool}}
-	cached := uncached
-	cached.NodeCache = NewNodeCache()
-	Solve(t.Context(), cached) // warm it
-	without := testing.AllocsPerRun(3, func() { Solve(t.Context(), uncached) })
-	with := testing.AllocsPerRun(3, func() { Solve(t.Context(), cached) })
-	t.Logf("allocations a solve: %.0f without a NodeCache, %.0f with a warm one", without, with)
-	if saved := without - with; saved < 2*float64(len(types)) {
-		t.Errorf("a warm NodeCache saved %.0f allocations a solve (%.0f → %.0f), want at least two per instance type (%d)",
-			saved, without, with, 2*len(types))
-	}
+	cached := checkWarmCacheSaves(t, uncached, 2*len(types), "two per instance type")
 
 	gadget := test.MakePod("gadget").Namespace("default").UID("gadget").Requests("cpu", "1", "example.com/gadget", "2").Obj()
 	withGadget := func(in Input) Input {
