@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -281,11 +282,14 @@ func (c *Controller) lift(ctx context.Context, held []heldNode) (int, int, error
 		log.FromContext(ctx).Error(err, "confirming scheduler hints before the lift")
 	}
 	errs := make([]error, len(held))
-	stale := make([]bool, len(held))
+	var stale atomic.Int32
 	workqueue.ParallelizeUntil(ctx, liftWorkers, len(held), func(i int) {
-		stale[i], errs[i] = c.liftOne(ctx, held[i])
+		var maybeHeld bool
+		if maybeHeld, errs[i] = c.liftOne(ctx, held[i]); maybeHeld {
+			stale.Add(1)
+		}
 	})
-	return hinted, len(slices.DeleteFunc(stale, func(s bool) bool { return !s })), errors.Join(errs...)
+	return hinted, int(stale.Load()), errors.Join(errs...)
 }
 
 // liftOne removes the hold from one node. The patch is guarded by the
