@@ -4,9 +4,12 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/state"
 	"github.com/karp-autoscaler/karp/pkg/test"
 )
@@ -73,4 +76,59 @@ func TestRenewNominationsRevivesThoseTheHoldOutlasted(t *testing.T) {
 	if got := cluster.NominatedNode(key("early")); got != "" {
 		t.Errorf("early nominated to %q a TTL after the renewal", got)
 	}
+}
+
+// TestAwaitedPodsAreThosePendingWithTheNodesName: a pending pod whose
+// status.nominatedNodeName names a node is awaited there once karp's own
+// nomination of it ran out (not before: it is then among the node's
+// nominated pods), and never takes room in the simulation's snapshot; a
+// bound pod, or one whose name was cleared, is not awaited.
+func TestAwaitedPodsAreThosePendingWithTheNodesName(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(now)
+	cluster := state.NewCluster(clk, nil)
+	cluster.UpdateNodeClaim(test.MakeNodeClaim("nc").NodePool("pool").ProviderID("fake://nc").NodeName("n").
+		Condition(karpv1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", now.Add(-time.Minute)).Obj())
+	cluster.UpdateNode(test.MakeNode("n").ProviderID("fake://nc").Label(karpv1.NodePoolLabelKey, "pool").Obj())
+	hinted, cleared, bound := test.MakePod("hinted").Obj(), test.MakePod("cleared").Obj(), test.MakePod("bound").NodeName("n").Obj()
+	hinted.Status.NominatedNodeName = "n"
+	bound.Status.NominatedNodeName = "n"
+	for _, p := range []*corev1.Pod{hinted, cleared, bound} {
+		cluster.UpdatePod(p)
+	}
+	cluster.Nominate(hinted, state.NodeClaimID("nc"), 10*time.Second)
+	node := func() *state.StateNode {
+		t.Helper()
+		nodes := cluster.Nodes()
+		if len(nodes) != 1 {
+			t.Fatalf("%d state nodes, want 1", len(nodes))
+		}
+		return nodes[0]
+	}
+	if sn := node(); len(sn.Nominated) != 1 || len(sn.Awaited) != 0 {
+		t.Fatalf("while karp's nomination lasts: %d nominated, %d awaited; want 1 and 0", len(sn.Nominated), len(sn.Awaited))
+	}
+	clk.Step(11 * time.Second)
+	sn := node()
+	if len(sn.Nominated) != 0 || len(sn.Awaited) != 1 || sn.Awaited[0].Name != "hinted" {
+		t.Fatalf("after karp's nomination ran out: nominated %d, awaited %v; want 0 and [hinted]", len(sn.Nominated), names(sn.Awaited))
+	}
+	sim, _ := cluster.Snapshot()
+	if got := len(sim[0].Pods); got != 1 {
+		t.Errorf("snapshot node holds %d pods, want only the bound one", got)
+	}
+	hinted = hinted.DeepCopy()
+	hinted.Status.NominatedNodeName = ""
+	cluster.UpdatePod(hinted)
+	if got := node().Awaited; len(got) != 0 {
+		t.Errorf("awaited %v after the scheduler cleared the name, want none", names(got))
+	}
+}
+
+func names(pods []*corev1.Pod) []string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, p.Name)
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +20,14 @@ type StateNode struct {
 	Pods []*corev1.Pod
 	// Nominated are pending pods expected to land here.
 	Nominated []*corev1.Pod
+	// Awaited are pending pods whose status.nominatedNodeName names the
+	// Node (karp's scheduler hint, or the scheduler's own nomination for
+	// preemption) and that karp has not nominated elsewhere: the
+	// kube-scheduler has not tried them since they were sent here (it
+	// clears the name when it fails a pod), so they are on their way.
+	// They take no room in Snapshot (a pod karp no longer nominates is
+	// provisionable and placed by the solver as a pending pod).
+	Awaited []*corev1.Pod
 	// MarkedForDeletion is true when the NodeClaim or Node is being
 	// deleted, the Node carries the disrupted taint, or MarkForDeletion was
 	// called for the node's ID.
@@ -168,6 +177,7 @@ func (c *Cluster) Nodes() []*StateNode {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	nominated := c.nominatedTo()
+	awaited := c.awaitedOn(nominated)
 	byProviderID := map[string]*corev1.Node{}
 	for _, node := range c.nodes {
 		if node.Spec.ProviderID != "" {
@@ -184,23 +194,47 @@ func (c *Cluster) Nodes() []*StateNode {
 				joined[node.Name] = true
 			}
 		}
-		out = append(out, c.fill(sn, nominated))
+		out = append(out, c.fill(sn, nominated, awaited))
 	}
 	for _, node := range c.nodes {
 		if !joined[node.Name] {
-			out = append(out, c.fill(&StateNode{Node: node.DeepCopy()}, nominated))
+			out = append(out, c.fill(&StateNode{Node: node.DeepCopy()}, nominated, awaited))
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
 	return out
 }
 
+// awaitedOn returns the pending pods whose status.nominatedNodeName names
+// a Node, by Node name, leaving out those with an unexpired nomination of
+// karp's (they are in nominated, to this node or another).
+func (c *Cluster) awaitedOn(nominated map[string][]*corev1.Pod) map[string][]*corev1.Pod {
+	inState := map[*corev1.Pod]bool{}
+	for _, pods := range nominated {
+		for _, pod := range pods {
+			inState[pod] = true
+		}
+	}
+	out := map[string][]*corev1.Pod{}
+	for _, pod := range c.pods {
+		if name := pod.Status.NominatedNodeName; name != "" && pod.Spec.NodeName == "" &&
+			pod.DeletionTimestamp == nil && !inState[pod] {
+			out[name] = append(out[name], pod)
+		}
+	}
+	for name := range out {
+		slices.SortFunc(out[name], byNamespacedName)
+	}
+	return out
+}
+
 // fill adds the pods, nominations and deletion mark of a StateNode.
-func (c *Cluster) fill(sn *StateNode, nominated map[string][]*corev1.Pod) *StateNode {
+func (c *Cluster) fill(sn *StateNode, nominated, awaited map[string][]*corev1.Pod) *StateNode {
 	if sn.Node != nil {
 		for _, key := range sortedKeys(c.podsByNode[sn.Node.Name]) {
 			sn.Pods = append(sn.Pods, c.podsByNode[sn.Node.Name][key])
 		}
+		sn.Awaited = awaited[sn.Node.Name]
 	}
 	sn.Nominated = append(sn.Nominated, nominated[sn.ID()]...)
 	sn.MarkedForDeletion = c.marked[sn.ID()] ||

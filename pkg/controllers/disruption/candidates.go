@@ -189,6 +189,14 @@ func (c *Controller) newCandidate(ctx context.Context, w *world, sn *state.State
 		w.block(name, BlockedNominated, "node is nominated for %d pending pod(s)", len(sn.Nominated))
 		return nil
 	}
+	if len(sn.Awaited) > 0 {
+		// karp's own nomination of these pods ran out (a loaded scheduler
+		// can take longer than its TTL to reach them), but the scheduler
+		// has not tried them since they were sent here.
+		w.block(name, BlockedNominated, "node is the nominated node of %d pending pod(s) the scheduler has yet to try",
+			len(sn.Awaited))
+		return nil
+	}
 	if c.cluster.BatchHeld(sn) {
 		w.block(name, BlockedBatchHold, "node is held from the scheduler until its launch batch is ready")
 		return nil

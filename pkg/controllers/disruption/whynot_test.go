@@ -116,6 +116,61 @@ func TestNodeUnderItsBatchHoldIsKept(t *testing.T) {
 	}
 }
 
+// A node that pending pods still name in status.nominatedNodeName is kept
+// after karp's own nomination of them ran out: a loaded kube-scheduler can
+// take longer than the nomination TTL to reach pods it was sent to a new
+// node with, and removing the node then sent them to new nodes one by one.
+// Once the scheduler has tried them (it clears the name when it fails a
+// pod), they no longer keep the node.
+func TestNodeAwaitedByHintedPodsIsKept(t *testing.T) {
+	h := newHarness(t)
+	h.readyNodePool(test.MakeNodePool("default").Budgets(karpv1.Budget{Nodes: "100%"}).
+		ConsolidateAfter(karpv1.NewNillableDuration(0)).Obj())
+	h.runningNode("fresh", nodeOpts{it: largeType})
+	pending := pod("pending", "1")
+	h.create(pending)
+	h.cluster.Nominate(pending, state.NodeClaimID("fresh"), 10*time.Second)
+	pending.Status.NominatedNodeName = "fresh"
+	if err := h.client.Status().Update(h.ctx, pending); err != nil {
+		t.Fatal(err)
+	}
+	awaited := func(n int) func() bool {
+		return func() bool {
+			for _, sn := range h.cluster.Nodes() {
+				if sn.Name() == "fresh" {
+					return len(sn.Awaited) == n
+				}
+			}
+			return false
+		}
+	}
+	h.clock.Step(11 * time.Second) // karp's nomination has run out
+	h.eventually("the pending pod awaited on its hinted node", awaited(1))
+	h.decide()
+	if h.gone("fresh") {
+		t.Fatal("a node its pending pods were sent to was disrupted once karp's nomination ran out")
+	}
+	if c := h.blocked("fresh"); c != nil {
+		t.Fatalf("DisruptionBlocked = %s (%s), want no condition while pods are on their way", c.Reason, c.Message)
+	}
+	// The scheduler tried the pod and failed: the name is cleared, and the
+	// node no longer waits for it.
+	pending.Status.NominatedNodeName = ""
+	if err := h.client.Status().Update(h.ctx, pending); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("the pod no longer awaited", awaited(0))
+	// Gone (its owner scaled down): nothing is on its way to the node.
+	if err := h.client.Delete(h.ctx, pending); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("the pod gone from state", func() bool { return len(h.cluster.ProvisionablePods()) == 0 })
+	h.decide()
+	if !h.gone("fresh") {
+		t.Fatal("an empty node no pending pod names was kept")
+	}
+}
+
 // A node nominated for pending pods (one karp just launched, whose pods
 // are on their way) is kept without a DisruptionBlocked condition or
 // event: that state lasts seconds, and recording it cost a status patch
