@@ -83,13 +83,15 @@ test-integration: tools ## run the integration tier: controller and API tests ag
 # The e2e packages run the binaries `make build` just linked
 # (KARP_E2E_PREBUILT_DIR) instead of each linking its own. Each package
 # runs its own local control plane and mostly waits on it, so four run at
-# once on two cores; the longest start first (go test schedules in the
-# order given), so the tier is not left waiting on one that started last.
+# once on two cores; the longest start first, so the tier is not left
+# waiting on one that started last. hack/gotest orders them by the time each
+# took when it last ran on this machine; the list below is the order where
+# it has no record yet.
 # Each control plane's components run with GOMAXPROCS=1
 # (framework.ControlPlaneGOMAXPROCSEnv): alone on the machine,
 # test/e2e/provisioning then used 56 CPU-s against 69 and test/e2e/install
 # 22 against 30, at the same wall time.
-# The order is by their times in the last clean-clone runs
+# That list is by their times in clean-clone runs
 # (docs/performance.md): aws 508-550 s, disruption 493-530, the chaos
 # presubmit 304-380 (the most CPU of all, so it starts early too),
 # availability 346-369, signals 325-340, faults 317-349, awsfeatures

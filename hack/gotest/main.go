@@ -17,7 +17,12 @@
 // Output follows `go test`'s: "ok <package> <time>" for a package that
 // passed, its whole output and "FAIL <package> <time>" for one that failed
 // (and with -v every package's output), "? <package> [no test files]" for
-// one without tests. Packages start in the order given, -p at a time.
+// one without tests, in the order given. Packages start -p at a time,
+// longest first by the wall time each took when it last ran here (kept in
+// the cache directory, see startOrder); a package with no recorded time
+// starts before those with one, in the order given. A tier's packages run
+// four at once and take from seconds to nine minutes: started in the
+// order given, a long one left for last kept the tier waiting on it alone.
 //
 // Usage:
 //
@@ -140,6 +145,68 @@ type result struct {
 	// linked: its test binary was linked by this run; cached: taken from
 	// the cache.
 	linked, cached bool
+	// ran: the test binary ran (to its end or its timeout), so elapsed is
+	// the package's run time.
+	ran bool
+}
+
+// startOrder returns the indices of pkgs in the order to start them: those
+// with no recorded run time first, in the order given, then the others
+// from the longest recorded run down. Started longest first, -p at a time,
+// the packages end close together; in the order given, the tier waited on
+// whichever long one happened to come last.
+func startOrder(opts options, pkgs []*testPackage) []int {
+	took := make([]time.Duration, len(pkgs))
+	order := make([]int, len(pkgs))
+	for i, p := range pkgs {
+		order[i] = i
+		took[i] = -1
+		if b, err := os.ReadFile(durationFile(opts, p)); err == nil {
+			if d, err := time.ParseDuration(strings.TrimSpace(string(b))); err == nil {
+				took[i] = d
+			}
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		ua, ub := took[a] < 0, took[b] < 0
+		switch {
+		case ua && ub:
+			return 0
+		case ua:
+			return -1
+		case ub:
+			return 1
+		}
+		return cmp.Compare(took[b], took[a])
+	})
+	return order
+}
+
+// durationFile holds how long the package's tests last ran, in the cache
+// directory beside its binaries (one file a package: the tiers' gotests
+// run at once and never write the same one).
+func durationFile(opts options, p *testPackage) string {
+	return filepath.Join(opts.cacheDir, "times", slotName(p.ImportPath, opts.race))
+}
+
+// recordDuration keeps how long the package's tests ran, for the next
+// run's start order (best effort: a lost record only costs the order).
+// A run of some tests only (-run) says nothing of the whole package's.
+func recordDuration(opts options, p *testPackage, elapsed time.Duration) {
+	if opts.run != "" {
+		return
+	}
+	file := durationFile(opts, p)
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return
+	}
+	tmp := fmt.Sprintf("%s.tmp-%d", file, os.Getpid())
+	if err := os.WriteFile(tmp, []byte(elapsed.Round(time.Millisecond).String()+"\n"), 0o644); err != nil {
+		return
+	}
+	if err := os.Rename(tmp, file); err != nil {
+		_ = os.Remove(tmp)
+	}
 }
 
 func run(ctx context.Context, opts options, patterns []string, out io.Writer) (bool, error) {
@@ -171,14 +238,18 @@ func run(ctx context.Context, opts options, patterns []string, out io.Writer) (b
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				results[i] <- testOne(ctx, opts, runDir, pkgs[i], i)
+				r := testOne(ctx, opts, runDir, pkgs[i], i)
+				if r.ran && ctx.Err() == nil {
+					recordDuration(opts, pkgs[i], r.elapsed)
+				}
+				results[i] <- r
 			}
 		}()
 	}
 	go func() {
 		defer close(work)
-		for i, p := range pkgs {
-			if !p.hasTests() {
+		for _, i := range startOrder(opts, pkgs) {
+			if !pkgs[i].hasTests() {
 				results[i] <- result{passed: true}
 				continue
 			}
@@ -432,7 +503,7 @@ func testOne(ctx context.Context, opts options, runDir string, p *testPackage, i
 	if cmd.ProcessState != nil {
 		cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	}
-	return result{output: output.Bytes(), passed: err == nil, elapsed: elapsed, cpu: cpu, linked: linked, cached: !linked}
+	return result{output: output.Bytes(), passed: err == nil, elapsed: elapsed, cpu: cpu, linked: linked, cached: !linked, ran: true}
 }
 
 // fetchOrLink puts the package's test binary at path: a hard link to the
