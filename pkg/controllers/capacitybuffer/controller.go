@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	autoscalingv1beta1 "github.com/karp-autoscaler/karp/pkg/apis/autoscaling/v1beta1"
+	"github.com/karp-autoscaler/karp/pkg/conflict"
 	"github.com/karp-autoscaler/karp/pkg/state/buffers"
 )
 
@@ -69,7 +70,7 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 		Watches(&appsv1.ReplicaSet{}, handler.EnqueueRequestsFromMapFunc(c.referencing(autoscalingv1beta1.KindReplicaSet))).
 		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(c.referencing(autoscalingv1beta1.KindStatefulSet))).
 		WatchesRawSource(source.Channel(c.store.Changes(), &handler.TypedEnqueueRequestForObject[*autoscalingv1beta1.CapacityBuffer]{})).
-		Complete(c)
+		Complete(conflict.Requeue(c))
 }
 
 // referencing maps a PodTemplate (kind "") or a workload of the kind to

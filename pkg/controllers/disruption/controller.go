@@ -23,6 +23,7 @@ import (
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/conflict"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
 	"github.com/karp-autoscaler/karp/pkg/singleton"
 	"github.com/karp-autoscaler/karp/pkg/state"
@@ -94,9 +95,9 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 	}
 	err := builder.ControllerManagedBy(mgr).Named(c.Name()).WatchesRawSource(singleton.Source("")).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
-		Complete(reconcile.Func(func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+		Complete(conflict.Requeue(reconcile.Func(func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 			return c.Reconcile(ctx)
-		}))
+		})))
 	if err != nil {
 		return fmt.Errorf("registering disruption controller: %w", err)
 	}

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/conflict"
 )
 
 // ReasonFinalized is the reason of the event recorded for each finalizer
@@ -67,7 +68,7 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).
 		Named(c.Name()).
 		For(c.newObject(), builder.WithPredicates(finalizersChanged)).
-		Complete(c)
+		Complete(conflict.Requeue(c))
 }
 
 // finalizersChanged passes updates that change an object's finalizers,

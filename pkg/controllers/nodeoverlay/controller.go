@@ -24,6 +24,7 @@ import (
 	karpv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/v1alpha1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/overlay"
+	"github.com/karp-autoscaler/karp/pkg/conflict"
 	"github.com/karp-autoscaler/karp/pkg/singleton"
 )
 
@@ -73,7 +74,7 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 	for _, nodeClass := range c.cloudProvider.GetSupportedNodeClasses() {
 		b = b.Watches(nodeClass, toOne, specChanged)
 	}
-	return b.Complete(c)
+	return b.Complete(conflict.Requeue(c))
 }
 
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeoverlays,verbs=get;list;watch

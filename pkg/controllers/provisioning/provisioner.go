@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/conflict"
 	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning/hint"
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
@@ -124,9 +125,9 @@ func (p *Provisioner) Register(_ context.Context, mgr manager.Manager) error {
 		Named(p.Name()).
 		WatchesRawSource(singleton.Source("")).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
-		Complete(reconcile.Func(func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+		Complete(conflict.Requeue(reconcile.Func(func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 			return p.Reconcile(ctx)
-		}))
+		})))
 	if err != nil {
 		return fmt.Errorf("registering provisioner: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/conflict"
 	"github.com/karp-autoscaler/karp/pkg/state"
 )
 
@@ -51,7 +52,7 @@ func (c *PodController) Register(_ context.Context, mgr manager.Manager) error {
 		Named(c.Name()).
 		For(&corev1.Pod{}, builder.WithPredicates(unbound)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
-		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
+		Complete(conflict.Requeue(reconcile.AsReconciler(mgr.GetClient(), c)))
 	if err != nil {
 		return fmt.Errorf("registering %s: %w", c.Name(), err)
 	}
@@ -108,7 +109,7 @@ func (c *NodeController) Register(_ context.Context, mgr manager.Manager) error 
 		Named(c.Name()).
 		For(&corev1.Node{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
-		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
+		Complete(conflict.Requeue(reconcile.AsReconciler(mgr.GetClient(), c)))
 	if err != nil {
 		return fmt.Errorf("registering %s: %w", c.Name(), err)
 	}

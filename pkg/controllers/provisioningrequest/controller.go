@@ -24,6 +24,7 @@ import (
 	autoscalingv1 "github.com/karp-autoscaler/karp/pkg/apis/autoscaling/v1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/conflict"
 	"github.com/karp-autoscaler/karp/pkg/simulation"
 	"github.com/karp-autoscaler/karp/pkg/state"
 	"github.com/karp-autoscaler/karp/pkg/state/buffers"
@@ -121,7 +122,7 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 		Named(c.Name()).
 		For(&autoscalingv1.ProvisioningRequest{}).
 		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(byRequestAnnotation)).
-		Complete(c)
+		Complete(conflict.Requeue(c))
 }
 
 func byRequestAnnotation(_ context.Context, o client.Object) []reconcile.Request {

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/conflict"
 	"github.com/karp-autoscaler/karp/pkg/state"
 )
 
@@ -93,7 +94,7 @@ func (c *Controller) Register(ctx context.Context, mgr manager.Manager) error {
 		Named(c.name).
 		For(c.newObject()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: c.workers}).
-		Complete(c)
+		Complete(conflict.Requeue(c))
 	if err != nil {
 		return fmt.Errorf("registering %s: %w", c.name, err)
 	}

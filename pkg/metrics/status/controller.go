@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/karp-autoscaler/karp/pkg/conflict"
 )
 
 // Controller remembers the conditions it last saw on each object of one
@@ -60,7 +62,7 @@ func (c *Controller) Name() string { return c.kind.name + ".statusmetrics" }
 
 // Register watches the kind.
 func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
-	return builder.ControllerManagedBy(mgr).Named(c.Name()).For(c.kind.newObject()).Complete(c)
+	return builder.ControllerManagedBy(mgr).Named(c.Name()).For(c.kind.newObject()).Complete(conflict.Requeue(c))
 }
 
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims;nodepools,verbs=get;list;watch

@@ -22,6 +22,8 @@ type Router struct {
 	throttles map[operationKey]int
 	holds     map[operationKey]int
 	calls     map[operationKey]int
+	// invocations counts first attempts only (see Invocations).
+	invocations map[operationKey]int
 }
 
 type operationKey struct{ service, operation string }
@@ -38,6 +40,8 @@ func NewRouter(handlers map[string]http.Handler) *Router {
 		throttles: map[operationKey]int{},
 		holds:     map[operationKey]int{},
 		calls:     map[operationKey]int{},
+
+		invocations: map[operationKey]int{},
 	}
 }
 
@@ -75,6 +79,24 @@ func (r *Router) Calls(service, operation string) int {
 	return r.calls[operationKey{service, operation}]
 }
 
+// Invocations returns how many operations the clients invoked on service:
+// the requests that reached the router less the SDK's retries of them
+// (a request whose amz-sdk-request header names an attempt after the
+// first). A retry is the transport's doing, not the caller's: on a loaded
+// machine a request can time out and be sent again.
+func (r *Router) Invocations(service, operation string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.invocations[operationKey{service, operation}]
+}
+
+// firstAttempt reports whether the request is not a retry of an earlier
+// one by the SDK's retryer ("attempt=N; max=M").
+func firstAttempt(req *http.Request) bool {
+	attempt, ok := strings.CutPrefix(req.Header.Get("Amz-Sdk-Request"), "attempt=")
+	return !ok || strings.HasPrefix(attempt, "1;") || attempt == "1"
+}
+
 // ServeHTTP routes req by the service of its credential scope.
 func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	service, ok := signingService(req.Header.Get("Authorization"))
@@ -91,7 +113,7 @@ func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	key := operationKey{service, operationOf(h, req)}
-	throttled, held := r.admit(key)
+	throttled, held := r.admit(key, firstAttempt(req))
 	switch {
 	case throttled:
 		writeThrottle(w, service, key.operation)
@@ -110,10 +132,13 @@ func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 
 // admit counts a call and consumes a queued throttle or, failing that, a
 // queued hold for it.
-func (r *Router) admit(key operationKey) (throttled, held bool) {
+func (r *Router) admit(key operationKey, first bool) (throttled, held bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls[key]++
+	if first {
+		r.invocations[key]++
+	}
 	anyOperation := operationKey{key.service, AnyOperation}
 	if take(r.throttles, key, anyOperation) {
 		return true, false

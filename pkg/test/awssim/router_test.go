@@ -171,6 +171,10 @@ func TestThrottleQueryProtocols(t *testing.T) {
 	if got := router.Calls("iam", "GetInstanceProfile"); got != 4 {
 		t.Errorf("Calls(iam, GetInstanceProfile) = %d, want 4 (1 + 2 throttled + 1 through)", got)
 	}
+	// Two invocations of the operation: the retries are not counted again.
+	if got := router.Invocations("iam", "GetInstanceProfile"); got != 2 {
+		t.Errorf("Invocations(iam, GetInstanceProfile) = %d, want 2 (the retried call counted once)", got)
+	}
 	if got := router.Calls("ec2", "DescribeInstances"); got != 1 {
 		t.Errorf("Calls(ec2, DescribeInstances) = %d, want 1", got)
 	}

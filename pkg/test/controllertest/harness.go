@@ -115,6 +115,23 @@ func namespaced() []client.Object {
 		&corev1.PersistentVolumeClaim{}}
 }
 
+// deleteAllOf is DeleteAllOf, tried up to three times a second apart: a
+// collection delete of a thousand pods on an API server that shares two
+// loaded cores can outlast the server's request timeout (the stream is
+// reset), and the delete is safe to repeat.
+func (h *Harness) deleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
+	var err error
+	for attempt := range 3 {
+		if attempt > 0 {
+			time.Sleep(time.Second)
+		}
+		if err = h.Client.DeleteAllOf(ctx, obj, opts...); err == nil {
+			return nil
+		}
+	}
+	return err
+}
+
 // cleanup deletes what the test created and waits (up to ten seconds) for
 // Pods, NodeClaims and Nodes to be gone. The termination finalizer karp
 // puts on NodeClaims (at creation) and Nodes is lifted, since no
@@ -124,12 +141,12 @@ func (h *Harness) cleanup() {
 	ctx := context.Background()
 	grace := client.GracePeriodSeconds(0)
 	for _, obj := range namespaced() {
-		if err := h.Client.DeleteAllOf(ctx, obj, client.InNamespace(Namespace), grace); err != nil {
+		if err := h.deleteAllOf(ctx, obj, client.InNamespace(Namespace), grace); err != nil {
 			h.T.Errorf("cleaning up %T: %v", obj, err)
 		}
 	}
 	for _, obj := range []client.Object{&karpv1.NodeClaim{}, &karpv1.NodePool{}, &corev1.Node{}} {
-		if err := h.Client.DeleteAllOf(ctx, obj); err != nil {
+		if err := h.deleteAllOf(ctx, obj); err != nil {
 			h.T.Errorf("cleaning up %T: %v", obj, err)
 		}
 	}

@@ -23,6 +23,7 @@ import (
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/conflict"
 	"github.com/karp-autoscaler/karp/pkg/index"
 	"github.com/karp-autoscaler/karp/pkg/interruption"
 	"github.com/karp-autoscaler/karp/pkg/metrics"
@@ -98,7 +99,7 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 		// share: re-check the pool's blocked nodes at once instead of after
 		// BlockedRetry.
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.unhealthyPeers), builder.WithPredicates(readinessChanged)).
-		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
+		Complete(conflict.Requeue(reconcile.AsReconciler(mgr.GetClient(), c)))
 }
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch

@@ -17,6 +17,7 @@ import (
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/conflict"
 	"github.com/karp-autoscaler/karp/pkg/index"
 	"github.com/karp-autoscaler/karp/pkg/metrics"
 )
@@ -51,7 +52,7 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 	for _, nodeClass := range c.cloudProvider.GetSupportedNodeClasses() {
 		b = b.Watches(nodeClass, handler.EnqueueRequestsFromMapFunc(c.nodeClaimsOfClass))
 	}
-	return b.Complete(reconcile.AsReconciler(mgr.GetClient(), c))
+	return b.Complete(conflict.Requeue(reconcile.AsReconciler(mgr.GetClient(), c)))
 }
 
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch

@@ -24,6 +24,7 @@ import (
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/conflict"
 	"github.com/karp-autoscaler/karp/pkg/index"
 	"github.com/karp-autoscaler/karp/pkg/metrics"
 	"github.com/karp-autoscaler/karp/pkg/state/nodepoolhealth"
@@ -119,7 +120,7 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 		For(&karpv1.NodeClaim{}).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(index.NodeClaimRequestsForNode(c.kubeClient)), builder.WithPredicates(nodeChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles, RateLimiter: retryLimiter()}).
-		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
+		Complete(conflict.Requeue(reconcile.AsReconciler(mgr.GetClient(), c)))
 }
 
 // retryLimiter backs a failing NodeClaim off exponentially from 5ms to at

@@ -27,6 +27,7 @@ import (
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/conflict"
 	"github.com/karp-autoscaler/karp/pkg/index"
 	"github.com/karp-autoscaler/karp/pkg/metrics"
 )
@@ -94,7 +95,7 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 		For(&karpv1.NodeClaim{}).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(index.NodeClaimRequestsForNode(c.kubeClient)), builder.WithPredicates(nodeGoing)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
-		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
+		Complete(conflict.Requeue(reconcile.AsReconciler(mgr.GetClient(), c)))
 }
 
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;patch;delete

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/conflict"
 	"github.com/karp-autoscaler/karp/pkg/metrics"
 )
 
@@ -48,7 +49,7 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 		For(&karpv1.NodePool{}).
 		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(byPoolLabel), builder.WithPredicates(nodeClaimCountChanged)).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(byPoolLabel), builder.WithPredicates(nodeCountChanged)).
-		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
+		Complete(conflict.Requeue(reconcile.AsReconciler(mgr.GetClient(), c)))
 }
 
 // nodeCountChanged drops Node updates that cannot change a count

@@ -17,6 +17,7 @@ import (
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/conflict"
 	"github.com/karp-autoscaler/karp/pkg/index"
 )
 
@@ -50,7 +51,7 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 	for _, nc := range c.cloudProvider.GetSupportedNodeClasses() {
 		b = b.Watches(nc, handler.EnqueueRequestsFromMapFunc(index.NodePoolsForNodeClass(c.kubeClient)))
 	}
-	return b.Complete(reconcile.AsReconciler(mgr.GetClient(), c))
+	return b.Complete(conflict.Requeue(reconcile.AsReconciler(mgr.GetClient(), c)))
 }
 
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch

@@ -19,6 +19,7 @@ import (
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/conflict"
 	"github.com/karp-autoscaler/karp/pkg/index"
 	"github.com/karp-autoscaler/karp/pkg/state/nodepoolhealth"
 )
@@ -70,7 +71,7 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 	for _, nc := range c.cloudProvider.GetSupportedNodeClasses() {
 		b = b.Watches(nc, handler.EnqueueRequestsFromMapFunc(index.NodePoolsForNodeClass(c.kubeClient)))
 	}
-	return b.Complete(reconcile.AsReconciler(mgr.GetClient(), c))
+	return b.Complete(conflict.Requeue(reconcile.AsReconciler(mgr.GetClient(), c)))
 }
 
 // watchState enqueues the NodePool of every outcome recorded from now

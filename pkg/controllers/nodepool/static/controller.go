@@ -21,6 +21,7 @@ import (
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
+	"github.com/karp-autoscaler/karp/pkg/conflict"
 	"github.com/karp-autoscaler/karp/pkg/metrics"
 	"github.com/karp-autoscaler/karp/pkg/render"
 	"github.com/karp-autoscaler/karp/pkg/scheduling"
@@ -59,7 +60,7 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 		Named(c.Name()).
 		For(&karpv1.NodePool{}).
 		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(byPoolLabel)).
-		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
+		Complete(conflict.Requeue(reconcile.AsReconciler(mgr.GetClient(), c)))
 }
 
 func byPoolLabel(_ context.Context, o client.Object) []reconcile.Request {

@@ -18,6 +18,7 @@ import (
 
 	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/conflict"
 )
 
 // ReasonNodePoolValidationFailed is ValidationSucceeded's reason when False.
@@ -94,7 +95,7 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).
 		Named(c.Name()).
 		For(&karpv1.NodePool{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
+		Complete(conflict.Requeue(reconcile.AsReconciler(mgr.GetClient(), c)))
 }
 
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/conflict"
 	"github.com/karp-autoscaler/karp/pkg/controllers/provisioning/hint"
 	"github.com/karp-autoscaler/karp/pkg/index"
 	"github.com/karp-autoscaler/karp/pkg/state"
@@ -82,7 +83,7 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(batchOf), builder.WithPredicates(batchChanged)).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(batchOf), builder.WithPredicates(holdAppeared)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
-		Complete(c)
+		Complete(conflict.Requeue(c))
 	if err != nil {
 		return fmt.Errorf("registering %s: %w", c.Name(), err)
 	}

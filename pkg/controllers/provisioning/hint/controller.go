@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/conflict"
 	"github.com/karp-autoscaler/karp/pkg/state"
 )
 
@@ -62,7 +63,7 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 		// worker writing their hints in turn fell behind, and the batch
 		// hold then had to write them all before it could lift.
 		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
-		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
+		Complete(conflict.Requeue(reconcile.AsReconciler(mgr.GetClient(), c)))
 	if err != nil {
 		return fmt.Errorf("registering %s: %w", c.Name(), err)
 	}

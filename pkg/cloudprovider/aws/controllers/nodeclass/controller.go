@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
+	"github.com/karp-autoscaler/karp/pkg/conflict"
 )
 
 // step is one concern of the status: it mutates nodeClass in memory and
@@ -102,7 +103,7 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).Named(c.Name()).
 		For(&awsv1.EC2NodeClass{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
-		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
+		Complete(conflict.Requeue(reconcile.AsReconciler(mgr.GetClient(), c)))
 }
 
 // +kubebuilder:rbac:groups=karpenter.k8s.aws,resources=ec2nodeclasses,verbs=get;list;watch

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/interruption"
+	"github.com/karp-autoscaler/karp/pkg/conflict"
 	"github.com/karp-autoscaler/karp/pkg/singleton"
 )
 
@@ -63,9 +64,9 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 		return fmt.Errorf("registering interruption metrics: %w", err)
 	}
 	err := builder.ControllerManagedBy(mgr).Named(c.Name()).WatchesRawSource(singleton.Source(c.Name())).
-		Complete(reconcile.Func(func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+		Complete(conflict.Requeue(reconcile.Func(func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 			return c.Reconcile(ctx)
-		}))
+		})))
 	if err != nil {
 		return fmt.Errorf("registering instance status controller: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kwokv1alpha1 "github.com/karp-autoscaler/karp/pkg/apis/kwok/v1alpha1"
+	"github.com/karp-autoscaler/karp/pkg/conflict"
 )
 
 // ReasonTerminating is the Ready=False reason of a deleting KWOKNodeClass.
@@ -37,7 +38,7 @@ func (c *Controller) Name() string { return "nodeclass.status" }
 func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).Named(c.Name()).
 		For(&kwokv1alpha1.KWOKNodeClass{}).
-		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
+		Complete(conflict.Requeue(reconcile.AsReconciler(mgr.GetClient(), c)))
 }
 
 // +kubebuilder:rbac:groups=karpenter.kwok.sh,resources=kwoknodeclasses;kwoknodeclasses/status,verbs=get;list;watch;patch

@@ -18,6 +18,7 @@ import (
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/conflict"
 	"github.com/karp-autoscaler/karp/pkg/singleton"
 )
 
@@ -56,7 +57,7 @@ func (c *Controller) Name() string { return "instanceprofile.garbagecollection" 
 func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).Named(c.Name()).
 		WatchesRawSource(singleton.Source(c.Name())).
-		Complete(c)
+		Complete(conflict.Requeue(c))
 }
 
 // +kubebuilder:rbac:groups=karpenter.k8s.aws,resources=ec2nodeclasses,verbs=get;list;watch

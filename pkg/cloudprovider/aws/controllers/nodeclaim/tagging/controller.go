@@ -25,6 +25,7 @@ import (
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider/aws/instance"
+	"github.com/karp-autoscaler/karp/pkg/conflict"
 )
 
 // retryBudget is when a NodeClaim over the CreateTags budget is looked at
@@ -75,7 +76,7 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 			return needsTags(o.(*karpv1.NodeClaim))
 		}))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
-		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
+		Complete(conflict.Requeue(reconcile.AsReconciler(mgr.GetClient(), c)))
 }
 
 // needsTags: an EC2NodeClass's NodeClaim whose Node registered, not being

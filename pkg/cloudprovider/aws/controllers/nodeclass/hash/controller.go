@@ -25,6 +25,7 @@ import (
 
 	awsv1 "github.com/karp-autoscaler/karp/pkg/apis/aws/v1"
 	karpv1 "github.com/karp-autoscaler/karp/pkg/apis/v1"
+	"github.com/karp-autoscaler/karp/pkg/conflict"
 )
 
 // Controller maintains the hash annotations.
@@ -46,7 +47,7 @@ func (c *Controller) Name() string { return "ec2nodeclass.hash" }
 func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).Named(c.Name()).
 		For(&awsv1.EC2NodeClass{}).
-		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
+		Complete(conflict.Requeue(reconcile.AsReconciler(mgr.GetClient(), c)))
 }
 
 // +kubebuilder:rbac:groups=karpenter.k8s.aws,resources=ec2nodeclasses,verbs=get;list;watch;patch

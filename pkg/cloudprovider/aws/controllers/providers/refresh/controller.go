@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/karp-autoscaler/karp/pkg/conflict"
 	"github.com/karp-autoscaler/karp/pkg/singleton"
 )
 
@@ -46,7 +47,7 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).
 		Named(c.Name()).
 		WatchesRawSource(singleton.Source(c.Name())).
-		Complete(c)
+		Complete(conflict.Requeue(c))
 }
 
 // Reconcile refreshes the tables and schedules the next refresh.
