@@ -36,6 +36,14 @@ const (
 	// Hashes of another version are never compared; the nodeclass hash
 	// controller re-stamps them, so a version change never reads as drift.
 	NodeClassHashVersion = "v2"
+	// TerminatedAnnotationKey on a kwok Node records that Delete
+	// terminated its instance. The Node is the instance, and it is being
+	// deleted from the moment its drain starts; without the mark a Node
+	// still draining looked terminated too, and the termination of a Node
+	// that was NotReady for a moment (kwok's lease late on a loaded
+	// machine) took the path for a vanished instance and deleted its pods
+	// without evictions, whatever their PodDisruptionBudgets.
+	TerminatedAnnotationKey = kwokv1alpha1.Group + "/terminated"
 )
 
 // ReasonNodeClassNotSupported is the Launched condition reason of a

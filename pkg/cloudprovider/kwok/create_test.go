@@ -183,6 +183,45 @@ func TestDeleteTreatsATerminatingNodeAsGone(t *testing.T) {
 	}
 }
 
+// A Node deleted by its drain (karp's termination deletes the Node first;
+// its finalizer keeps it while the pods are evicted) is still a running
+// instance until Delete terminates it: were it gone, the termination of a
+// Node NotReady for a moment would delete its pods without evictions.
+func TestADrainingNodeIsStillAnInstance(t *testing.T) {
+	c := newProvider(t)
+	nodeClass := readyNodeClass(t, nil)
+	created, err := c.Create(t.Context(), newNodeClaim("draining", nodeClass.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, _ := getNode(t, "draining")
+	node.Finalizers = []string{karpv1.TerminationFinalizer}
+	if err := env.Client.Update(t.Context(), node); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Delete(t.Context(), node); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Get(t.Context(), created.Status.ProviderID); err != nil {
+		t.Fatalf("Get of a Node its drain deleted returned %v, want the instance", err)
+	}
+	if n := countListed(t, c, created.Status.ProviderID); n != 1 {
+		t.Errorf("List shows a draining Node %d times, want once", n)
+	}
+	if err := c.Delete(t.Context(), created); err != nil {
+		t.Fatalf("Delete of a draining Node: %v", err)
+	}
+	if node, err = getNode(t, "draining"); err != nil || node.Annotations[TerminatedAnnotationKey] != "true" {
+		t.Fatalf("after Delete the Node is not marked terminated (err %v)", err)
+	}
+	if _, err := c.Get(t.Context(), created.Status.ProviderID); !cloudprovider.IsNodeClaimNotFoundError(err) {
+		t.Errorf("Get after Delete returned %v, want NotFound", err)
+	}
+	if n := countListed(t, c, created.Status.ProviderID); n != 0 {
+		t.Errorf("List shows a terminated Node")
+	}
+}
+
 func countListed(t *testing.T, c *CloudProvider, providerID string) int {
 	t.Helper()
 	all, err := c.List(t.Context())

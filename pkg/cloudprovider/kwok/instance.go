@@ -15,10 +15,11 @@ import (
 	"github.com/karp-autoscaler/karp/pkg/cloudprovider"
 )
 
-// Delete terminates the instance: it cancels a pending launch or deletes
-// the Node. It returns NodeClaimNotFound once there is nothing left to
-// terminate; a Node already being deleted counts as terminated, since only
-// finalizers keep it around.
+// Delete terminates the instance: it cancels a pending launch, or marks
+// the Node terminated (TerminatedAnnotationKey) and deletes it. It returns
+// NodeClaimNotFound once there is nothing left to terminate. A Node being
+// deleted but not marked is still a running instance: its drain deleted it
+// (the termination finalizer holds it), and its pods still run there.
 //
 // A NodeClaim whose providerID was never recorded (karp stopped between
 // Create and the status write) is found by its name and UID, so that its
@@ -44,6 +45,20 @@ func (c *CloudProvider) Delete(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	}
 	if !c.owns(node, nodeClaim) {
 		return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("node %s belongs to another nodeclaim", name))
+	}
+	stored := node.DeepCopy()
+	if node.Annotations == nil {
+		node.Annotations = map[string]string{}
+	}
+	node.Annotations[TerminatedAnnotationKey] = "true"
+	if err := c.kubeClient.Patch(ctx, node, client.MergeFrom(stored)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("node %s: %w", name, err))
+		}
+		return fmt.Errorf("marking node %s terminated: %w", name, err)
+	}
+	if !node.DeletionTimestamp.IsZero() {
+		return nil
 	}
 	if err := c.kubeClient.Delete(ctx, node, client.Preconditions{UID: &node.UID}); err != nil {
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
@@ -94,7 +109,9 @@ func (c *CloudProvider) Get(ctx context.Context, providerID string) (*karpv1.Nod
 	return instanceOf(node), nil
 }
 
-// liveNode gets a kwok Node that is not being deleted.
+// liveNode gets a kwok Node whose instance was not terminated (see
+// TerminatedAnnotationKey): one being deleted still runs until Delete
+// marks it.
 func (c *CloudProvider) liveNode(ctx context.Context, name string) (*corev1.Node, error) {
 	node := &corev1.Node{}
 	if err := c.kubeClient.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
@@ -106,8 +123,8 @@ func (c *CloudProvider) liveNode(ctx context.Context, name string) (*corev1.Node
 	if !strings.HasPrefix(node.Spec.ProviderID, ProviderIDPrefix) {
 		return nil, cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("node %s is not a kwok node", name))
 	}
-	if !node.DeletionTimestamp.IsZero() {
-		return nil, cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("node %s is terminating", name))
+	if terminated(node) {
+		return nil, cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("node %s is terminated", name))
 	}
 	return node, nil
 }
@@ -127,7 +144,7 @@ func (c *CloudProvider) List(ctx context.Context) ([]*karpv1.NodeClaim, error) {
 			continue
 		}
 		live.Insert(node.Name)
-		if node.DeletionTimestamp.IsZero() {
+		if !terminated(node) {
 			byName[node.Name] = instanceOf(node)
 		}
 	}
@@ -147,4 +164,9 @@ func (c *CloudProvider) List(ctx context.Context) ([]*karpv1.NodeClaim, error) {
 	}
 	slices.SortFunc(out, func(a, b *karpv1.NodeClaim) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
+}
+
+// terminated reports whether Delete terminated the Node's instance.
+func terminated(node *corev1.Node) bool {
+	return node.Annotations[TerminatedAnnotationKey] == "true"
 }
