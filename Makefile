@@ -106,7 +106,7 @@ E2E_LONGEST = $(addprefix $(MODULE)/test/e2e/,aws disruption chaos availability 
 E2E_TIMES := $(BIN)/e2e-times.tsv
 e2e: tools build ## run the end-to-end tier against the full local control plane
 	@rm -f $(E2E_TIMES)
-	KARP_E2E_CONTROL_PLANE_GOMAXPROCS=1 KARP_E2E_TIMES=$(E2E_TIMES) KARP_TEST_TIER=e2e KARP_E2E_PREBUILT_DIR=$(BIN) $(GOTEST) -p $(E2E_PARALLEL) -timeout 30m \
+	KARP_E2E_CONTROL_PLANE_GOMAXPROCS=1 KARP_E2E_TIMES=$(E2E_TIMES) KARP_TEST_TIER=e2e KARP_E2E_PREBUILT_DIR=$(BIN) $(GOTEST) -p $(E2E_PARALLEL) -longest-first -timeout 30m \
 		$(E2E_LONGEST) $(filter-out $(E2E_LONGEST),$(call TIER_PKGS,e2e)) || status=$$?; \
 	if [[ -f $(E2E_TIMES) ]]; then \
 		echo "e2e: packages (wall seconds, package, CPU of the package and its processes):"; \

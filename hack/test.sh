@@ -1,18 +1,17 @@
 #!/usr/bin/env bash
-# hack/test.sh is `make test`: the make targets verify, tools and build,
-# then test-unit, with test-integration beside them from tools on and e2e
-# from build on. It prints how long each took, on one line at the end (also
-# after a failure), with the CPU seconds each used, so a CI log shows where
-# the minutes went.
+# hack/test.sh is `make test`: the make targets verify, tools, build and
+# test-unit, with test-integration beside them from tools on, then e2e. It
+# prints how long each took, on one line at the end (also after a failure),
+# with the CPU seconds each used, so a CI log shows where the minutes went.
 #
 # verify runs first and alone: a lint or generated-code failure ends the run
 # in seconds. Once the control plane's binaries are there, the integration
-# tier starts in the background at a lower CPU priority (nice), and karp's
-# binaries link in front of it. The e2e tier then starts, and the unit tier
-# (about a minute) runs beside it: the e2e tier mostly waits, on its local
-# clusters' timers, at about one core of the two, and the integration tier
-# takes the core it leaves idle rather than slowing its timers. Every tier
-# started runs to its end; the run fails if any step failed.
+# tier starts in the background at a lower CPU priority (nice); karp's
+# binaries link and the unit tier runs (about a minute) in front of it. The
+# e2e tier then starts: it mostly waits, on its local clusters' timers, at
+# about one core of the two, and the integration tier takes the core it
+# leaves idle rather than slowing its timers. Both run to their end; the
+# run fails if any step failed.
 set -euo pipefail
 
 MAKE="${MAKE:-make}"
@@ -81,16 +80,14 @@ side() {
 side test-integration nice -n 10
 jobs_started=("test-integration:$!")
 
-# The e2e tier needs karp's binaries and is the other long one: it starts
-# as soon as they are linked, before the unit tier, whose minute would
-# otherwise come first on its path (its packages mostly wait on timers, so
-# starting early ends early). The unit tier runs beside it.
 status=0
 target build || status=$?
 if [[ ${status} -eq 0 ]]; then
+  target test-unit || status=$?
+fi
+if [[ ${status} -eq 0 ]]; then
   side e2e
   jobs_started+=("e2e:$!")
-  target test-unit || status=$?
 fi
 
 # Every tier started runs to its end (a failure above still waits for the

@@ -17,16 +17,18 @@
 // Output follows `go test`'s: "ok <package> <time>" for a package that
 // passed, its whole output and "FAIL <package> <time>" for one that failed
 // (and with -v every package's output), "? <package> [no test files]" for
-// one without tests, in the order given. Packages start -p at a time,
-// longest first by the wall time each took when it last ran here (kept in
-// the cache directory, see startOrder); a package with no recorded time
-// starts before those with one, in the order given. A tier's packages run
-// four at once and take from seconds to nine minutes: started in the
-// order given, a long one left for last kept the tier waiting on it alone.
+// one without tests, in the order given. Packages start -p at a time, in
+// the order given, or with -longest-first by the wall time each took when
+// it last ran here (recorded in the cache directory on every run, see
+// startOrder); a package with no recorded time then starts before those
+// with one, in the order given. The e2e tier's packages run four at once
+// and take from seconds to nine minutes, mostly waiting on timers: started
+// in a fixed order, a long one left for last kept the tier waiting on it
+// alone.
 //
 // Usage:
 //
-//	go run ./hack/gotest [-p n] [-timeout d] [-race] [-ldflags flags] [-v] [-run regexp] [-cache dir] packages...
+//	go run ./hack/gotest [-p n] [-timeout d] [-race] [-ldflags flags] [-v] [-run regexp] [-longest-first] [-cache dir] packages...
 //
 // The cache directory is $KARP_TEST_BIN_CACHE, else karp/testbin under the
 // user's cache directory (~/.cache). It holds one binary per package and
@@ -75,6 +77,8 @@ type options struct {
 	verbose  bool
 	run      string
 	cacheDir string
+	// longestFirst starts the packages by their recorded run times.
+	longestFirst bool
 }
 
 func main() {
@@ -85,6 +89,7 @@ func main() {
 	flag.StringVar(&opts.ldflags, "ldflags", "", "linker flags of the test binaries")
 	flag.BoolVar(&opts.verbose, "v", false, "run with -test.v and print every package's output")
 	flag.StringVar(&opts.run, "run", "", "run only the tests matching this regular expression")
+	flag.BoolVar(&opts.longestFirst, "longest-first", false, "start the packages that took longest when they last ran here first")
 	flag.StringVar(&opts.cacheDir, "cache", "", "directory of the cached test binaries (default $KARP_TEST_BIN_CACHE, else ~/.cache/karp/testbin)")
 	flag.Parse()
 	if flag.NArg() == 0 {
@@ -150,16 +155,24 @@ type result struct {
 	ran bool
 }
 
-// startOrder returns the indices of pkgs in the order to start them: those
-// with no recorded run time first, in the order given, then the others
-// from the longest recorded run down. Started longest first, -p at a time,
-// the packages end close together; in the order given, the tier waited on
-// whichever long one happened to come last.
+// startOrder returns the indices of pkgs in the order to start them: as
+// given, or with longestFirst those with no recorded run time first, in
+// the order given, then the others from the longest recorded run down.
+// Started longest first, -p at a time, packages that mostly wait end close
+// together; in a fixed order, the tier waited on whichever long one
+// happened to come last. (Packages that keep a core busy, as the
+// integration tier's do, gain nothing from it: started together, they
+// only slowed each other and what ran beside them.)
 func startOrder(opts options, pkgs []*testPackage) []int {
 	took := make([]time.Duration, len(pkgs))
 	order := make([]int, len(pkgs))
-	for i, p := range pkgs {
+	for i := range pkgs {
 		order[i] = i
+	}
+	if !opts.longestFirst {
+		return order
+	}
+	for i, p := range pkgs {
 		took[i] = -1
 		if b, err := os.ReadFile(durationFile(opts, p)); err == nil {
 			if d, err := time.ParseDuration(strings.TrimSpace(string(b))); err == nil {

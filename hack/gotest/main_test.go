@@ -271,11 +271,18 @@ func TestStartsTheLongestPackageFirst(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var got []string
-	for _, i := range startOrder(opts, pkgs) {
-		got = append(got, filepath.Base(pkgs[i].ImportPath))
+	order := func() string {
+		var got []string
+		for _, i := range startOrder(opts, pkgs) {
+			got = append(got, filepath.Base(pkgs[i].ImportPath))
+		}
+		return strings.Join(got, " ")
 	}
-	if want := "spin notests alone uses"; strings.Join(got, " ") != want {
-		t.Errorf("start order %v, want %s (unrecorded first as given, then the longest recorded)", got, want)
+	if got, want := order(), "uses alone spin notests"; got != want {
+		t.Errorf("start order without -longest-first %s, want %s (as given)", got, want)
+	}
+	opts.longestFirst = true
+	if got, want := order(), "spin notests alone uses"; got != want {
+		t.Errorf("start order %s, want %s (unrecorded first as given, then the longest recorded)", got, want)
 	}
 }
