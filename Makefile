@@ -83,10 +83,10 @@ test-integration: tools ## run the integration tier: controller and API tests ag
 # The e2e packages run the binaries `make build` just linked
 # (KARP_E2E_PREBUILT_DIR) instead of each linking its own. Each package
 # runs its own local control plane and mostly waits on it, so four run at
-# once on two cores; the longest start first, so the tier is not left
-# waiting on one that started last. hack/gotest orders them by the time each
-# took when it last ran on this machine; the list below is the order where
-# it has no record yet.
+# once on two cores; the longest start first (in the order given), so the
+# tier is not left waiting on one that started last. (hack/gotest
+# -longest-first orders them by their last recorded times instead; in two
+# clean-clone runs that was no faster: docs/performance.md.)
 # Each control plane's components run with GOMAXPROCS=1
 # (framework.ControlPlaneGOMAXPROCSEnv): alone on the machine,
 # test/e2e/provisioning then used 56 CPU-s against 69 and test/e2e/install
@@ -106,7 +106,7 @@ E2E_LONGEST = $(addprefix $(MODULE)/test/e2e/,aws disruption chaos availability 
 E2E_TIMES := $(BIN)/e2e-times.tsv
 e2e: tools build ## run the end-to-end tier against the full local control plane
 	@rm -f $(E2E_TIMES)
-	KARP_E2E_CONTROL_PLANE_GOMAXPROCS=1 KARP_E2E_TIMES=$(E2E_TIMES) KARP_TEST_TIER=e2e KARP_E2E_PREBUILT_DIR=$(BIN) $(GOTEST) -p $(E2E_PARALLEL) -longest-first -timeout 30m \
+	KARP_E2E_CONTROL_PLANE_GOMAXPROCS=1 KARP_E2E_TIMES=$(E2E_TIMES) KARP_TEST_TIER=e2e KARP_E2E_PREBUILT_DIR=$(BIN) $(GOTEST) -p $(E2E_PARALLEL) -timeout 30m \
 		$(E2E_LONGEST) $(filter-out $(E2E_LONGEST),$(call TIER_PKGS,e2e)) || status=$$?; \
 	if [[ -f $(E2E_TIMES) ]]; then \
 		echo "e2e: packages (wall seconds, package, CPU of the package and its processes):"; \
