@@ -126,8 +126,10 @@ func (c *Cluster) nominatedTo() map[string][]*corev1.Pod {
 			continue
 		}
 		// Pending pods, and bound pods of a node being deleted that were
-		// placed again elsewhere.
-		if pod, ok := c.pods[key]; ok {
+		// placed again elsewhere. A terminating pod lands nowhere (an
+		// evicted pod's owner makes a new one, which needs the room): it
+		// keeps none.
+		if pod, ok := c.pods[key]; ok && pod.DeletionTimestamp == nil {
 			out[n.nodeID] = append(out[n.nodeID], pod)
 		}
 	}

@@ -132,3 +132,25 @@ func names(pods []*corev1.Pod) []string {
 	}
 	return out
 }
+
+// TestATerminatingPodKeepsNoRoom: a pod evicted from a node being replaced
+// is nominated to the replacement, but once it is terminating it lands
+// nowhere (its owner makes a new pod, which needs that room): it is no
+// longer among the replacement's nominated pods.
+func TestATerminatingPodKeepsNoRoom(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	cluster := state.NewCluster(clocktesting.NewFakeClock(now), nil)
+	cluster.UpdateNodeClaim(test.MakeNodeClaim("repl").NodePool("pool").Obj())
+	evicted := test.MakePod("evicted").NodeName("old").Obj()
+	cluster.UpdatePod(evicted)
+	cluster.Nominate(evicted, state.NodeClaimID("repl"), time.Minute)
+	if sn := cluster.Nodes(); len(sn) != 1 || len(sn[0].Nominated) != 1 {
+		t.Fatalf("before the eviction: %d state nodes, want 1 with the pod nominated", len(sn))
+	}
+	evicted = evicted.DeepCopy()
+	evicted.DeletionTimestamp = &metav1.Time{Time: now}
+	cluster.UpdatePod(evicted)
+	if got := cluster.Nodes()[0].Nominated; len(got) != 0 {
+		t.Errorf("the replacement keeps room for %v, a terminating pod", names(got))
+	}
+}
