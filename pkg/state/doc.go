@@ -19,8 +19,8 @@
 //     and Snapshot nodes are the caller's, and a StateNode's Node and
 //     NodeClaim are copies it may mutate.
 //   - Pods are shared, not copied: the pods in StateNode.Pods,
-//     StateNode.Nominated, Snapshot nodes, ProvisionablePods and HintedPods
-//     are the view's own objects, which are the informer cache's. Callers
+//     StateNode.Nominated, Snapshot nodes, ProvisionablePods, HintedPods and
+//     AwaitedPods are the view's own objects, which are the informer cache's. Callers
 //     read them and never modify them. Copying them made up most of what a
 //     scale-out allocated (every pass copied every pod it looked at).
 //   - Synced reports false until every NodeClaim and Node the API (through

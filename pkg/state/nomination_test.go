@@ -1,6 +1,7 @@
 package state_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -97,21 +98,21 @@ func TestAwaitedPodsAreThosePendingWithTheNodesName(t *testing.T) {
 		cluster.UpdatePod(p)
 	}
 	cluster.Nominate(hinted, state.NodeClaimID("nc"), 10*time.Second)
-	node := func() *state.StateNode {
+	nominated := func() int {
 		t.Helper()
 		nodes := cluster.Nodes()
 		if len(nodes) != 1 {
 			t.Fatalf("%d state nodes, want 1", len(nodes))
 		}
-		return nodes[0]
+		return len(nodes[0].Nominated)
 	}
-	if sn := node(); len(sn.Nominated) != 1 || len(sn.Awaited) != 0 {
-		t.Fatalf("while karp's nomination lasts: %d nominated, %d awaited; want 1 and 0", len(sn.Nominated), len(sn.Awaited))
+	awaited := func() string { return fmt.Sprint(awaitedNames(cluster.AwaitedPods())) }
+	if n, got := nominated(), awaited(); n != 1 || got != "map[]" {
+		t.Fatalf("while karp's nomination lasts: %d nominated, awaited %s; want 1 and none", n, got)
 	}
 	clk.Step(11 * time.Second)
-	sn := node()
-	if len(sn.Nominated) != 0 || len(sn.Awaited) != 1 || sn.Awaited[0].Name != "hinted" {
-		t.Fatalf("after karp's nomination ran out: nominated %d, awaited %v; want 0 and [hinted]", len(sn.Nominated), names(sn.Awaited))
+	if n, got := nominated(), awaited(); n != 0 || got != "map[n:[hinted]]" {
+		t.Fatalf("after karp's nomination ran out: %d nominated, awaited %s; want 0 and map[n:[hinted]]", n, got)
 	}
 	sim, _ := cluster.Snapshot()
 	if got := len(sim[0].Pods); got != 1 {
@@ -120,9 +121,18 @@ func TestAwaitedPodsAreThosePendingWithTheNodesName(t *testing.T) {
 	hinted = hinted.DeepCopy()
 	hinted.Status.NominatedNodeName = ""
 	cluster.UpdatePod(hinted)
-	if got := node().Awaited; len(got) != 0 {
-		t.Errorf("awaited %v after the scheduler cleared the name, want none", names(got))
+	if got := awaited(); got != "map[]" {
+		t.Errorf("awaited %s after the scheduler cleared the name, want none", got)
 	}
+}
+
+// awaitedNames is AwaitedPods with pod names.
+func awaitedNames(byNode map[string][]*corev1.Pod) map[string][]string {
+	out := map[string][]string{}
+	for node, pods := range byNode {
+		out[node] = names(pods)
+	}
+	return out
 }
 
 func names(pods []*corev1.Pod) []string {

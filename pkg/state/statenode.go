@@ -20,14 +20,6 @@ type StateNode struct {
 	Pods []*corev1.Pod
 	// Nominated are pending pods expected to land here.
 	Nominated []*corev1.Pod
-	// Awaited are pending pods whose status.nominatedNodeName names the
-	// Node (karp's scheduler hint, or the scheduler's own nomination for
-	// preemption) and that karp has not nominated elsewhere: the
-	// kube-scheduler has not tried them since they were sent here (it
-	// clears the name when it fails a pod), so they are on their way.
-	// They take no room in Snapshot (a pod karp no longer nominates is
-	// provisionable and placed by the solver as a pending pod).
-	Awaited []*corev1.Pod
 	// MarkedForDeletion is true when the NodeClaim or Node is being
 	// deleted, the Node carries the disrupted taint, or MarkForDeletion was
 	// called for the node's ID.
@@ -177,7 +169,6 @@ func (c *Cluster) Nodes() []*StateNode {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	nominated := c.nominatedTo()
-	awaited := c.awaitedOn(nominated)
 	byProviderID := map[string]*corev1.Node{}
 	for _, node := range c.nodes {
 		if node.Spec.ProviderID != "" {
@@ -194,31 +185,34 @@ func (c *Cluster) Nodes() []*StateNode {
 				joined[node.Name] = true
 			}
 		}
-		out = append(out, c.fill(sn, nominated, awaited))
+		out = append(out, c.fill(sn, nominated))
 	}
 	for _, node := range c.nodes {
 		if !joined[node.Name] {
-			out = append(out, c.fill(&StateNode{Node: node.DeepCopy()}, nominated, awaited))
+			out = append(out, c.fill(&StateNode{Node: node.DeepCopy()}, nominated))
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
 	return out
 }
 
-// awaitedOn returns the pending pods whose status.nominatedNodeName names
-// a Node, by Node name, leaving out those with an unexpired nomination of
-// karp's (they are in nominated, to this node or another).
-func (c *Cluster) awaitedOn(nominated map[string][]*corev1.Pod) map[string][]*corev1.Pod {
-	inState := map[*corev1.Pod]bool{}
-	for _, pods := range nominated {
-		for _, pod := range pods {
-			inState[pod] = true
-		}
-	}
+// AwaitedPods returns, by Node name, the pending pods whose
+// status.nominatedNodeName names a Node (karp's scheduler hint, or the
+// scheduler's own nomination for preemption) and that have no unexpired
+// nomination of karp's (those are among a StateNode's Nominated): the
+// kube-scheduler has not tried them since they were sent there (it clears
+// the name when it fails a pod), so they are on their way. They take no
+// room in Snapshot (a pod karp no longer nominates is provisionable and
+// placed by the solver as a pending pod). It looks at every pod: the
+// disruption pass calls it once. The pods are shared (see the package
+// documentation).
+func (c *Cluster) AwaitedPods() map[string][]*corev1.Pod {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	out := map[string][]*corev1.Pod{}
-	for _, pod := range c.pods {
+	for key, pod := range c.pods {
 		if name := pod.Status.NominatedNodeName; name != "" && pod.Spec.NodeName == "" &&
-			pod.DeletionTimestamp == nil && !inState[pod] {
+			pod.DeletionTimestamp == nil && c.activeNomination(key) == "" {
 			out[name] = append(out[name], pod)
 		}
 	}
@@ -229,12 +223,11 @@ func (c *Cluster) awaitedOn(nominated map[string][]*corev1.Pod) map[string][]*co
 }
 
 // fill adds the pods, nominations and deletion mark of a StateNode.
-func (c *Cluster) fill(sn *StateNode, nominated, awaited map[string][]*corev1.Pod) *StateNode {
+func (c *Cluster) fill(sn *StateNode, nominated map[string][]*corev1.Pod) *StateNode {
 	if sn.Node != nil {
 		for _, key := range sortedKeys(c.podsByNode[sn.Node.Name]) {
 			sn.Pods = append(sn.Pods, c.podsByNode[sn.Node.Name][key])
 		}
-		sn.Awaited = awaited[sn.Node.Name]
 	}
 	sn.Nominated = append(sn.Nominated, nominated[sn.ID()]...)
 	sn.MarkedForDeletion = c.marked[sn.ID()] ||

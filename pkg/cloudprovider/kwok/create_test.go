@@ -155,32 +155,18 @@ func withProviderID(nc *karpv1.NodeClaim, id string) *karpv1.NodeClaim {
 
 func TestDeleteTreatsATerminatingNodeAsGone(t *testing.T) {
 	c := newProvider(t)
-	nodeClass := readyNodeClass(t, nil)
-	created, err := c.Create(t.Context(), newNodeClaim("finalized", nodeClass.Name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, _ := getNode(t, "finalized")
-	node.Finalizers = []string{karpv1.TerminationFinalizer}
-	if err := env.Client.Update(t.Context(), node); err != nil {
-		t.Fatal(err)
-	}
+	created, _ := createFinalizedNode(t, c, "finalized")
 	if err := c.Delete(t.Context(), created); err != nil {
 		t.Fatalf("first Delete: %v", err)
 	}
-	node, err = getNode(t, "finalized")
+	node, err := getNode(t, "finalized")
 	if err != nil || node.DeletionTimestamp.IsZero() {
 		t.Fatalf("the Node is not terminating (err %v)", err)
 	}
 	if err := c.Delete(t.Context(), created); !cloudprovider.IsNodeClaimNotFoundError(err) {
 		t.Errorf("Delete of a terminating Node returned %v, want NotFound", err)
 	}
-	if _, err := c.Get(t.Context(), created.Status.ProviderID); !cloudprovider.IsNodeClaimNotFoundError(err) {
-		t.Errorf("Get of a terminating Node returned %v, want NotFound", err)
-	}
-	if n := countListed(t, c, created.Status.ProviderID); n != 0 {
-		t.Errorf("List shows the terminating Node")
-	}
+	expectGone(t, c, created.Status.ProviderID, "a terminating Node")
 }
 
 // A Node deleted by its drain (karp's termination deletes the Node first;
@@ -189,16 +175,7 @@ func TestDeleteTreatsATerminatingNodeAsGone(t *testing.T) {
 // Node NotReady for a moment would delete its pods without evictions.
 func TestADrainingNodeIsStillAnInstance(t *testing.T) {
 	c := newProvider(t)
-	nodeClass := readyNodeClass(t, nil)
-	created, err := c.Create(t.Context(), newNodeClaim("draining", nodeClass.Name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, _ := getNode(t, "draining")
-	node.Finalizers = []string{karpv1.TerminationFinalizer}
-	if err := env.Client.Update(t.Context(), node); err != nil {
-		t.Fatal(err)
-	}
+	created, node := createFinalizedNode(t, c, "draining")
 	if err := env.Client.Delete(t.Context(), node); err != nil {
 		t.Fatal(err)
 	}
@@ -211,14 +188,40 @@ func TestADrainingNodeIsStillAnInstance(t *testing.T) {
 	if err := c.Delete(t.Context(), created); err != nil {
 		t.Fatalf("Delete of a draining Node: %v", err)
 	}
-	if node, err = getNode(t, "draining"); err != nil || node.Annotations[TerminatedAnnotationKey] != "true" {
+	if node, err := getNode(t, "draining"); err != nil || node.Annotations[TerminatedAnnotationKey] != "true" {
 		t.Fatalf("after Delete the Node is not marked terminated (err %v)", err)
 	}
-	if _, err := c.Get(t.Context(), created.Status.ProviderID); !cloudprovider.IsNodeClaimNotFoundError(err) {
-		t.Errorf("Get after Delete returned %v, want NotFound", err)
+	expectGone(t, c, created.Status.ProviderID, "a terminated Node")
+}
+
+// createFinalizedNode creates an instance whose Node carries karp's
+// termination finalizer (as a registered node's does).
+func createFinalizedNode(t *testing.T, c *CloudProvider, name string) (*karpv1.NodeClaim, *corev1.Node) {
+	t.Helper()
+	nodeClass := readyNodeClass(t, nil)
+	created, err := c.Create(t.Context(), newNodeClaim(name, nodeClass.Name))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if n := countListed(t, c, created.Status.ProviderID); n != 0 {
-		t.Errorf("List shows a terminated Node")
+	node, err := getNode(t, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node.Finalizers = []string{karpv1.TerminationFinalizer}
+	if err := env.Client.Update(t.Context(), node); err != nil {
+		t.Fatal(err)
+	}
+	return created, node
+}
+
+// expectGone checks that Get and List no longer find the instance.
+func expectGone(t *testing.T, c *CloudProvider, providerID, what string) {
+	t.Helper()
+	if _, err := c.Get(t.Context(), providerID); !cloudprovider.IsNodeClaimNotFoundError(err) {
+		t.Errorf("Get of %s returned %v, want NotFound", what, err)
+	}
+	if n := countListed(t, c, providerID); n != 0 {
+		t.Errorf("List shows %s", what)
 	}
 }
 

@@ -66,8 +66,11 @@ type world struct {
 	unevaluated error
 	now         time.Time
 	stateNodes  []*state.StateNode
-	nodePools   map[string]*karpv1.NodePool
-	types       map[string]map[string]*scheduling.InstanceType
+	// awaited are the pending pods each Node name is the
+	// status.nominatedNodeName of (state.Cluster.AwaitedPods).
+	awaited   map[string][]*corev1.Pod
+	nodePools map[string]*karpv1.NodePool
+	types     map[string]map[string]*scheduling.InstanceType
 	// typeList keeps each NodePool's instance types in provider order.
 	typeList map[string][]*scheduling.InstanceType
 	// poolNames are the NodePools by name, sorted.
@@ -139,6 +142,7 @@ func (c *Controller) buildWorld(ctx context.Context, queued map[string]bool) *wo
 	pdbs := newPDBIndex(c.cluster.PDBs())
 	rollouts := c.newRolloutIndex()
 	w.stateNodes = c.cluster.Nodes()
+	w.awaited = c.cluster.AwaitedPods()
 	for _, sn := range w.stateNodes {
 		if !sn.Managed() || sn.Node == nil || !sn.Initialized() || queued[sn.ID()] || sn.MarkedForDeletion {
 			continue
@@ -189,12 +193,12 @@ func (c *Controller) newCandidate(ctx context.Context, w *world, sn *state.State
 		w.block(name, BlockedNominated, "node is nominated for %d pending pod(s)", len(sn.Nominated))
 		return nil
 	}
-	if len(sn.Awaited) > 0 {
+	if awaited := w.awaited[sn.Node.Name]; len(awaited) > 0 {
 		// karp's own nomination of these pods ran out (a loaded scheduler
 		// can take longer than its TTL to reach them), but the scheduler
 		// has not tried them since they were sent here.
 		w.block(name, BlockedNominated, "node is the nominated node of %d pending pod(s) the scheduler has yet to try",
-			len(sn.Awaited))
+			len(awaited))
 		return nil
 	}
 	if c.cluster.BatchHeld(sn) {

@@ -123,25 +123,14 @@ func TestNodeUnderItsBatchHoldIsKept(t *testing.T) {
 // Once the scheduler has tried them (it clears the name when it fails a
 // pod), they no longer keep the node.
 func TestNodeAwaitedByHintedPodsIsKept(t *testing.T) {
-	h := newHarness(t)
-	h.readyNodePool(test.MakeNodePool("default").Budgets(karpv1.Budget{Nodes: "100%"}).
-		ConsolidateAfter(karpv1.NewNillableDuration(0)).Obj())
-	h.runningNode("fresh", nodeOpts{it: largeType})
-	pending := pod("pending", "1")
-	h.create(pending)
-	h.cluster.Nominate(pending, state.NodeClaimID("fresh"), 10*time.Second)
+	h, pending := newFreshNodeWithPendingPod(t, 10*time.Second)
 	pending.Status.NominatedNodeName = "fresh"
 	if err := h.client.Status().Update(h.ctx, pending); err != nil {
 		t.Fatal(err)
 	}
 	awaited := func(n int) func() bool {
 		return func() bool {
-			for _, sn := range h.cluster.Nodes() {
-				if sn.Name() == "fresh" {
-					return len(sn.Awaited) == n
-				}
-			}
-			return false
+			return len(h.cluster.AwaitedPods()["fresh"]) == n
 		}
 	}
 	h.clock.Step(11 * time.Second) // karp's nomination has run out
@@ -177,13 +166,7 @@ func TestNodeAwaitedByHintedPodsIsKept(t *testing.T) {
 // and an event per node of every scale-up, rewritten as the pod count in
 // the message fell.
 func TestNominatedNodeIsKeptWithoutRecordingIt(t *testing.T) {
-	h := newHarness(t)
-	h.readyNodePool(test.MakeNodePool("default").Budgets(karpv1.Budget{Nodes: "100%"}).
-		ConsolidateAfter(karpv1.NewNillableDuration(0)).Obj())
-	h.runningNode("fresh", nodeOpts{it: largeType})
-	pending := pod("pending", "1")
-	h.create(pending)
-	h.cluster.Nominate(pending, state.NodeClaimID("fresh"), time.Hour)
+	h, _ := newFreshNodeWithPendingPod(t, time.Hour)
 	h.eventually("the pending pod nominated in state", func() bool {
 		for _, sn := range h.cluster.Nodes() {
 			if sn.Name() == "fresh" && len(sn.Nominated) == 1 {
@@ -208,4 +191,19 @@ func TestNominatedNodeIsKeptWithoutRecordingIt(t *testing.T) {
 			t.Fatalf("event %s %q on a node that is only nominated", e.Reason, e.Note)
 		}
 	}
+}
+
+// newFreshNodeWithPendingPod starts a harness with one running node,
+// "fresh", of a NodePool that consolidates at once, and a pending pod karp
+// nominated to it for ttl.
+func newFreshNodeWithPendingPod(t *testing.T, ttl time.Duration) (*harness, *corev1.Pod) {
+	t.Helper()
+	h := newHarness(t)
+	h.readyNodePool(test.MakeNodePool("default").Budgets(karpv1.Budget{Nodes: "100%"}).
+		ConsolidateAfter(karpv1.NewNillableDuration(0)).Obj())
+	h.runningNode("fresh", nodeOpts{it: largeType})
+	pending := pod("pending", "1")
+	h.create(pending)
+	h.cluster.Nominate(pending, state.NodeClaimID("fresh"), ttl)
+	return h, pending
 }
