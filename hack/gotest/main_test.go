@@ -153,12 +153,20 @@ func TestLinksOnlyWhatChangedAndReportsLikeGoTest(t *testing.T) {
 	}
 
 	// Another mode is another binary; the cache keeps one per package and mode.
+	// The race detector needs cgo (make builds without it).
+	cgo, hadCgo := os.LookupEnv("CGO_ENABLED")
+	t.Setenv("CGO_ENABLED", "1")
 	opts.race = true
 	opts.verbose = true
 	_, out = runIn(t, dir, opts, "./uses")
 	mustMatch(t, out, `gotest: 1 test binaries linked, 0 taken from`)
 	mustMatch(t, out, `=== RUN   TestTwice`)
 	opts.race = false
+	if hadCgo {
+		t.Setenv("CGO_ENABLED", cgo)
+	} else {
+		os.Unsetenv("CGO_ENABLED")
+	}
 	_, out = runIn(t, dir, opts, "./uses")
 	mustMatch(t, out, `gotest: 0 test binaries linked, 1 taken from`)
 	slots, err := filepath.Glob(filepath.Join(opts.cacheDir, "uses-*", "*"))
